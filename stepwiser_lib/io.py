@@ -1,0 +1,66 @@
+"""Small, careful file helpers: atomic writes, and JSONL reads that name the bad line."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable
+
+
+class RecordError(ValueError):
+    """A malformed record in a data file (the message names file, line and field)."""
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write to a temporary file and rename: a reader never sees half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_json(path: str | Path, obj: Any) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def read_json(path: str | Path) -> Any:
+    return json.loads(Path(path).read_text())
+
+
+def write_jsonl(path: str | Path, records: Iterable[dict]) -> None:
+    atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+
+
+def read_jsonl(path: str | Path, required: dict[str, type | tuple] | None = None) -> list[dict]:
+    """Records of a JSONL file; with ``required`` ({field: type}) each record is validated."""
+    out = []
+    path = Path(path)
+    with path.open() as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise RecordError(f"{path}:{n}: not valid JSON ({e.msg})") from None
+            if not isinstance(rec, dict):
+                raise RecordError(f"{path}:{n}: expected a JSON object")
+            for k, t in (required or {}).items():
+                if k not in rec:
+                    raise RecordError(f"{path}:{n}: missing field {k!r}")
+                if not isinstance(rec[k], t) or (t in (int, float) and isinstance(rec[k], bool)):
+                    raise RecordError(f"{path}:{n}: field {k!r} has type "
+                                      f"{type(rec[k]).__name__}, expected {t}")
+            out.append(rec)
+    return out

@@ -1,0 +1,432 @@
+"""Stage 2: Monte-Carlo rollout labelling of chunks (paper §3.2, Eq. 2; notes §1.3, §2).
+
+For a prompt x and a chunk-policy response a = [a_1..a_H], Q_i is the success rate of M rollouts
+continued from the prefix that *includes* chunk i (paper: M = 16, temperature 1.0). The final
+chunk needs no rollouts: its Q is the verified correctness of the answer. Each Q is computed
+once and serves as "after chunk i" and "before chunk i+1"; the value before the first chunk is
+q0, the success rate of the 16 pre-filter samples of the bare prompt (notes §2, suggested
+default).
+
+Three label rules (pure functions, tested on hand-computed cases):
+
+* :func:`abs_q_labels` — positive iff Q_i > 0 (Math-Shepherd hard label);
+* :func:`rel_effective_labels` — positive iff Q_i + alpha * A_i > 0 with A_i = mu(Q_i) - mu(Q_{i-1}),
+  mu(x) = 1 - (1 - x)^n the best-of-n value (paper: n = 4);
+* :func:`rel_ratio_labels` — positive iff Q_i / Q_{i-1} > gamma.
+
+Engineering beyond the paper (all parameters, off where it changes results):
+
+* **Batching**: every rollout of a shard's prefixes goes into one sorted, left-padded generate
+  call (vLLM: one request per prefix with ``n = M`` and prefix caching).
+* **Adaptive rollouts** (``adaptive=True``): rollouts come in rounds; a prefix stops once no
+  outcome of its remaining rollouts could change any label that depends on it under the chosen
+  rule (exact interval bound, so labels equal what full M would give on the same rollout stream).
+* **Resumable shards**: prompts are processed in fixed shards, each written atomically with a
+  footer (record count, checksum, config hash). A restarted run skips valid shards, redoes
+  missing, truncated or corrupt ones, and ends with the labels of an uninterrupted run.
+
+Command line (same function as the notebook)::
+
+    python -m stepwiser_lib.labelling --profile tiny --out runs/tiny/artifacts/02_rollout_labelling
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from . import io
+from .sampling import chunk_format_ok
+from .tasks import is_correct
+from .toyworld import CHUNK_CLOSE, parse_chunks
+
+# ----------------------------------------------------------------------------- label rules
+
+EPS = 1e-9  # strict ">" with float tolerance: an exact tie (e.g. 12/16 vs 0.8 * 15/16) is negative
+
+
+def mu(x: float, n: int = 4) -> float:
+    """Value of the best-of-n policy induced by pi with binary reward (paper §3.2, App. A.1)."""
+    return 1.0 - (1.0 - x) ** n
+
+
+def abs_q_labels(q: list[float]) -> list[bool]:
+    """Abs-Q: positive iff Q_i > 0. ``q`` is the list of Q after each chunk."""
+    return [qi > 0 for qi in q]
+
+
+def rel_effective_label(qi: float, qprev: float, alpha: float, n: int = 4) -> bool:
+    return qi + alpha * (mu(qi, n) - mu(qprev, n)) > EPS
+
+
+def rel_effective_labels(q: list[float], q0: float, alpha: float, n: int = 4) -> list[bool]:
+    """Rel-Effective: positive iff Q_i + alpha * (mu(Q_i) - mu(Q_{i-1})) > 0, Q_0 := q0.
+
+    The paper writes "- if ... = 0"; since the score can be negative we read negative as
+    score <= 0 (notes §2). Paper alpha: 0.4 (1.5B), 0.8 (7B).
+    """
+    prev = [q0] + list(q[:-1])
+    return [rel_effective_label(a, b, alpha, n) for a, b in zip(q, prev)]
+
+
+def rel_ratio_label(qi: float, qprev: float, gamma: float) -> bool:
+    if qprev == 0:
+        return qi > 0  # [not in paper] division by zero: positive iff the chunk recovers
+    return qi - gamma * qprev > EPS
+
+
+def rel_ratio_labels(q: list[float], q0: float, gamma: float) -> list[bool]:
+    """Rel-Ratio: positive iff Q_i / Q_{i-1} > gamma, Q_0 := q0; when Q_{i-1} = 0 positive iff
+    Q_i > 0 (not in paper). Paper gamma: 0.8 (1.5B), 0.7 (7B)."""
+    prev = [q0] + list(q[:-1])
+    return [rel_ratio_label(a, b, gamma) for a, b in zip(q, prev)]
+
+
+RULES = ("abs_q", "rel_effective", "rel_ratio")
+
+
+def all_labels(q: list[float], q0: float, alpha: float, gamma: float, n: int = 4) -> dict[str, list[bool]]:
+    return {"abs_q": abs_q_labels(q), "rel_effective": rel_effective_labels(q, q0, alpha, n),
+            "rel_ratio": rel_ratio_labels(q, q0, gamma)}
+
+
+def rule_label(rule: str, qi: float, qprev: float, alpha: float, gamma: float, n: int = 4) -> bool:
+    if rule == "abs_q":
+        return qi > 0
+    if rule == "rel_effective":
+        return rel_effective_label(qi, qprev, alpha, n)
+    if rule == "rel_ratio":
+        return rel_ratio_label(qi, qprev, gamma)
+    raise ValueError(f"unknown rule {rule!r}; valid: {', '.join(RULES)}")
+
+
+def label_settled(rule: str, lo: float, hi: float, lo_prev: float, hi_prev: float,
+                  alpha: float, gamma: float, n: int = 4) -> bool:
+    """Can no value of Q_i in [lo, hi] and Q_{i-1} in [lo_prev, hi_prev] change the label?
+
+    Every rule is non-decreasing in Q_i and non-increasing in Q_{i-1} (mu is increasing, and the
+    Rel-Ratio zero case agrees with the limit), so the two extreme corners decide.
+    """
+    return (rule_label(rule, lo, hi_prev, alpha, gamma, n)
+            == rule_label(rule, hi, lo_prev, alpha, gamma, n))
+
+
+# ----------------------------------------------------------------------------- configuration
+
+@dataclass(frozen=True)
+class LabelConfig:
+    n_prefilter: int = 16  # paper §1.2: 16 responses per prompt, keep if not all right/wrong
+    m_rollouts: int = 16  # paper: M = 16 completions per prefix
+    temperature: float = 1.0  # paper: 1.0
+    max_new_tokens: int = 160  # paper: 8192 or the final answer; toy solutions < 100 tokens
+    traj_per_prompt: int = 4  # [not in paper] trajectories labelled per kept prompt
+    alpha: float = 0.4  # Rel-Effective alpha (paper: 0.4 at 1.5B, 0.8 at 7B)
+    gamma: float = 0.8  # Rel-Ratio gamma (paper: 0.8 at 1.5B, 0.7 at 7B)
+    mu_n: int = 4  # best-of-n for Rel-Effective (paper App. A.1: n = 4)
+    adaptive: bool = False  # [not in paper] stop sampling a prefix once its labels are settled
+    adaptive_rule: str = "rel_ratio"  # the rule whose labels adaptive sampling must preserve
+    adaptive_round: int = 4  # rollouts per prefix per round when adaptive
+    shard_size: int = 16  # prompts per shard (the unit of resumption)
+    seed: int = 0
+
+    def digest(self, model: str) -> str:
+        """What a shard's content depends on: the config (except the shard size cannot change
+        silently either) and the policy."""
+        blob = json.dumps({**asdict(self), "model": model}, sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+# ----------------------------------------------------------------------------- shards
+
+class ShardError(ValueError):
+    pass
+
+
+def write_shard(path: Path, records: list[dict], meta: dict) -> None:
+    """Records, then a footer line with their count and checksum; written atomically."""
+    body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    footer = {"_footer": {**meta, "n": len(records),
+                          "sha256": hashlib.sha256(body.encode()).hexdigest()}}
+    io.atomic_write_text(path, body + json.dumps(footer) + "\n")
+
+
+def read_shard(path: Path, config_hash: str | None = None) -> tuple[list[dict], dict]:
+    """Records and footer of a complete shard; :class:`ShardError` if missing, truncated,
+    corrupt or made with another configuration."""
+    if not path.exists():
+        raise ShardError(f"{path.name}: missing")
+    text = path.read_text()
+    lines = text.splitlines(keepends=True)
+    if not lines or not text.endswith("\n"):
+        raise ShardError(f"{path.name}: truncated (no complete footer)")
+    try:
+        footer = json.loads(lines[-1])["_footer"]
+    except (json.JSONDecodeError, KeyError, TypeError):
+        raise ShardError(f"{path.name}: truncated or corrupt (no footer)") from None
+    body = "".join(lines[:-1])
+    if hashlib.sha256(body.encode()).hexdigest() != footer.get("sha256"):
+        raise ShardError(f"{path.name}: checksum mismatch (corrupt)")
+    if config_hash is not None and footer.get("config") != config_hash:
+        raise ShardError(f"{path.name}: made with another configuration")
+    recs = [json.loads(x) for x in lines[:-1]]
+    if len(recs) != footer.get("n"):
+        raise ShardError(f"{path.name}: record count mismatch")
+    return recs, footer
+
+
+# ----------------------------------------------------------------------------- one shard
+
+def chunk_ends(response: str) -> list[int]:
+    """Character offsets just after each ``</chunk>``: the prefix that includes chunk i."""
+    ends, i = [], 0
+    while True:
+        j = response.find(CHUNK_CLOSE, i)
+        if j < 0:
+            return ends
+        ends.append(j + len(CHUNK_CLOSE))
+        i = j + len(CHUNK_CLOSE)
+
+
+def choose_trajectories(samples: list[tuple[str, bool]], k: int, rng: random.Random) -> list[int]:
+    """Indices of up to ``k`` well-formed samples, alternating wrong and right ones so that both
+    outcomes are labelled. [not in paper]"""
+    ok = [i for i, (t, _) in enumerate(samples) if chunk_format_ok(t)]
+    rng.shuffle(ok)
+    wrong = [i for i in ok if not samples[i][1]]
+    right = [i for i in ok if samples[i][1]]
+    out = []
+    while len(out) < k and (wrong or right):
+        for pool in (wrong, right):
+            if pool and len(out) < k:
+                out.append(pool.pop(0))
+    return sorted(out)
+
+
+@dataclass
+class ShardStats:
+    prompts: int = 0
+    kept_prompts: int = 0
+    trajectories: int = 0
+    prefixes: int = 0
+    rollouts: int = 0
+    rollouts_full: int = 0  # what full M would have cost
+    seconds: float = 0.0
+    prefilter_seconds: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+
+def _rollout_round(generator, todo: list[tuple[dict, str]], n: int, cfg: LabelConfig, template: str,
+                   seed: int) -> list[int]:
+    """Successes among ``n`` rollouts for each (item, prefix), in one batched generate call."""
+    if not todo:
+        return []
+    outs = generator.generate([template.format(problem=it["problem"]) for it, _ in todo], n=n,
+                              temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens,
+                              seed=seed, prefixes=[p for _, p in todo])
+    return [sum(is_correct(it, p + c.text) for c in cs) for (it, p), cs in zip(todo, outs)]
+
+
+def label_shard(generator, items: list[dict], template: str, cfg: LabelConfig, shard_id: int
+                ) -> tuple[list[dict], ShardStats]:
+    """Pre-filter, choose trajectories, roll out every intermediate prefix, label every chunk."""
+    t0 = time.time()
+    st = ShardStats(prompts=len(items))
+    base_seed = cfg.seed * 100_003 + shard_id * 7919
+    rng = random.Random(base_seed)
+    prompts = [template.format(problem=it["problem"]) for it in items]
+    pre = generator.generate(prompts, n=cfg.n_prefilter, temperature=cfg.temperature,
+                             max_new_tokens=cfg.max_new_tokens, seed=base_seed)
+    st.prefilter_seconds = time.time() - t0
+    trajs = []  # (item, q0, response, correct, traj index)
+    for it, cands in zip(items, pre):
+        res = [(c.text, bool(is_correct(it, c.text))) for c in cands]
+        q0 = sum(ok for _, ok in res) / len(res)
+        if not 0 < q0 < 1:
+            continue
+        st.kept_prompts += 1
+        for j in choose_trajectories(res, cfg.traj_per_prompt, rng):
+            trajs.append({"item": it, "q0": q0, "response": res[j][0], "correct": res[j][1],
+                          "sample": j, "ends": chunk_ends(res[j][0])})
+    st.trajectories = len(trajs)
+    # Intermediate prefixes (the last chunk's Q is its verified correctness).
+    for t in trajs:
+        h = len(t["ends"])
+        t["succ"] = [0] * (h - 1)
+        t["done"] = [0] * (h - 1)
+    pref = [(ti, i) for ti, t in enumerate(trajs) for i in range(len(t["ends"]) - 1)]
+    st.prefixes = len(pref)
+    st.rollouts_full = len(pref) * cfg.m_rollouts
+    M = cfg.m_rollouts
+    round_n = cfg.adaptive_round if cfg.adaptive else M
+    rnd = 0
+    active = list(pref)
+    while active:
+        todo = [(trajs[ti]["item"], trajs[ti]["response"][:trajs[ti]["ends"][i]]) for ti, i in active]
+        n = min(round_n, M - trajs[active[0][0]]["done"][active[0][1]])
+        succ = _rollout_round(generator, todo, n, cfg, template, seed=base_seed + 1 + rnd)
+        for (ti, i), s in zip(active, succ):
+            trajs[ti]["succ"][i] += s
+            trajs[ti]["done"][i] += n
+        st.rollouts += n * len(active)
+        rnd += 1
+        active = [(ti, i) for ti, i in active if trajs[ti]["done"][i] < M
+                  and not (cfg.adaptive and _prefix_settled(trajs[ti], i, cfg))]
+    records = []
+    for ti, t in enumerate(trajs):
+        chunks = parse_chunks(t["response"])
+        h = len(chunks)
+        q = [t["succ"][i] / t["done"][i] for i in range(h - 1)] + [1.0 if t["correct"] else 0.0]
+        n_used = t["done"] + [0]
+        labels = all_labels(q, t["q0"], cfg.alpha, cfg.gamma, cfg.mu_n)
+        tid = f"{t['item']['id']}/s{t['sample']}"
+        for i in range(h):
+            records.append({
+                "problem_id": t["item"]["id"], "problem": t["item"]["problem"],
+                "traj_id": tid, "chunk_index": i, "n_chunks": h,
+                "history": chunks[:i], "chunk": chunks[i],
+                "q": q[i], "q_prev": q[i - 1] if i else t["q0"], "q0": t["q0"],
+                "n_rollouts": n_used[i], "is_final": i == h - 1,
+                "traj_correct": t["correct"],
+                **{f"label_{r}": labels[r][i] for r in RULES},
+            })
+    st.seconds = time.time() - t0
+    return records, st
+
+
+def _interval(t: dict, i: int, M: int) -> tuple[float, float]:
+    """Range Q_i can still end in (exact for q0 and the final chunk)."""
+    if i < 0:
+        return t["q0"], t["q0"]
+    if i >= len(t["succ"]):
+        v = 1.0 if t["correct"] else 0.0
+        return v, v
+    s, d = t["succ"][i], t["done"][i]
+    return s / M, (s + M - d) / M
+
+
+def _prefix_settled(t: dict, i: int, cfg: LabelConfig) -> bool:
+    """Prefix i may stop when the labels of chunk i and chunk i+1 (both depend on Q_i) are
+    settled under ``cfg.adaptive_rule`` for every outcome of the remaining rollouts."""
+    M = cfg.m_rollouts
+    for j in (i, i + 1):
+        lo, hi = _interval(t, j, M)
+        lp, hp = _interval(t, j - 1, M)
+        if not label_settled(cfg.adaptive_rule, lo, hi, lp, hp, cfg.alpha, cfg.gamma, cfg.mu_n):
+            return False
+    return True
+
+
+# ----------------------------------------------------------------------------- driver
+
+def label_prompts(generator, items: list[dict], template: str, cfg: LabelConfig, out_dir: str | Path,
+                  model_id: str, progress: bool = True, stop_after: int | None = None) -> dict:
+    """Label all prompts shard by shard, resuming from valid shards in ``out_dir/shards``.
+
+    ``stop_after`` (tests) raises :class:`KeyboardInterrupt` after that many newly written
+    shards, as an interruption would. Returns ``{"records", "stats", "resumed", "redone"}``.
+    """
+    from tqdm.auto import tqdm
+
+    out = Path(out_dir) / "shards"
+    out.mkdir(parents=True, exist_ok=True)
+    h = cfg.digest(model_id)
+    shards = [items[i:i + cfg.shard_size] for i in range(0, len(items), cfg.shard_size)]
+    records, stats, resumed, redone, written = [], [], 0, [], 0
+    bar = tqdm(total=len(items), unit="prompt", desc="labelling", disable=not progress)
+    t_start, n_roll, n_pref = time.time(), 0, 0
+    for sid, shard in enumerate(shards):
+        path = out / f"shard_{sid:05d}.jsonl"
+        try:
+            recs, footer = read_shard(path, h)
+            if footer.get("prompt_ids") != [it["id"] for it in shard]:
+                raise ShardError(f"{path.name}: holds other prompts")
+            resumed += 1
+            st = ShardStats(**footer["stats"])
+        except ShardError as e:
+            if path.exists():
+                redone.append(str(e))
+            recs, st = label_shard(generator, shard, template, cfg, sid)
+            write_shard(path, recs, {"config": h, "shard": sid, "stats": asdict(st),
+                                     "prompt_ids": [it["id"] for it in shard]})
+            written += 1
+            n_roll += st.rollouts
+            n_pref += st.prefixes
+        records.extend(recs)
+        stats.append(st)
+        dt = max(time.time() - t_start, 1e-9)
+        bar.set_postfix(prefixes=sum(s.prefixes for s in stats), rollouts_per_s=f"{n_roll / dt:.0f}")
+        bar.update(len(shard))
+        if stop_after is not None and written >= stop_after and sid + 1 < len(shards):
+            bar.close()
+            raise KeyboardInterrupt(f"stopped after {written} new shard(s) (test hook)")
+    bar.close()
+    total = ShardStats(**{k: sum(getattr(s, k) for s in stats) for k in
+                          ("prompts", "kept_prompts", "trajectories", "prefixes", "rollouts",
+                           "rollouts_full", "seconds", "prefilter_seconds")})
+    return {"records": records, "stats": asdict(total), "resumed": resumed, "redone": redone}
+
+
+def label_summary(records: list[dict]) -> dict:
+    """Positive rates (%) of the three rules over all chunks, and basic counts."""
+    n = len(records)
+    if not n:
+        return {"chunks": 0}
+    return {"chunks": n, "trajectories": len({r["traj_id"] for r in records}),
+            "problems": len({r["problem_id"] for r in records}),
+            **{f"positive_{r}": round(100 * sum(x[f"label_{r}"] for x in records) / n, 2) for r in RULES},
+            "mean_q": round(sum(x["q"] for x in records) / n, 4)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the labelling of notebook 02 outside a kernel, with a profile's parameters."""
+    from . import paths, prompts, tasks
+    from .config import notebook_parameters, profile_values
+    from .models import make_generator, set_threads
+
+    ap = argparse.ArgumentParser(description="Monte-Carlo rollout labelling (notebook 02)")
+    ap.add_argument("--profile", default="tiny")
+    ap.add_argument("--out", default=None, help="output folder (default: the notebook's artifact folder)")
+    a = ap.parse_args(argv)
+    nb = paths.NOTEBOOKS_DIR / "02_rollout_labelling.ipynb"
+    decl = notebook_parameters(nb)
+    p = {k: v.default for k, v in decl.items()}
+    p.update(profile_values(a.profile, nb.stem, decl))
+    set_threads()
+    cfg = label_config_from_params(p)
+    policy = resolve_policy(p, a.profile)
+    gen = make_generator(policy, backend=p["BACKEND"], batch_size=p["GEN_BATCH"])
+    items = tasks.load_problems(p["TASK"], "label", p["N_PROMPTS"], seed=p["SEED"])
+    out = Path(a.out or paths.artifacts(a.profile, nb.stem))
+    res = label_prompts(gen, items, prompts.get(p["PROMPT_FAMILY"], "chunk_policy"), cfg, out, policy)
+    io.write_jsonl(out / "labels.jsonl", res["records"])
+    print(json.dumps({**res["stats"], **label_summary(res["records"])}, indent=1))
+
+
+def label_config_from_params(p: dict) -> LabelConfig:
+    return LabelConfig(n_prefilter=p["N_PREFILTER"], m_rollouts=p["M_ROLLOUTS"],
+                       temperature=p["TEMPERATURE"], max_new_tokens=p["MAX_NEW_TOKENS"],
+                       traj_per_prompt=p["TRAJ_PER_PROMPT"], alpha=p["ALPHA"], gamma=p["GAMMA"],
+                       mu_n=p["MU_N"], adaptive=p["ADAPTIVE"], adaptive_rule=p["ADAPTIVE_RULE"],
+                       adaptive_round=p["ADAPTIVE_ROUND"], shard_size=p["SHARD_SIZE"], seed=p["SEED"])
+
+
+def resolve_policy(p: dict, profile: str) -> str:
+    """The chunk policy: notebook 01's artifact unless POLICY_MODEL names another model."""
+    from . import paths
+
+    if p["POLICY_MODEL"] != "artifact":
+        return paths.resolve_model(p["POLICY_MODEL"])
+    d = paths.run_dir(profile) / "artifacts" / "01_self_segmentation" / "chunk_policy" / "model"
+    if not (d / "config.json").exists():
+        raise FileNotFoundError(f"no chunk policy at {d}: run notebook 01 at profile {profile!r} "
+                                f"first (make reproduce PROFILE={profile})")
+    return str(d)
+
+
+if __name__ == "__main__":
+    main()

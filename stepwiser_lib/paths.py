@@ -1,0 +1,53 @@
+"""Where things live. Stages talk through files under these folders (schemas: data/README.md).
+
+* ``runs/<profile>/``: executed notebooks, and ``runs/<profile>/artifacts/<stage>/`` for what a
+  stage hands to the next (models, labels, prompts). Git-ignored; long jobs resume from it.
+* ``results/<profile>/``: numbers (JSON, Markdown tables). ``figures/<profile>/``: plots.
+  Both are produced by ``make reproduce`` and committed for ``tiny``.
+* ``data/``: committed inputs such as the toy base model (``data/toy_base``).
+
+The repository root is found from the package location (an editable install), or from
+``STEPWISER_ROOT``; so notebooks behave the same from JupyterLab, papermill or Colab.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ROOT = Path(os.environ.get("STEPWISER_ROOT", Path(__file__).resolve().parents[1]))
+PROFILES_DIR = ROOT / "configs" / "profiles"
+NOTEBOOKS_DIR = ROOT / "notebooks"
+DATA_DIR = ROOT / "data"
+TOY_BASE_DIR = DATA_DIR / "toy_base"
+
+
+def run_dir(profile: str) -> Path:
+    return ROOT / "runs" / profile
+
+
+def artifacts(profile: str, stage: str) -> Path:
+    """Folder for what ``stage`` (e.g. "01_self_segmentation") writes for later stages."""
+    p = run_dir(profile) / "artifacts" / stage
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def results_dir(profile: str) -> Path:
+    p = ROOT / "results" / profile
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def figures_dir(profile: str) -> Path:
+    p = ROOT / "figures" / profile
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def resolve_model(name: str) -> str:
+    """``"toy_base"`` -> the committed toy checkpoint; ``"artifact:<stage>/<dir>"`` -> a stage
+    artifact of the current run; anything else is a hub id or a local path, unchanged."""
+    if name == "toy_base":
+        return str(TOY_BASE_DIR)
+    return name

@@ -1,0 +1,116 @@
+"""Run the numbered notebooks headless with papermill at one profile.
+
+    python -m stepwiser_lib.runner --profile tiny             # every notebook, in order
+    python -m stepwiser_lib.runner --profile smoke --only 01  # one stage
+    python -m stepwiser_lib.runner --profile paper --check    # validate only, start no kernel
+
+Before any kernel starts, every profile key is checked against the parameters each notebook
+declares (unknown key, wrong type, unknown notebook section or profile: a clear error, exit 2).
+Executed notebooks go to ``runs/<profile>/``; a failing notebook stops the run and names the
+notebook, the cell and the error (exit 1). Per-notebook times go to ``runs/<profile>/timings.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from .config import ConfigError, check_profile_file, notebook_parameters
+from .paths import NOTEBOOKS_DIR, PROFILES_DIR, ROOT, run_dir
+
+
+def list_notebooks(notebooks_dir: Path = NOTEBOOKS_DIR, only: list[str] | None = None) -> list[Path]:
+    nbs = sorted(p for p in Path(notebooks_dir).glob("[0-9][0-9]_*.ipynb"))
+    if only:
+        sel = [p for p in nbs if any(p.stem.startswith(o) for o in only)]
+        missing = [o for o in only if not any(p.stem.startswith(o) for p in nbs)]
+        if missing:
+            raise ConfigError(f"no notebook matches {missing}; notebooks: {[p.stem for p in nbs]}")
+        return sel
+    return nbs
+
+
+def plan(profile: str, notebooks: list[Path], profiles_dir: Path = PROFILES_DIR) -> dict[str, dict]:
+    """Checked parameters per notebook (raises ConfigError on any problem)."""
+    declared = {p.stem: notebook_parameters(p) for p in notebooks}
+    return check_profile_file(profile, declared, profiles_dir)
+
+
+def _failure(nb_path: Path) -> str:
+    """The failing cell of an executed notebook: its index, first line and error."""
+    try:
+        nb = json.loads(Path(nb_path).read_text())
+    except Exception:  # noqa: BLE001 - best effort in an error path
+        return ""
+    for i, c in enumerate(nb.get("cells", [])):
+        for o in c.get("outputs", []) if c.get("cell_type") == "code" else []:
+            if o.get("output_type") == "error":
+                src = "".join(c.get("source", [])).strip().splitlines()
+                head = src[0] if src else ""
+                return f"cell {i} ({head[:70]!r}): {o.get('ename')}: {o.get('evalue')}"
+    return ""
+
+
+def run(profile: str, only: list[str] | None = None, check_only: bool = False,
+        notebooks_dir: Path = NOTEBOOKS_DIR, out_dir: Path | None = None,
+        profiles_dir: Path = PROFILES_DIR, log_output: bool = False) -> dict[str, float]:
+    notebooks = list_notebooks(notebooks_dir, only)
+    if not notebooks:
+        raise ConfigError(f"no notebooks in {notebooks_dir}")
+    params = plan(profile, notebooks, profiles_dir)
+    print(f"[runner] profile {profile}: {len(notebooks)} notebook(s), parameters checked", flush=True)
+    if check_only:
+        for nb, vals in params.items():
+            print(f"  {nb}: {json.dumps(vals, sort_keys=True)}")
+        return {}
+    import papermill as pm
+
+    out = Path(out_dir or run_dir(profile))
+    out.mkdir(parents=True, exist_ok=True)
+    timings: dict[str, float] = {}
+    tpath = out / "timings.json"
+    for nb in notebooks:
+        dest = out / nb.name
+        print(f"[runner] {nb.stem} ({profile}) -> {dest.relative_to(ROOT) if dest.is_relative_to(ROOT) else dest}",
+              flush=True)
+        t0 = time.time()
+        try:
+            pm.execute_notebook(str(nb), str(dest), parameters=params[nb.stem], kernel_name="python3",
+                                cwd=str(ROOT), progress_bar=False, log_output=log_output)
+        except pm.PapermillExecutionError as e:
+            where = _failure(dest) or f"cell {e.exec_count}: {e.ename}: {e.evalue}"
+            raise RuntimeError(f"notebook {nb.name} failed at {where}\n"
+                               f"  full traceback in {dest}") from None
+        timings[nb.stem] = round(time.time() - t0, 1)
+        print(f"[runner] {nb.stem} done in {timings[nb.stem]:.0f} s", flush=True)
+        old = json.loads(tpath.read_text()) if tpath.exists() else {}
+        old.update(timings)
+        tpath.write_text(json.dumps(old, indent=2) + "\n")
+    return timings
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="Run the StepWiser companion notebooks with papermill.")
+    ap.add_argument("--profile", default="tiny")
+    ap.add_argument("--only", nargs="*", help="notebook number prefixes, e.g. 01 02")
+    ap.add_argument("--check", action="store_true", help="validate the profile and stop")
+    ap.add_argument("--log-output", action="store_true", help="stream cell output to the terminal")
+    a = ap.parse_args(argv)
+    try:
+        t = run(a.profile, a.only, a.check, log_output=a.log_output)
+    except ConfigError as e:
+        print(f"[runner] configuration error: {e}", file=sys.stderr)
+        return 2
+    except RuntimeError as e:
+        print(f"[runner] FAILED: {e}", file=sys.stderr)
+        return 1
+    if t:
+        print(f"[runner] all done: {sum(t.values()):.0f} s in total", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

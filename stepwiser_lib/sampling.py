@@ -1,0 +1,54 @@
+"""Sample whole solutions for a set of problems and summarise them (Avg@k, steps, tokens).
+
+Shared by notebook 01 (Table 4), 06 (Table 7 baseline) and 07 (Table 8 evaluation).
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from .tasks import is_correct
+from .toyworld import last_boxed, parse_chunks, split_paragraphs, strip_tags, CHUNK_RE
+
+
+def sample_solutions(generator, items: list[dict], template: str, n: int, temperature: float,
+                     max_new_tokens: int, seed: int, progress: str | bool = False) -> list[dict]:
+    """``n`` responses per problem; one record per response, scored with the task's checker."""
+    prompts = [template.format(problem=it["problem"]) for it in items]
+    outs = generator.generate(prompts, n=n, temperature=temperature, max_new_tokens=max_new_tokens,
+                              seed=seed, progress=progress)
+    recs = []
+    for it, cands in zip(items, outs):
+        for j, c in enumerate(cands):
+            recs.append({"problem_id": it["id"], "problem": it["problem"], "sample": j,
+                         "response": c.text, "correct": bool(is_correct(it, c.text)),
+                         "n_tokens": c.n_tokens, "finished": c.finished})
+    return recs
+
+
+def chunk_format_ok(text: str) -> bool:
+    """A chunk-policy response: at least one chunk, nothing outside the chunks but blank lines,
+    and a boxed answer in the last chunk (Table 11 contract)."""
+    chunks = parse_chunks(text)
+    if not chunks or CHUNK_RE.sub("", text).strip():
+        return False
+    return last_boxed(chunks[-1]) is not None
+
+
+def summarize(recs: list[dict], chunked: bool) -> dict:
+    """Avg@k accuracy (mean over all samples), steps per solution (chunks, or ``\\n\\n``
+    paragraphs for raw text) and tokens per solution, as in the paper's Table 4."""
+    if not recs:
+        return {"n": 0}
+    steps = [len(parse_chunks(r["response"])) if chunked
+             else len(split_paragraphs(strip_tags(r["response"]))) for r in recs]
+    out = {
+        "n": len(recs),
+        "avg_acc": round(100 * sum(r["correct"] for r in recs) / len(recs), 2),
+        "steps": round(statistics.mean(steps), 3),
+        "tokens": round(statistics.mean(r["n_tokens"] for r in recs), 2),
+        "finished": round(100 * sum(r["finished"] for r in recs) / len(recs), 2),
+    }
+    if chunked:
+        out["format_ok"] = round(100 * sum(chunk_format_ok(r["response"]) for r in recs) / len(recs), 2)
+    return out

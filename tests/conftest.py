@@ -1,0 +1,22 @@
+import os
+
+import pytest
+
+from stepwiser_lib.paths import TOY_BASE_DIR
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+
+@pytest.fixture(scope="session")
+def toy_base_dir():
+    if not (TOY_BASE_DIR / "manifest.json").exists():
+        pytest.fail("data/toy_base is missing: it is committed; rebuild it with `make toy-base`")
+    return str(TOY_BASE_DIR)
+
+
+@pytest.fixture(scope="session")
+def toy_model(toy_base_dir):
+    from stepwiser_lib.models import load_model, set_threads
+
+    set_threads()
+    return load_model(toy_base_dir)

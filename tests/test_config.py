@@ -1,0 +1,133 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from stepwiser_lib import config as C
+from stepwiser_lib.runner import list_notebooks, plan
+
+CELL = '''
+PROFILE: str = "tiny"  # scale
+N: int = 3  # count
+LR: float = 1e-3  # rate
+USE: bool = False  # switch
+IDS: list[int] = [1, 2]  # ids
+'''
+
+
+def write_profile(d: Path, name: str, text: str) -> None:
+    (d / f"{name}.yaml").write_text(text)
+
+
+def test_parse_parameters_cell():
+    p = C.parse_parameters_source(CELL)
+    assert list(p) == ["PROFILE", "N", "LR", "USE", "IDS"]
+    assert p["N"].type == "int" and p["N"].default == 3 and p["N"].comment == "count"
+    assert p["IDS"].type == "list"
+
+
+@pytest.mark.parametrize("src,msg", [
+    ("N = 3", "only `NAME: type = literal`"),
+    ("N: int = 3.5", "is not a int"),
+    ("N: set = 3", "is not one of"),
+    ("N: int = len('ab')", "literal"),
+])
+def test_parse_parameters_rejects(src, msg):
+    with pytest.raises(C.ConfigError, match=msg):
+        C.parse_parameters_source(src)
+
+
+def test_profile_values_checks_keys_and_types(tmp_path):
+    decl = C.parse_parameters_source(CELL)
+    write_profile(tmp_path, "ok", "shared:\n  N: 5\n  OTHER: 1\nnotebooks:\n  nb:\n    LR: 1\n")
+    v = C.profile_values("ok", "nb", decl, tmp_path)
+    assert v == {"N": 5, "LR": 1, "PROFILE": "ok"}  # shared keys apply only where declared
+    write_profile(tmp_path, "typo", "notebooks:\n  nb:\n    NN: 5\n")
+    with pytest.raises(C.ConfigError, match=r"unknown parameter\(s\) \['NN'\]"):
+        C.profile_values("typo", "nb", decl, tmp_path)
+    write_profile(tmp_path, "badtype", "notebooks:\n  nb:\n    N: '5'\n")
+    with pytest.raises(C.ConfigError, match="is not a int"):
+        C.profile_values("badtype", "nb", decl, tmp_path)
+    write_profile(tmp_path, "boolint", "notebooks:\n  nb:\n    N: true\n")
+    with pytest.raises(C.ConfigError, match="is not a int"):
+        C.profile_values("boolint", "nb", decl, tmp_path)
+    # PyYAML reads 1e-5 (no dot) as a string: caught as a type error, not a silent "1e-5"
+    write_profile(tmp_path, "yamlfloat", "notebooks:\n  nb:\n    LR: 1e-5\n")
+    with pytest.raises(C.ConfigError, match="is not a float"):
+        C.profile_values("yamlfloat", "nb", decl, tmp_path)
+    with pytest.raises(C.ConfigError, match="unknown profile 'nope'; valid profiles: .*ok"):
+        C.profile_values("nope", "nb", decl, tmp_path)
+
+
+def test_check_profile_file_rejects_stray_sections(tmp_path):
+    decl = {"nb": C.parse_parameters_source(CELL)}
+    write_profile(tmp_path, "p1", "notebooks:\n  nb2:\n    N: 1\n")
+    with pytest.raises(C.ConfigError, match="unknown notebooks"):
+        C.check_profile_file("p1", decl, tmp_path)
+    write_profile(tmp_path, "p2", "shared:\n  NOBODY: 1\n")
+    with pytest.raises(C.ConfigError, match="declared by no notebook"):
+        C.check_profile_file("p2", decl, tmp_path)
+    write_profile(tmp_path, "p3", "sharde:\n  N: 1\n")
+    with pytest.raises(C.ConfigError, match="unknown top-level keys"):
+        C.check_profile_file("p3", decl, tmp_path)
+
+
+def _ns(**over):
+    ns = {"__annotations__": {"PROFILE": "str", "N": "int", "LR": "float"},
+          "PROFILE": "tiny", "N": 3, "LR": 0.1}
+    ns.update(over)
+    return ns
+
+
+def test_resolve_freezes_and_validates(tmp_path):
+    write_profile(tmp_path, "tiny", "shared: {}\nnotebooks: {}\n")
+    write_profile(tmp_path, "smoke", "notebooks:\n  nb:\n    N: 1\n")
+    cfg = C.resolve(_ns(), "nb", tmp_path)
+    assert cfg.N == 3 and cfg.as_dict()["LR"] == 0.1
+    with pytest.raises(AttributeError, match="frozen"):
+        cfg.N = 4
+    with pytest.raises(AttributeError, match="no parameter"):
+        cfg.MISSING
+    assert C.resolve(_ns(PROFILE="smoke"), "nb", tmp_path, verbose=False).N == 1  # profile applied
+    with pytest.raises(C.ConfigError, match="unknown parameter"):
+        C.resolve(_ns(TYPO=1), "nb", tmp_path)  # e.g. injected by papermill -p TYPO 1
+    with pytest.raises(C.ConfigError, match="is not a int"):
+        C.resolve(_ns(N="3"), "nb", tmp_path)
+    with pytest.raises(C.ConfigError, match="unknown profile"):
+        C.resolve(_ns(PROFILE="huge"), "nb", tmp_path)
+
+
+@pytest.mark.parametrize("profile", C.PROFILES)
+def test_shipped_profiles_are_complete_and_valid(profile):
+    """Every profile, colab and paper included, validates against every notebook."""
+    nbs = list_notebooks()
+    assert nbs, "no notebooks found"
+    params = plan(profile, nbs)
+    assert set(params) == {p.stem for p in nbs}
+    for nb, vals in params.items():
+        assert vals["PROFILE"] == profile
+
+
+def test_paper_profile_uses_paper_models():
+    p = plan("paper", list_notebooks(only=["01"]))["01_self_segmentation"]
+    assert p["BASE_MODEL"] == "Qwen/Qwen2.5-1.5B-Instruct"
+    assert p["TEACHER"] == "meta-llama/Llama-3.1-70B-Instruct"
+    assert (p["SAMPLES_PER_PROBLEM"], p["MAX_CORRECT_PER_PROBLEM"], p["N_PROBLEMS"]) == (16, 4, 20000)
+    assert p["SFT_LR"] == 1e-5 and p["SFT_BATCH"] == 32
+
+
+def test_notebooks_follow_the_skeleton():
+    for path in list_notebooks():
+        nb = json.loads(path.read_text())
+        cells = nb["cells"]
+        assert nb["metadata"]["kernelspec"]["name"] == "python3"
+        assert cells[0]["cell_type"] == "markdown" and "".join(cells[0]["source"]).startswith("# ")
+        tags = [c.get("metadata", {}).get("tags", []) for c in cells]
+        i = next(k for k, t in enumerate(tags) if "parameters" in t)
+        src = "".join(cells[i]["source"])
+        for line in src.strip().splitlines():
+            assert "#" in line, f"{path.name}: parameter without a comment: {line}"
+        assert "config.resolve(globals()" in "".join(cells[i + 1]["source"])
+        assert all(not c.get("outputs") for c in cells if c["cell_type"] == "code"), \
+            f"{path.name} is committed with outputs"
+        assert "metrics" in "".join(cells[-1]["source"])

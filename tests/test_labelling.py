@@ -1,0 +1,146 @@
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from stepwiser_lib import labelling as L
+from fakes import FakeToyPolicy, fake_items
+
+TEMPLATE = "Solve.\nProblem: {problem}"
+
+
+# ----------------------------------------------------------------------------- label rules
+
+def test_abs_q_hand_cases():
+    assert L.abs_q_labels([0.5, 0.0, 0.0625, 1.0]) == [True, False, True, True]
+    assert L.abs_q_labels([]) == []
+
+
+def test_rel_ratio_hand_cases():
+    q0 = 0.5
+    # first chunk compares with q0: 0.5/0.5 = 1 > 0.8 ; 0.25/0.5 = 0.5 ; 0/0.25 ; then q_prev = 0
+    assert L.rel_ratio_labels([0.5, 0.25, 0.0, 0.0, 0.125], q0, 0.8) == [True, False, False, False, True]
+    # ties are negative (strict >): 0.75 / 0.9375 == 0.8 exactly
+    assert L.rel_ratio_labels([0.75], 0.9375, 0.8) == [False]
+    assert L.rel_ratio_labels([0.8125], 0.9375, 0.8) == [True]
+    # the final chunk's Q is its correctness (1.0 or 0.0)
+    assert L.rel_ratio_labels([0.25, 1.0], 0.5, 0.8) == [False, True]
+    assert L.rel_ratio_labels([0.75, 0.0], 0.5, 0.8) == [True, False]
+
+
+def test_rel_effective_hand_cases():
+    mu = lambda x: 1 - (1 - x) ** 4
+    assert L.mu(0.5) == pytest.approx(0.9375)
+    # q=0.25 after q0=0.5: 0.25 + 0.4*(mu(.25)-mu(.5)) = 0.25 + 0.4*(0.68359375-0.9375) = 0.1484 > 0
+    assert L.rel_effective_labels([0.25], 0.5, alpha=0.4) == [True]
+    # with alpha 1.0: 0.25 + (0.68359375-0.9375) = -0.0039 <= 0 -> negative
+    assert 0.25 + (mu(0.25) - mu(0.5)) < 0
+    assert L.rel_effective_labels([0.25], 0.5, alpha=1.0) == [False]
+    # Q = 0 is always negative; a jump up is positive
+    assert L.rel_effective_labels([0.0, 0.5, 1.0], 0.25, alpha=0.8) == [False, True, True]
+    # n matters: best-of-1 is pi itself
+    assert L.rel_effective_labels([0.25], 0.5, alpha=1.0, n=1) == [False]  # 0.25 + (0.25-0.5) = 0
+
+
+def test_settled_matches_every_completion():
+    """Exhaustive check of the interval rule: settled => every completion gives one label."""
+    M = 8
+    for rule in L.RULES:
+        for d in range(M + 1):
+            for s in range(d + 1):
+                for prev in [0.0, 0.125, 0.5, 0.875, 1.0]:
+                    lo, hi = s / M, (s + M - d) / M
+                    outs = {L.rule_label(rule, (s + k) / M, prev, 0.4, 0.8) for k in range(M - d + 1)}
+                    if L.label_settled(rule, lo, hi, prev, prev, 0.4, 0.8):
+                        assert len(outs) == 1, (rule, s, d, prev)
+                    if d == M:
+                        assert L.label_settled(rule, lo, hi, prev, prev, 0.4, 0.8)
+
+
+# ----------------------------------------------------------------------------- pipeline
+
+def _cfg(**kw):
+    base = dict(n_prefilter=8, m_rollouts=8, traj_per_prompt=2, shard_size=3, seed=1)
+    base.update(kw)
+    return L.LabelConfig(**base)
+
+
+def test_chunk_ends_and_prefixes():
+    r = "<chunk>a</chunk>\n\n<chunk>b</chunk>\n\n<chunk>\\boxed{1}</chunk>"
+    ends = L.chunk_ends(r)
+    assert [r[:e] for e in ends] == ["<chunk>a</chunk>", "<chunk>a</chunk>\n\n<chunk>b</chunk>", r]
+
+
+def test_label_shard_records_and_batching(tmp_path):
+    gen = FakeToyPolicy()
+    recs, st = L.label_shard(gen, fake_items(6), TEMPLATE, _cfg(), shard_id=0)
+    assert st.kept_prompts > 0 and st.trajectories > 0
+    # one generate call for the pre-filter and ONE for all rollouts of the shard (batched)
+    assert len(gen.calls) == 2 and gen.calls[1] == (st.prefixes, 8)
+    assert st.rollouts == st.prefixes * 8 == st.rollouts_full
+    for r in recs:
+        assert 0 < r["q0"] < 1
+        assert r["n_rollouts"] == (0 if r["is_final"] else 8)
+        if r["is_final"]:
+            assert r["q"] == (1.0 if r["traj_correct"] else 0.0)
+        if "WRONG" in r["chunk"] or any("WRONG" in h for h in r["history"]):
+            assert r["q"] == 0 and not r["label_abs_q"]
+    by_traj = {}
+    for r in recs:
+        by_traj.setdefault(r["traj_id"], []).append(r)
+    for rs in by_traj.values():
+        rs.sort(key=lambda r: r["chunk_index"])
+        q = [r["q"] for r in rs]
+        assert [r["label_rel_ratio"] for r in rs] == L.rel_ratio_labels(q, rs[0]["q0"], 0.8)
+        assert all(r["q_prev"] == (rs[i - 1]["q"] if i else r["q0"]) for i, r in enumerate(rs))
+        assert [r["history"] for r in rs][-1] == [x["chunk"] for x in rs[:-1]]
+
+
+def test_adaptive_keeps_abs_q_labels_and_saves_rollouts():
+    items = fake_items(12)
+    full, st_full = L.label_shard(FakeToyPolicy(), items, TEMPLATE, _cfg(m_rollouts=16), 0)
+    ad, st_ad = L.label_shard(FakeToyPolicy(), items, TEMPLATE,
+                              _cfg(m_rollouts=16, adaptive=True, adaptive_rule="abs_q",
+                                   adaptive_round=4), 0)
+    assert st_ad.rollouts < st_full.rollouts
+    # the fake's outcomes do not depend on the round, so labels must agree exactly
+    assert [r["label_abs_q"] for r in full] == [r["label_abs_q"] for r in ad]
+
+
+def test_resume_after_interruption_gives_identical_labels(tmp_path):
+    items = fake_items(10)
+    ref = L.label_prompts(FakeToyPolicy(), items, TEMPLATE, _cfg(), tmp_path / "ref", "m", progress=False)
+    gen = FakeToyPolicy()
+    with pytest.raises(KeyboardInterrupt):
+        L.label_prompts(gen, items, TEMPLATE, _cfg(), tmp_path / "run", "m", progress=False, stop_after=2)
+    calls_before = len(gen.calls)
+    res = L.label_prompts(gen, items, TEMPLATE, _cfg(), tmp_path / "run", "m", progress=False)
+    assert res["resumed"] == 2 and res["redone"] == []
+    assert len(gen.calls) - calls_before == 2 * 2  # only the 2 remaining shards were generated
+    assert res["records"] == ref["records"]
+
+
+def test_truncated_or_corrupt_shards_are_redone(tmp_path):
+    items = fake_items(6)
+    ref = L.label_prompts(FakeToyPolicy(), items, TEMPLATE, _cfg(), tmp_path, "m", progress=False)
+    shards = sorted((tmp_path / "shards").glob("shard_*.jsonl"))
+    text = shards[0].read_text()
+    shards[0].write_text(text[: len(text) // 2])  # truncated mid-record
+    shards[1].write_text(text.replace('"q": 0', '"q": 9'))  # corrupt body, old footer
+    res = L.label_prompts(FakeToyPolicy(), items, TEMPLATE, _cfg(), tmp_path, "m", progress=False)
+    assert len(res["redone"]) == 2 and res["resumed"] == 0
+    assert any("truncated" in x for x in res["redone"])
+    assert res["records"] == ref["records"]
+    # a different configuration does not silently reuse shards
+    res2 = L.label_prompts(FakeToyPolicy(), items, TEMPLATE, _cfg(m_rollouts=4), tmp_path, "m",
+                           progress=False)
+    assert res2["resumed"] == 0 and all("another configuration" in x for x in res2["redone"])
+
+
+def test_label_summary():
+    recs = [{"traj_id": "t", "problem_id": "p", "q": 0.5, **{f"label_{r}": True for r in L.RULES}},
+            {"traj_id": "t", "problem_id": "p", "q": 0.0, **{f"label_{r}": False for r in L.RULES}}]
+    s = L.label_summary(recs)
+    assert s["chunks"] == 2 and s["positive_abs_q"] == 50.0 and s["mean_q"] == 0.25

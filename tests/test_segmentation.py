@@ -1,0 +1,52 @@
+from stepwiser_lib import prompts, segmentation as sg
+from stepwiser_lib import toyworld as tw
+
+RAW = "We need c.\n\nb = a + 7 = 12 + 7 = 19\n\nSo the answer is \\boxed{19}."
+
+
+def test_valid_segmentation_accepted():
+    seg = tw.teacher_segment(RAW)
+    assert sg.segmentation_problems(RAW, seg) == []
+    assert sg.reconstructs(RAW, seg)
+
+
+def test_rejections_name_the_problem():
+    seg = tw.teacher_segment(RAW)
+    assert "does not reconstruct the original text" in sg.segmentation_problems(RAW, seg.replace("19", "18", 1))
+    assert any("outside" in e for e in sg.segmentation_problems(RAW, "Chunks:\n" + seg))
+    assert "no chunk" in sg.segmentation_problems(RAW, RAW)
+    assert any("empty" in e for e in sg.segmentation_problems(RAW, "<chunk></chunk>" + seg))
+    assert any("unbalanced" in e or "nested" in e
+               for e in sg.segmentation_problems(RAW, "<chunk>" + seg))
+    # a title in the chunk (as in the paper's appendix figures) changes the text: rejected
+    assert not sg.reconstructs(RAW, seg.replace("<chunk>", "<chunk>chunk 1: ", 1))
+
+
+def test_build_sft_records_caps_and_filters():
+    items = []
+    for k in range(6):
+        items.append({"problem_id": "p1", "problem": "P1", "response": RAW + " " * k, "correct": True})
+    items.append({"problem_id": "p1", "problem": "P1", "response": "wrong", "correct": False})
+    items.append({"problem_id": "p2", "problem": "P2", "response": RAW, "correct": True})
+    items.append({"problem_id": "p2", "problem": "P2", "response": RAW, "correct": True})  # duplicate
+
+    def teacher(rs):  # a teacher that breaks one response
+        return [tw.teacher_segment(r) if i else tw.teacher_segment(r).replace("c.", "d.")
+                for i, r in enumerate(rs)]
+
+    recs, st = sg.build_sft_records(items, teacher, max_per_problem=4,
+                                    policy_prompt=prompts.TOY_CHUNK_POLICY, seed=0)
+    assert st.sampled == 9 and st.correct == 8
+    assert st.kept == 5  # 4 for p1 (cap), 1 for p2 (duplicate removed)
+    assert st.accepted == 4 and sum(st.rejected_reasons.values()) == 1
+    assert all(r["prompt"].endswith("Problem: " + ("P1" if r["problem_id"] == "p1" else "P2"))
+               for r in recs)
+    assert all(tw.strip_tags(r["completion"]) == r["raw"] for r in recs)
+    again, _ = sg.build_sft_records(items, teacher, 4, prompts.TOY_CHUNK_POLICY, seed=0)
+    assert again == recs  # deterministic for a seed
+
+
+def test_step_stats():
+    seg = tw.teacher_segment(RAW)
+    assert sg.step_stats([RAW], chunked=False) == [3]
+    assert sg.step_stats([seg], chunked=True) == [2]

@@ -1,0 +1,55 @@
+import hashlib
+import json
+from pathlib import Path
+
+from stepwiser_lib import prompts, toybase, toyworld
+from stepwiser_lib.models import HFGenerator, load_tokenizer
+
+
+def test_manifest_matches_files(toy_base_dir):
+    d = Path(toy_base_dir)
+    man = json.loads((d / "manifest.json").read_text())
+    files = {f.name for f in d.iterdir() if f.is_file() and f.name != "manifest.json"}
+    assert set(man["files"]) == files
+    for name, digest in man["files"].items():
+        assert hashlib.sha256((d / name).read_bytes()).hexdigest() == digest, name
+    total = sum(f.stat().st_size for f in d.iterdir())
+    assert total < 20 * 2**20  # the committed-checkpoint budget
+    assert man["config"]["parameters"] > 1e6
+    assert 0.30 <= man["eval"]["accuracy_sampled_t1"] <= 0.80  # informative rollouts
+
+
+def test_corpus_hash_reproduces_from_seed(toy_base_dir):
+    """`make toy-base` is deterministic: the same seed gives the same corpus as the manifest."""
+    man = json.loads((Path(toy_base_dir) / "manifest.json").read_text())
+    t = man["training"]
+    docs = toybase.corpus(man["seed"], t["max_steps"] * t["batch_size"], t["check_fraction"])
+    h = hashlib.sha256("\x00".join(a + "\x01" + b for a, b in docs).encode()).hexdigest()
+    assert h == t["corpus_sha256"]
+    # generic text only: no verdicts, no evaluation problems
+    assert not any("Positive" in b or "Negative" in b for _, b in docs[:5000])
+    assert all(toyworld.problem_split(a.split("Problem: ")[1].split("\n")[0]) == "base_train"
+               for a, _ in docs[:2000])
+
+
+def test_tokenizer_contract(toy_base_dir):
+    tok = load_tokenizer(toy_base_dir)
+    for w in ["<chunk>", "</chunk>", "Positive", "Negative", tok.eos_token]:
+        assert len(tok(w, add_special_tokens=False)["input_ids"]) == 1, w
+    assert tok.decode(tok("<chunk>b = 12</chunk>", add_special_tokens=False)["input_ids"]) == "<chunk>b = 12</chunk>"
+    assert [tok.decode([i]) for i in tok(" 123", add_special_tokens=False)["input_ids"]] == [" 1", "2", "3"]
+    text = tok.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=False,
+                                   add_generation_prompt=True)
+    assert text == "<|user|>\nhi<|end|>\n<|assistant|>\n"
+    assert tok.padding_side == "left"
+
+
+def test_loads_through_from_pretrained_and_solves(toy_model):
+    model, tok = toy_model
+    gen = HFGenerator(model, tok, batch_size=32)
+    probs = toyworld.generate_problems("eval", 32, seed=123)
+    outs = gen.generate([prompts.TOY_BASE_POLICY.format(problem=p.text) for p in probs], n=1,
+                        temperature=0, max_new_tokens=160)
+    acc = sum(toyworld.is_correct(p, o[0].text) for p, o in zip(probs, outs)) / len(probs)
+    assert acc >= 0.2, acc  # a real solver, not noise
+    assert all(o[0].finished for o in outs[:8])
