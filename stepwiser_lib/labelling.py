@@ -404,7 +404,8 @@ def main(argv: list[str] | None = None) -> None:
     out = Path(a.out or paths.artifacts(a.profile, nb.stem))
     res = label_prompts(gen, items, prompts.get(p["PROMPT_FAMILY"], "chunk_policy"), cfg, out, policy)
     io.write_jsonl(out / "labels.jsonl", res["records"])
-    print(json.dumps({**res["stats"], **label_summary(res["records"])}, indent=1))
+    print(json.dumps({**res["stats"], **label_summary(res["records"]), "resumed_shards": res["resumed"],
+                      "redone_shards": res["redone"], "labels": str(out / "labels.jsonl")}, indent=1))
 
 
 def label_config_from_params(p: dict) -> LabelConfig:

@@ -207,7 +207,7 @@ def sha256_dir(path: Path) -> dict[str, str]:
             for f in sorted(Path(path).iterdir()) if f.is_file() and f.name != "manifest.json"}
 
 
-def train(out_dir: str, work_dir: str, seed: int = 0, max_steps: int = 1200, batch_size: int = 64,
+def train(out_dir: str, work_dir: str, seed: int = 0, max_steps: int = 1000, batch_size: int = 64,
           lr: float = 1e-3, check_fraction: float = 0.3, hidden: int = 256, layers: int = 4,
           heads: int = 4, kv_heads: int = 2, intermediate: int = 768, vocab_size: int = 400,
           eval_problems: int = 256) -> dict:
@@ -283,7 +283,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", default="data/toy_base")
     ap.add_argument("--work-dir", default="runs/toy_base_work")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--max-steps", type=int, default=1200)
+    ap.add_argument("--max-steps", type=int, default=1000)
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--check-fraction", type=float, default=0.3)

@@ -218,6 +218,47 @@ def generate_problems(split: str, n: int, seed: int, steps: tuple[int, int] = (2
     return out
 
 
+_DEF_RE = re.compile(r"^([a-z]) = (?:(\d+)|([a-z]) ([-+*]) ([a-z]|\d+))$")
+
+
+def parse_problem(text: str, id: str = "") -> Problem:
+    """Rebuild a :class:`Problem` from its text (``a = 12. b = a + 7. Find b.``), e.g. for
+    judge prompts that carry only the text. Raises ValueError on anything else."""
+    parts = [x.strip() for x in text.strip().split(".") if x.strip()]
+    if not parts or not parts[-1].startswith("Find "):
+        raise ValueError(f"not a toy problem: {text!r}")
+    target = parts[-1][5:].strip()
+    env: dict[str, int] = {}
+    defs = []
+    for part in parts[:-1]:
+        m = _DEF_RE.match(part)
+        if not m:
+            raise ValueError(f"not a toy definition: {part!r}")
+        name, const, left, op, right = m.groups()
+        if const is not None:
+            d = Definition(name, int(const))
+        else:
+            if left not in env or (not right.isdigit() and right not in env):
+                raise ValueError(f"{part!r} uses an undefined variable")
+            y = env[right] if right in env else int(right)
+            d = Definition(name, apply_op(op, env[left], y), op, left, right)
+        env[name] = d.value
+        defs.append(d)
+    if target not in env:
+        raise ValueError(f"target {target!r} is not defined")
+    # the chain of computed variables the target depends on
+    needed, stack = [], [target]
+    deps = {d.name: [x for x in (d.left, d.right) if x in env] for d in defs if d.op}
+    while stack:
+        v = stack.pop()
+        if v in deps and v not in needed:
+            needed.append(v)
+            stack.extend(deps[v])
+    order = [d.name for d in defs]
+    return Problem(id=id, text=text, defs=tuple(defs), target=target, answer=env[target],
+                   needed=tuple(sorted(needed, key=order.index)))
+
+
 def problem_split(text: str) -> str:
     """The only split a problem text can belong to."""
     b = _problem_bucket(text)
@@ -250,27 +291,26 @@ def statement(d: Definition, values: dict[str, int], stated: int | None = None,
 
 
 def raw_solution(problem: Problem, rng: random.Random, p_intro: float = 0.35,
-                 p_merge: float = 0.25, p_opener: float = 0.5, p_extra: float = 0.08) -> str:
-    """A correct solution in the raw LLM style: ``\\n\\n`` paragraphs, with fragments and merges."""
+                 p_merge: float = 0.25, p_opener: float = 0.5) -> str:
+    """A correct solution in the raw LLM style: ``\\n\\n`` paragraphs, with fragments and merges.
+
+    The solution works forward through the problem's operations in order (distractor
+    operations included: valid but unnecessary steps, as LLMs often write), so no backward
+    planning is needed: a tiny model can learn it in minutes.
+    """
     values = problem.values
     paras: list[str] = []
     if rng.random() < p_opener:
         paras.append(rng.choice(OPENERS).format(t=problem.target))
-    needed = list(problem.needed)
-    # Occasionally compute an unnecessary (distractor) value, as LLMs do: valid but wasted.
-    extras = [d.name for d in problem.defs if d.op is not None and d.name not in problem.needed]
-    if extras and rng.random() < p_extra:
-        e = rng.choice(extras)
-        order = [d.name for d in problem.defs if d.op is not None]
-        needed = sorted(needed + [e], key=order.index)
+    ops = [d.name for d in problem.defs if d.op is not None]
     i = 0
-    while i < len(needed):
-        d = problem.definition(needed[i])
+    while i < len(ops):
+        d = problem.definition(ops[i])
         if rng.random() < p_intro:
             paras.append(rng.choice(INTROS).format(v=d.name))
         text = statement(d, values)
-        if i + 1 < len(needed) and rng.random() < p_merge:
-            text += rng.choice(MERGE_JOIN) + statement(problem.definition(needed[i + 1]), values)
+        if i + 1 < len(ops) and rng.random() < p_merge:
+            text += rng.choice(MERGE_JOIN) + statement(problem.definition(ops[i + 1]), values)
             i += 1
         paras.append(text)
         i += 1

@@ -136,3 +136,12 @@ def test_check_text_difference_is_zero_iff_step_is_right(problems):
 def test_problem_round_trips_through_dict(problems):
     p = problems[0]
     assert tw.Problem.from_dict(p.to_dict()) == p
+
+
+def test_parse_problem_round_trip(problems):
+    for p in problems[:100]:
+        q = tw.parse_problem(p.text, id=p.id)
+        assert (q.defs, q.target, q.answer) == (p.defs, p.target, p.answer)
+        assert set(p.needed) <= set(q.needed)  # the chain, plus variables it also uses
+    with pytest.raises(ValueError, match="not a toy"):
+        tw.parse_problem("What is 2 + 2?")
