@@ -34,23 +34,32 @@ def list_notebooks(notebooks_dir: Path = NOTEBOOKS_DIR, only: list[str] | None =
 
 
 def plan(profile: str, notebooks: list[Path], profiles_dir: Path = PROFILES_DIR) -> dict[str, dict]:
-    """Checked parameters per notebook (raises ConfigError on any problem)."""
-    declared = {p.stem: notebook_parameters(p) for p in notebooks}
-    return check_profile_file(profile, declared, profiles_dir)
+    """Checked parameters of the selected notebooks (raises ConfigError on any problem).
+
+    The whole profile is validated against every notebook of the folder, so running one stage
+    (``--only``) still rejects a typo anywhere in the profile."""
+    folders = {p.parent for p in notebooks}
+    everyone = [q for f in folders for q in list_notebooks(f)]
+    declared = {p.stem: notebook_parameters(p) for p in everyone}
+    checked = check_profile_file(profile, declared, profiles_dir)
+    return {p.stem: checked[p.stem] for p in notebooks}
 
 
 def _failure(nb_path: Path) -> str:
-    """The failing cell of an executed notebook: its index, first line and error."""
+    """The failing cell of an executed notebook: its number in the source notebook (1-based,
+    papermill's injected cells not counted), first line and error."""
     try:
         nb = json.loads(Path(nb_path).read_text())
     except Exception:  # noqa: BLE001 - best effort in an error path
         return ""
-    for i, c in enumerate(nb.get("cells", [])):
+    skip = {"injected-parameters", "papermill-error-cell-tag"}
+    cells = [c for c in nb.get("cells", []) if not skip & set(c.get("metadata", {}).get("tags", []))]
+    for i, c in enumerate(cells, 1):
         for o in c.get("outputs", []) if c.get("cell_type") == "code" else []:
             if o.get("output_type") == "error":
                 src = "".join(c.get("source", [])).strip().splitlines()
                 head = src[0] if src else ""
-                return f"cell {i} ({head[:70]!r}): {o.get('ename')}: {o.get('evalue')}"
+                return f"cell {i} of {len(cells)} ({head[:70]!r}): {o.get('ename')}: {o.get('evalue')}"
     return ""
 
 

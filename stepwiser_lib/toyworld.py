@@ -7,17 +7,17 @@ checker really decides which of its steps are right.
 
 A problem is a chain of variable definitions over small integers::
 
-    a = 12. d = 4. b = a + 7. c = b * 3. Find c.
+    a = 12. b = 4. c = a + 7. d = c * 3. Find d.
 
-A *raw-style* solution is written the way instruct LLMs write (paper §3.1): paragraphs separated
-by a blank line, where one logical unit is sometimes split into fragments ("Next, find b." on its
+(variables are named in the order they are defined). A *raw-style* solution is written the way
+instruct LLMs write (paper §3.1): paragraphs separated by a blank line, where one logical unit is sometimes split into fragments ("Next, find b." on its
 own paragraph) and two units are sometimes merged into one paragraph::
 
-    We need c.
+    We need d.
 
-    b = a + 7 = 12 + 7 = 19
+    c = a + 7 = 12 + 7 = 19
 
-    c = b * 3 = 19 * 3 = 57
+    d = c * 3 = 19 * 3 = 57
 
     So the answer is \\boxed{57}.
 
@@ -183,10 +183,15 @@ def generate_problem(rng: random.Random, n_steps: int, n_distractors: int,
                 pos = max(pos, max(i for i, x in enumerate(defs) if x.name in used) + 1)
             defs.insert(pos, d)
             env[name] = d.value
-        target = chain[-1]
+        # Names follow the order of definition (a, b, c, ...): a tiny model then finds a
+        # definition by its letter instead of tracking arbitrary names.  # [not in paper]
+        rename = {d.name: VAR_NAMES[i] for i, d in enumerate(defs)}
+        defs = [Definition(rename[d.name], d.value, d.op, rename.get(d.left),
+                           rename.get(d.right, d.right)) for d in defs]
+        target = rename[chain[-1]]
         text = " ".join(f"{d.name} = {d.expr}." for d in defs) + f" Find {target}."
-        return Problem(id="", text=text, defs=tuple(defs), target=target, answer=env[target],
-                       needed=tuple(chain),
+        return Problem(id="", text=text, defs=tuple(defs), target=target, answer=env[chain[-1]],
+                       needed=tuple(rename[c] for c in chain),
                        difficulty={"n_steps": n_steps, "n_distractors": n_distractors})
 
 

@@ -40,3 +40,46 @@ def test_verdict_reward_trl_calling_convention():
     assert r == [1.0, 0.0]
     with pytest.raises(ValueError, match="label"):
         verdict_reward(["\\boxed{Positive}"])
+
+
+def _examples(n=200):
+    import random
+
+    from stepwiser_lib import toyworld as tw
+
+    rng = random.Random(0)
+    out = []
+    for p in tw.generate_problems("label", n, seed=4):
+        hist, step, _ = tw.check_example(p, rng)
+        out.append({"problem": p.text, "history": [hist] if hist else [], "chunk": step,
+                    "label": tw.check_step(p, step).ok})
+    return out
+
+
+def test_warmup_teaches_format_not_labels():
+    from stepwiser_lib.judge import toy_analysis, warmup_records
+    from stepwiser_lib.toybase import check_implied_ok
+
+    ex = _examples()
+    recs = warmup_records(ex, seed=0)
+    verdicts = [parse_verdict(r["completion"]) for r in recs]
+    assert set(verdicts) == {"Positive", "Negative"}
+    pos = sum(v == "Positive" for v in verdicts) / len(verdicts)
+    assert 0.4 < pos < 0.6
+    # verdicts carry no information about the labels (agreement near chance)
+    agree = sum((v == "Positive") == e["label"] for v, e in zip(verdicts, ex)) / len(ex)
+    assert 0.35 < agree < 0.65
+    # ...while the analysis re-derives the chunk and implies the right answer
+    implied = [check_implied_ok(toy_analysis(e["problem"], e["chunk"])) for e in ex]
+    assert all(i == e["label"] for i, e in zip(implied, ex) if i is not None)
+    assert recs == warmup_records(ex, seed=0)
+    assert recs[0]["prompt"].startswith("Judge the new chunk")
+
+
+def test_step_accuracy():
+    from stepwiser_lib.judge import step_accuracy
+
+    ex = [{"label": True}, {"label": True}, {"label": False}, {"label": False}]
+    js = [{"verdict": "Positive"}, {"verdict": None}, {"verdict": "Negative"}, {"verdict": "Positive"}]
+    r = step_accuracy(js, ex)
+    assert (r["acc"], r["balanced_acc"], r["positive_rate"], r["unparsed"]) == (50.0, 50.0, 50.0, 25.0)
