@@ -95,7 +95,7 @@ def _adaptive_counts(trajs, outcomes, cfg):
     return counts
 
 
-def run(profile: str = "tiny", n_prompts: int = 24, m: int = 16, batch: int = 256, seed: int = 0) -> dict:
+def run(profile: str = "tiny", n_prompts: int = 12, m: int = 16, batch: int = 128, seed: int = 0) -> dict:
     set_threads()
     params = {"POLICY_MODEL": "artifact"}
     policy = labelling.resolve_policy(params, profile)
@@ -143,9 +143,9 @@ def run(profile: str = "tiny", n_prompts: int = 24, m: int = 16, batch: int = 25
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--profile", default="tiny", help="whose notebook-01 chunk policy to use")
-    ap.add_argument("--prompts", type=int, default=24)
+    ap.add_argument("--prompts", type=int, default=12)
     ap.add_argument("--m", type=int, default=16)
-    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--batch", type=int, default=128)
     a = ap.parse_args(argv)
     import json
 
