@@ -42,10 +42,11 @@ def write_jsonl(path: str | Path, records: Iterable[dict]) -> None:
     atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
 
 
-def read_jsonl(path: str | Path, required: dict[str, type | tuple] | None = None) -> list[dict]:
-    """Records of a JSONL file; with ``required`` ({field: type}) each record is validated."""
-    out = []
+def iter_jsonl(path: str | Path, where: str | None = None):
+    """``(line number, object)`` for each non-blank line; a bad line raises :class:`RecordError`
+    naming ``where`` (default: the path) and the line."""
     path = Path(path)
+    where = where or str(path)
     with path.open() as f:
         for n, line in enumerate(f, 1):
             if not line.strip():
@@ -53,14 +54,21 @@ def read_jsonl(path: str | Path, required: dict[str, type | tuple] | None = None
             try:
                 rec = json.loads(line)
             except json.JSONDecodeError as e:
-                raise RecordError(f"{path}:{n}: not valid JSON ({e.msg})") from None
-            if not isinstance(rec, dict):
-                raise RecordError(f"{path}:{n}: expected a JSON object")
-            for k, t in (required or {}).items():
-                if k not in rec:
-                    raise RecordError(f"{path}:{n}: missing field {k!r}")
-                if not isinstance(rec[k], t) or (t in (int, float) and isinstance(rec[k], bool)):
-                    raise RecordError(f"{path}:{n}: field {k!r} has type "
-                                      f"{type(rec[k]).__name__}, expected {t}")
-            out.append(rec)
+                raise RecordError(f"{where}, line {n}: bad JSON ({e.msg})") from None
+            yield n, rec
+
+
+def read_jsonl(path: str | Path, required: dict[str, type | tuple] | None = None) -> list[dict]:
+    """Records of a JSONL file; with ``required`` ({field: type}) each record is validated."""
+    out = []
+    for n, rec in iter_jsonl(path):
+        if not isinstance(rec, dict):
+            raise RecordError(f"{path}, line {n}: expected a JSON object")
+        for k, t in (required or {}).items():
+            if k not in rec:
+                raise RecordError(f"{path}, line {n}: missing field {k!r}")
+            if not isinstance(rec[k], t) or (t in (int, float) and isinstance(rec[k], bool)):
+                raise RecordError(f"{path}, line {n}: field {k!r} has type "
+                                  f"{type(rec[k]).__name__}, expected {t}")
+        out.append(rec)
     return out

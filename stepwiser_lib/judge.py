@@ -187,19 +187,14 @@ def train_grpo_judge(model_dir: str, train: list[dict], out_dir, *, val: list[di
     from transformers import AutoModelForCausalLM, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from .models import load_tokenizer
+    from .models import load_tokenizer, lora_config
 
     t0 = time.time()
     out_dir = Path(out_dir)
     tok = load_tokenizer(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
     cpu = not torch.cuda.is_available()
-    peft_config = None
-    if use_lora:
-        from peft import LoraConfig
-
-        peft_config = LoraConfig(r=lora_r, lora_alpha=lora_alpha, target_modules="all-linear",
-                                 task_type="CAUSAL_LM")
+    peft_config = lora_config(lora_r, lora_alpha) if use_lora else None
     args = GRPOConfig(
         output_dir=str(out_dir / "trainer"), max_steps=max_steps, learning_rate=lr,
         lr_scheduler_type=lr_scheduler, per_device_train_batch_size=prompts_per_step * group_size,

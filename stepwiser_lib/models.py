@@ -233,6 +233,13 @@ def make_generator(model_path: str, backend: str = "hf", adapter: str | None = N
     return HFGenerator(model, tok, batch_size=batch_size)
 
 
+def lora_config(r: int = 16, alpha: int = 32):
+    """A PEFT LoRA config on every linear layer of a causal LM (used by SFT and GRPO)."""
+    from peft import LoraConfig
+
+    return LoraConfig(r=r, lora_alpha=alpha, target_modules="all-linear", task_type="CAUSAL_LM")
+
+
 def param_count(model) -> int:
     return sum(p.numel() for p in model.parameters())
 

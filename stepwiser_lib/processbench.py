@@ -12,10 +12,11 @@ for notebook 05; notes §8).
 
 from __future__ import annotations
 
-import json
 import os
 import warnings
 from pathlib import Path
+
+from .io import RecordError, iter_jsonl
 
 SPLITS = ("gsm8k", "math", "olympiadbench", "omnimath")
 #: (error, correct) counts per split, ProcessBench paper Table 1 / notes §8.1.
@@ -72,15 +73,10 @@ def load_split(split: str, local_dir: str | None = None, fix_math_688: bool = Fa
         path = Path(local_dir) / f"{split}.jsonl"
         if not path.exists():
             raise FileNotFoundError(f"{path} not found (STEPWISER_PROCESSBENCH_DIR={local_dir})")
-        with path.open() as f:
-            for n, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise ProcessBenchError(f"ProcessBench {split}, line {n}: bad JSON ({e.msg})") from None
-                recs.append(validate_record(rec, split, n))
+        try:
+            recs = [validate_record(rec, split, n) for n, rec in iter_jsonl(path, f"ProcessBench {split}")]
+        except RecordError as e:
+            raise ProcessBenchError(str(e)) from None
     else:  # pragma: no cover - needs the hub
         from datasets import load_dataset
 

@@ -23,7 +23,7 @@ def sft(base_model: str, records: list[dict], out_dir: str | Path, *, epochs: fl
     from transformers import AutoModelForCausalLM
     from trl import SFTConfig, SFTTrainer
 
-    from .models import load_tokenizer
+    from .models import load_tokenizer, lora_config
 
     if not records:
         raise ValueError("no SFT records")
@@ -37,12 +37,7 @@ def sft(base_model: str, records: list[dict], out_dir: str | Path, *, epochs: fl
     cpu = not torch.cuda.is_available()
     model = AutoModelForCausalLM.from_pretrained(
         base_model, dtype=torch.float32 if cpu or not bf16 else torch.bfloat16)
-    peft_config = None
-    if use_lora:
-        from peft import LoraConfig
-
-        peft_config = LoraConfig(r=lora_r, lora_alpha=lora_alpha, target_modules="all-linear",
-                                 task_type="CAUSAL_LM")
+    peft_config = lora_config(lora_r, lora_alpha) if use_lora else None
     args = SFTConfig(
         output_dir=str(out_dir / "trainer"), num_train_epochs=epochs, max_steps=max_steps,
         learning_rate=lr, per_device_train_batch_size=batch_size,
