@@ -46,8 +46,8 @@ def figures_dir(profile: str) -> Path:
 
 
 def resolve_model(name: str) -> str:
-    """``"toy_base"`` -> the committed toy checkpoint; ``"artifact:<stage>/<dir>"`` -> a stage
-    artifact of the current run; anything else is a hub id or a local path, unchanged."""
+    """``"toy_base"`` -> the committed toy checkpoint; anything else (a hub id or a local path)
+    is returned unchanged."""
     if name == "toy_base":
         return str(TOY_BASE_DIR)
     return name

@@ -1,7 +1,6 @@
 """Scripted stand-ins for a policy, so pipeline logic is tested in milliseconds."""
 import random
 
-from stepwiser_lib import toyworld as tw
 from stepwiser_lib.models import Completion
 
 
@@ -15,13 +14,6 @@ class FakeToyPolicy:
     def __init__(self, p=0.5, p_after=0.6):
         self.p, self.p_after = p, p_after
         self.calls = []  # (number of prompts, n) per call
-
-    def _problem(self, prompt):
-        text = prompt.split("Problem: ")[-1]
-        for split in tw.SPLIT_BUCKETS:
-            if tw.problem_split(text) == split:
-                break
-        return text
 
     def generate(self, prompts, n=1, temperature=1.0, top_p=1.0, max_new_tokens=256, stop=None,
                  seed=0, prefixes=None, progress=False):
