@@ -7,7 +7,8 @@ Measured in one run, on the same prefixes with the same model:
 * **batched**: every rollout of every prefix in sorted, left-padded batches of ``GEN_BATCH``
   (what :func:`stepwiser_lib.labelling.label_shard` does);
 * **adaptive**: the exact-bound early stopping of ``labelling`` for Rel-Ratio; we report the
-  fraction of full-M rollouts it used and its label agreement with full M. Agreement is measured
+  fraction of full-M rollouts it used and its label agreement with full M; and the same for the
+  confidence-bound variant (Wilson interval, z = 1; keys ``adaptive_z1_*``). Agreement is measured
   two ways: on the *same rollout stream* (the first k of the M outcomes; exact by construction)
   and against an *independent* full-M run; the latter is bounded by the agreement of two
   independent full-M runs (the Monte-Carlo noise floor), which we report as well.
@@ -117,6 +118,11 @@ def run(profile: str = "tiny", n_prompts: int = 12, m: int = 16, batch: int = 12
     counts_ind = _adaptive_counts(trajs, again, cfg)
     ad_ind = _labels_from(trajs, again, cfg, counts_ind)
     full_ind = _labels_from(trajs, again, cfg)
+    from dataclasses import replace
+
+    cfg_z = replace(cfg, adaptive_z=1.0)
+    counts_z = _adaptive_counts(trajs, batched, cfg_z)
+    ad_z = _labels_from(trajs, batched, cfg_z, counts_z)
     agree = lambda a, b: round(sum(x == y for x, y in zip(a, b)) / len(a), 4)
     out = {
         "naive_rollouts_per_s": round(n_pref * m / dt_n, 1),
@@ -126,6 +132,8 @@ def run(profile: str = "tiny", n_prompts: int = 12, m: int = 16, batch: int = 12
         "adaptive_label_agreement": agree(ad_same, full),
         "adaptive_label_agreement_independent_run": agree(ad_ind, full),
         "full_m_agreement_two_independent_runs": agree(full_ind, full),
+        "adaptive_z1_rollout_fraction": round(sum(counts_z) / (n_pref * m), 4),
+        "adaptive_z1_label_agreement": agree(ad_z, full),
         "settings": {"profile_policy": policy, "prefixes": n_pref, "trajectories": len(trajs),
                      "chunks_labelled": len(full), "m_rollouts": m, "gen_batch": batch,
                      "rule": "rel_ratio", "gamma": cfg.gamma, "adaptive_round": cfg.adaptive_round,

@@ -131,6 +131,9 @@ class LabelConfig:
     adaptive: bool = False  # [not in paper] stop sampling a prefix once its labels are settled
     adaptive_rule: str = "rel_ratio"  # the rule whose labels adaptive sampling must preserve
     adaptive_round: int = 4  # rollouts per prefix per round when adaptive
+    adaptive_z: float = 0.0  # 0: exact bound (labels as full M on the same stream); > 0: Wilson
+    # interval of z standard errors on the success rate of the remaining rollouts (a confidence
+    # bound: fewer rollouts, labels can differ from full M)
     shard_size: int = 16  # prompts per shard (the unit of resumption)
     seed: int = 0
 
@@ -298,15 +301,23 @@ def label_shard(generator, items: list[dict], template: str, cfg: LabelConfig, s
     return records, st
 
 
-def _interval(t: dict, i: int, M: int) -> tuple[float, float]:
-    """Range Q_i can still end in (exact for q0 and the final chunk)."""
+def _interval(t: dict, i: int, M: int, z: float = 0.0) -> tuple[float, float]:
+    """Range Q_i can still end in (exact for q0 and the final chunk). With ``z > 0`` the
+    remaining rollouts' success rate is bounded by a Wilson interval instead of [0, 1]."""
     if i < 0:
         return t["q0"], t["q0"]
     if i >= len(t["succ"]):
         v = 1.0 if t["correct"] else 0.0
         return v, v
     s, d = t["succ"][i], t["done"][i]
-    return s / M, (s + M - d) / M
+    p_lo, p_hi = 0.0, 1.0
+    if z > 0 and d > 0:
+        p = s / d
+        den = 1 + z * z / d
+        c = (p + z * z / (2 * d)) / den
+        h = z * ((p * (1 - p) / d + z * z / (4 * d * d)) ** 0.5) / den
+        p_lo, p_hi = max(0.0, c - h), min(1.0, c + h)
+    return (s + (M - d) * p_lo) / M, (s + (M - d) * p_hi) / M
 
 
 def _prefix_settled(t: dict, i: int, cfg: LabelConfig) -> bool:
@@ -314,8 +325,8 @@ def _prefix_settled(t: dict, i: int, cfg: LabelConfig) -> bool:
     settled under ``cfg.adaptive_rule`` for every outcome of the remaining rollouts."""
     M = cfg.m_rollouts
     for j in (i, i + 1):
-        lo, hi = _interval(t, j, M)
-        lp, hp = _interval(t, j - 1, M)
+        lo, hi = _interval(t, j, M, cfg.adaptive_z)
+        lp, hp = _interval(t, j - 1, M, cfg.adaptive_z)
         if not label_settled(cfg.adaptive_rule, lo, hi, lp, hp, cfg.alpha, cfg.gamma, cfg.mu_n):
             return False
     return True
@@ -413,7 +424,8 @@ def label_config_from_params(p: dict) -> LabelConfig:
                        temperature=p["TEMPERATURE"], max_new_tokens=p["MAX_NEW_TOKENS"],
                        traj_per_prompt=p["TRAJ_PER_PROMPT"], alpha=p["ALPHA"], gamma=p["GAMMA"],
                        mu_n=p["MU_N"], adaptive=p["ADAPTIVE"], adaptive_rule=p["ADAPTIVE_RULE"],
-                       adaptive_round=p["ADAPTIVE_ROUND"], shard_size=p["SHARD_SIZE"], seed=p["SEED"])
+                       adaptive_round=p["ADAPTIVE_ROUND"], adaptive_z=p["ADAPTIVE_Z"],
+                       shard_size=p["SHARD_SIZE"], seed=p["SEED"])
 
 
 def resolve_policy(p: dict, profile: str) -> str:

@@ -144,3 +144,12 @@ def test_label_summary():
             {"traj_id": "t", "problem_id": "p", "q": 0.0, **{f"label_{r}": False for r in L.RULES}}]
     s = L.label_summary(recs)
     assert s["chunks"] == 2 and s["positive_abs_q"] == 50.0 and s["mean_q"] == 0.25
+
+
+def test_confidence_bound_uses_fewer_rollouts_than_exact():
+    items = fake_items(12)
+    _, exact = L.label_shard(FakeToyPolicy(), items, TEMPLATE,
+                             _cfg(m_rollouts=16, adaptive=True, adaptive_round=4), 0)
+    _, conf = L.label_shard(FakeToyPolicy(), items, TEMPLATE,
+                            _cfg(m_rollouts=16, adaptive=True, adaptive_round=4, adaptive_z=1.0), 0)
+    assert conf.rollouts <= exact.rollouts < exact.rollouts_full
