@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass
 
@@ -242,12 +241,3 @@ def lora_config(r: int = 16, alpha: int = 32):
 
 def param_count(model) -> int:
     return sum(p.numel() for p in model.parameters())
-
-
-def mean_ci(xs: list[float]) -> tuple[float, float]:
-    """Mean and a 95% normal half-width (binomial-friendly, for accuracies)."""
-    if not xs:
-        return float("nan"), float("nan")
-    m = sum(xs) / len(xs)
-    v = sum((x - m) ** 2 for x in xs) / max(1, len(xs) - 1)
-    return m, 1.96 * math.sqrt(v / len(xs))

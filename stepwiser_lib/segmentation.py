@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import prompts
-from .toyworld import CHUNK_CLOSE, CHUNK_OPEN, parse_chunks, strip_tags
+from .toyworld import CHUNK_CLOSE, CHUNK_OPEN, strip_tags
 
 _UNIT_RE = re.compile(r"<chunk>(.*?)</chunk>", re.S)
 
@@ -124,15 +124,6 @@ def build_sft_records(items: list[dict], teacher: Callable[[list[str]], list[str
     stats = SegmentationStats(sampled=len(items), correct=sum(bool(i["correct"]) for i in items),
                               kept=len(kept), accepted=len(records), rejected_reasons=reasons)
     return records, stats
-
-
-def step_stats(texts: list[str], chunked: bool) -> list[int]:
-    """Steps per solution: chunks for chunked text, ``\\n\\n`` paragraphs otherwise (Table 4)."""
-    from .toyworld import split_paragraphs
-
-    if chunked:
-        return [len(parse_chunks(t)) for t in texts]
-    return [len(split_paragraphs(strip_tags(t))) for t in texts]
 
 
 def sft_chunk_policy(base_model: str, records: list[dict], out_dir: str | Path, **kw) -> dict:

@@ -1,8 +1,3 @@
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 from stepwiser_lib import labelling as L

@@ -44,9 +44,3 @@ def test_build_sft_records_caps_and_filters():
     assert all(tw.strip_tags(r["completion"]) == r["raw"] for r in recs)
     again, _ = sg.build_sft_records(items, teacher, 4, prompts.TOY_CHUNK_POLICY, seed=0)
     assert again == recs  # deterministic for a seed
-
-
-def test_step_stats():
-    seg = tw.teacher_segment(RAW)
-    assert sg.step_stats([RAW], chunked=False) == [3]
-    assert sg.step_stats([seg], chunked=True) == [2]
