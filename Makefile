@@ -5,15 +5,17 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PROCESSBENCH ?= $(abspath $(wildcard ../shared/data/processbench))
 
-.PHONY: help venv reproduce test test-slow lab toy-base bench check-profiles clean
+.PHONY: help venv reproduce test test-slow lab toy-base toy-processbench bench check-profiles clean
 
 help:
 	@echo "make reproduce [PROFILE=smoke|tiny|colab|paper]  run every notebook headless (default: tiny)"
+	@echo "make reproduce PROFILE=paper DRY_RUN=1           validate and print the plan (models, data, GPU-hours)"
 	@echo "make test        unit tests + every notebook at the smoke profile (what CI runs)"
 	@echo "make test-slow   also the slow checks (minutes of CPU)"
 	@echo "make lab         JupyterLab on notebooks/"
 	@echo "make bench       labelling speed: naive vs batched vs adaptive -> results/bench/labelling.json"
-	@echo "make toy-base    rebuild the committed toy base model data/toy_base (~30 min on 2 cores)"
+	@echo "make toy-base    rebuild the committed toy base model data/toy_base (~40 min on 2 cores)"
+	@echo "make toy-processbench  rebuild data/toy_processbench from the toy base model (~2 min)"
 
 # The environment: created once, refreshed when pyproject.toml changes. torch is installed first
 # and pinned, so that pip takes the CPU wheel where one is on disk (no multi-GB CUDA download).
@@ -27,8 +29,9 @@ $(VENV)/.installed: pyproject.toml
 
 venv: $(VENV)/.installed
 
+# Notebook 05 reads the real ProcessBench from here when the folder exists, else from the hub.
 reproduce: venv
-	$(PY) -m stepwiser_lib.runner --profile $(PROFILE)
+	STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) $(PY) -m stepwiser_lib.runner --profile $(PROFILE) $(if $(DRY_RUN),--dry-run,)
 
 test: venv
 	STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) $(PY) -m pytest -m "not slow" -q
@@ -42,8 +45,15 @@ check-profiles: venv
 lab: venv
 	$(VENV)/bin/jupyter lab notebooks/
 
+# Two phases, like pre-training then continued pre-training: 1000 steps on 30% checking text,
+# then 600 steps on a fresh corpus with 60% checking text (the skill the judges build on).
 toy-base: venv
-	$(PY) -m stepwiser_lib.toybase --out data/toy_base --work-dir runs/toy_base_work --seed 0
+	$(PY) -m stepwiser_lib.toybase --out runs/toy_base_phase1 --work-dir runs/toy_base_work --seed 0
+	$(PY) -m stepwiser_lib.toybase --init-from runs/toy_base_phase1 --out data/toy_base \
+	  --work-dir runs/toy_base_work2 --seed 0 --max-steps 600 --lr 5e-4 --check-fraction 0.6 --warmup-steps 20
+
+toy-processbench: venv
+	$(PY) -m stepwiser_lib.processbench build-toy --out data/toy_processbench --per-split 200 --seed 0
 
 bench: venv
 	$(PY) -m stepwiser_lib.bench --profile $(if $(filter smoke,$(PROFILE)),smoke,tiny)

@@ -72,3 +72,55 @@ def read_jsonl(path: str | Path, required: dict[str, type | tuple] | None = None
                                   f"{type(rec[k]).__name__}, expected {t}")
         out.append(rec)
     return out
+
+
+def digest(*parts: Any) -> str:
+    """A short, stable hash of JSON-able parts (configs, file hashes) that names a result."""
+    import hashlib
+
+    blob = json.dumps(parts, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def file_sha256(path: str | Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def has_cached(path: str | Path, key: str) -> bool:
+    """True if :func:`cached_json` would return the record at ``path`` without computing."""
+    try:
+        return json.loads(Path(path).read_text()).get("_key") == key
+    except (OSError, json.JSONDecodeError, AttributeError):
+        return False
+
+
+def cached_json(path: str | Path, key: str, compute) -> dict:
+    """Resume helper for long jobs: return the record at ``path`` if it was written for the same
+    ``key`` (e.g. :func:`digest` of the config and inputs); otherwise run ``compute()``, write its
+    result with the key (atomically, so an interrupted job leaves nothing half-written) and
+    return it."""
+    path = Path(path)
+    if path.exists():
+        try:
+            old = json.loads(path.read_text())
+        except json.JSONDecodeError:
+            old = None
+        if isinstance(old, dict) and old.get("_key") == key:
+            return old
+    rec = compute()
+    rec = {**rec, "_key": key}
+    write_json(path, rec)
+    return rec
+
+
+def markdown_table(rows: list[dict], columns: list[str]) -> str:
+    """A GitHub Markdown table of ``rows`` (missing or None cells are blank; floats to 1 dp)."""
+    def cell(v):
+        if v is None or (isinstance(v, float) and v != v):
+            return ""
+        return f"{v:.1f}" if isinstance(v, float) else str(v)
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(cell(r.get(c)) for c in columns) + " |" for r in rows]
+    return "\n".join(lines)

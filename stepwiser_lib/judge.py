@@ -60,6 +60,23 @@ def verdict_reward(completions: list, label: list | None = None, labels: list | 
     return out
 
 
+def is_direct_format(text: str) -> bool:
+    """The no-CoT contract: the completion is exactly one boxed verdict (whitespace aside)."""
+    t = (text or "").strip()
+    return t in ("\\boxed{Positive}", "\\boxed{Negative}")
+
+
+def make_direct_reward(format_penalty: float = -1.0):
+    """Reward for the "ablate CoT" judge (paper App. A.4): the verdict reward, or
+    ``format_penalty`` (paper: -1.0) when the completion is not just ``\\boxed{verdict}``."""
+    def direct_reward(completions: list, label: list | None = None, labels: list | None = None,
+                      **kwargs) -> list[float]:
+        base = verdict_reward(completions, label=label, labels=labels)
+        texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
+        return [r if is_direct_format(t) else format_penalty for r, t in zip(base, texts)]
+    return direct_reward
+
+
 # ----------------------------------------------------------------------------- toy analysis
 
 def toy_analysis(problem_text: str, chunk: str) -> str:
@@ -70,23 +87,49 @@ def toy_analysis(problem_text: str, chunk: str) -> str:
     return check_text(parse_problem(problem_text), chunk)
 
 
-def warmup_records(examples: list[dict], family: str = "toy", seed: int = 0) -> list[dict]:
-    """Format warm-up SFT data for a tiny judge (notebook 04).
+def warmup_records(examples: list[dict], family: str = "toy", seed: int = 0,
+                   style: str = "cot") -> list[dict]:
+    """Format warm-up SFT data for a tiny judge (notebook 04). [not in paper]
 
-    It teaches the output *contract* only: the analysis (re-derivation) followed by a boxed
-    verdict. The verdict is drawn at random (50/50, seeded), independent of the chunk and of any
-    label, so the warm-up cannot teach which verdict is right; that is left to RL.
+    It teaches the output *contract* only: for ``style="cot"`` the analysis (the generic
+    re-derivation text the base model already writes, :func:`toy_analysis`) followed by a boxed
+    verdict; for ``"direct"`` the boxed verdict alone. The verdict is drawn at random (50/50,
+    seeded by the example's text), independent of the chunk and of any label (the ``label`` field
+    is never read), so the warm-up cannot teach which verdict is right; that is left to RL.
     """
     import random
 
     from .prompts import judge_prompt
 
-    rng = random.Random(f"warmup:{seed}")
     out = []
     for e in examples:
+        rng = random.Random(f"warmup:{seed}:{e['problem']}:{e['chunk']}")
         verdict = rng.choice(("Positive", "Negative"))
-        out.append({"prompt": judge_prompt(family, e["problem"], e["history"], e["chunk"]),
-                    "completion": f"{toy_analysis(e['problem'], e['chunk'])}\n\\boxed{{{verdict}}}"})
+        box = f"\\boxed{{{verdict}}}"
+        completion = box if style == "direct" else f"{toy_analysis(e['problem'], e['chunk'])}\n{box}"
+        out.append({"prompt": judge_prompt(family, e["problem"], e["history"], e["chunk"], style),
+                    "completion": completion})
+    return out
+
+
+def rsft_select(examples: list[dict], samples: list[list[str]], per_example: int = 1,
+                family: str = "toy", style: str = "cot") -> list[dict]:
+    """Rejection-sampling fine-tuning data for the "ablate RL" judge (paper §4.3): keep sampled
+    judge outputs whose verdict matches the label; at most ``per_example`` distinct ones per
+    example, in sample order (deterministic). Returns prompt/completion SFT records."""
+    from .prompts import judge_prompt
+
+    out = []
+    for e, cands in zip(examples, samples, strict=True):
+        kept: list[str] = []
+        for c in cands:
+            v = parse_verdict(c)
+            if v is not None and (v == "Positive") == bool(e["label"]) and c not in kept:
+                kept.append(c)
+            if len(kept) == per_example:
+                break
+        out += [{"prompt": judge_prompt(family, e["problem"], e["history"], e["chunk"], style),
+                 "completion": c.strip()} for c in kept]
     return out
 
 
@@ -101,17 +144,19 @@ class Judge:
     """
 
     def __init__(self, model, tokenizer, family: str = "toy", max_new_tokens: int = 96,
-                 batch_size: int = 128):
+                 batch_size: int = 128, style: str = "cot"):
         from .models import HFGenerator
 
         self.gen = HFGenerator(model, tokenizer, batch_size=batch_size)
-        self.family, self.max_new_tokens = family, max_new_tokens
+        self.family, self.max_new_tokens, self.style = family, max_new_tokens, style
 
     @classmethod
     def load(cls, base: str, adapter: str | None = None, **kw) -> "Judge":
         from .models import load_model
 
         model, tok = load_model(base, adapter=adapter)
+        if adapter:  # inference only: fold LoRA into the weights (faster generation)
+            model = model.merge_and_unload()
         return cls(model, tok, **kw)
 
     def judge(self, triples: list[tuple[str, list[str], str]], k: int = 1,
@@ -119,7 +164,7 @@ class Judge:
         from .prompts import judge_prompt
 
         temperature = (0.0 if k == 1 else 1.0) if temperature is None else temperature
-        ps = [judge_prompt(self.family, p, h, c) for p, h, c in triples]
+        ps = [judge_prompt(self.family, p, h, c, self.style) for p, h, c in triples]
         was_training = self.gen.model.training
         self.gen.model.eval()
         outs = self.gen.generate(ps, n=k, temperature=temperature, max_new_tokens=self.max_new_tokens,
@@ -156,14 +201,15 @@ def step_accuracy(judged: list[dict], examples: list[dict]) -> dict:
 
 # ----------------------------------------------------------------------------- GRPO training
 
-def grpo_dataset(examples: list[dict], family: str = "toy"):
+def grpo_dataset(examples: list[dict], family: str = "toy", style: str = "cot"):
     """TRL dataset: conversational ``prompt`` (so the chat template is applied) and ``label``."""
     from datasets import Dataset
 
     from .prompts import judge_prompt
 
     return Dataset.from_list([{"prompt": [{"role": "user", "content": judge_prompt(
-        family, e["problem"], e["history"], e["chunk"])}], "label": bool(e["label"])} for e in examples])
+        family, e["problem"], e["history"], e["chunk"], style)}], "label": bool(e["label"])}
+        for e in examples])
 
 
 def train_grpo_judge(model_dir: str, train: list[dict], out_dir, *, val: list[dict] | None = None,
@@ -172,7 +218,8 @@ def train_grpo_judge(model_dir: str, train: list[dict], out_dir, *, val: list[di
                      lora_r: int = 16, lora_alpha: int = 32, epsilon_low: float = 0.2,
                      epsilon_high: float = 0.28, max_completion_length: int = 64,
                      temperature: float = 1.0, eval_every: int = 10, seed: int = 0,
-                     reward_funcs=None, lr_scheduler: str = "constant") -> dict:
+                     reward_funcs=None, lr_scheduler: str = "constant", style: str = "cot",
+                     grad_accum: int = 1, progress: bool = True) -> dict:
     """GRPO on step labels with TRL's ``GRPOTrainer`` (+ PEFT LoRA), paper §3.3/§4.1.
 
     TRL argument <- paper setting: ``num_generations`` <- group size 4; ``epsilon``/``epsilon_high``
@@ -201,7 +248,7 @@ def train_grpo_judge(model_dir: str, train: list[dict], out_dir, *, val: list[di
         num_generations=group_size, beta=beta, epsilon=epsilon_low, epsilon_high=epsilon_high,
         max_completion_length=max_completion_length, temperature=temperature, logging_steps=1,
         save_strategy="no", report_to=[], seed=seed, data_seed=seed, use_cpu=cpu, bf16=not cpu,
-        gradient_checkpointing=False, disable_tqdm=False, dataloader_num_workers=0)
+        gradient_checkpointing=False, disable_tqdm=not progress, dataloader_num_workers=0)
     curve: list[dict] = []
 
     class _Val(TrainerCallback):
@@ -210,17 +257,18 @@ def train_grpo_judge(model_dir: str, train: list[dict], out_dir, *, val: list[di
 
         def on_step_end(self, a, state, control, **kw):
             if val and eval_every and state.global_step % eval_every == 0:
-                j = Judge(self.trainer.model, tok, family, max_new_tokens=max_completion_length)
+                j = Judge(self.trainer.model, tok, family, max_new_tokens=max_completion_length,
+                          style=style)
                 r = step_accuracy(j.judge([(e["problem"], e["history"], e["chunk"]) for e in val]), val)
                 curve.append({"step": state.global_step, **r})
 
     cb = _Val()
     trainer = GRPOTrainer(model=model, reward_funcs=reward_funcs or [verdict_reward], args=args,
-                          train_dataset=grpo_dataset(train, family), processing_class=tok,
+                          train_dataset=grpo_dataset(train, family, style), processing_class=tok,
                           peft_config=peft_config, callbacks=[cb])
     cb.trainer = trainer
     if val:
-        j = Judge(trainer.model, tok, family, max_new_tokens=max_completion_length)
+        j = Judge(trainer.model, tok, family, max_new_tokens=max_completion_length, style=style)
         curve.append({"step": 0, **step_accuracy(
             j.judge([(e["problem"], e["history"], e["chunk"]) for e in val]), val)})
     trainer.train()
@@ -229,3 +277,149 @@ def train_grpo_judge(model_dir: str, train: list[dict], out_dir, *, val: list[di
     tok.save_pretrained(save_dir)
     return {"dir": str(save_dir), "log_history": trainer.state.log_history, "val_curve": curve,
             "seconds": round(time.time() - t0, 1), "steps": trainer.state.global_step}
+
+
+# ----------------------------------------------------------------------------- variants (nb 04)
+
+#: Judge variants of paper Tables 5 and 6: ``kind`` -> the paper's row name.
+KINDS = {
+    "stepwiser": "Generative CoT + RL (StepWiser)",
+    "disc_sft": "Discriminative + SFT",
+    "no_cot_rl": "Ablate CoT (discriminative format + RL)",
+    "no_balance_rl": "Ablate prompt balancing (generative + RL)",
+    "rsft": "Ablate RL (use RS-FT)",
+}
+#: Output format of each kind: a CoT judge, a direct boxed verdict, or a "+"/"-" token.
+STYLE = {"stepwiser": "cot", "no_balance_rl": "cot", "rsft": "cot", "no_cot_rl": "direct",
+         "disc_sft": "disc"}
+
+
+def parse_variant(name: str) -> tuple[str, str]:
+    """``"stepwiser:rel_ratio"`` -> ``("stepwiser", "rel_ratio")``, with clear errors."""
+    from .labelling import RULES
+
+    kind, sep, rule = name.partition(":")
+    if not sep or kind not in KINDS or rule not in RULES:
+        raise ValueError(f"bad judge variant {name!r}: use KIND:RULE with KIND in "
+                         f"{', '.join(KINDS)} and RULE in {', '.join(RULES)}")
+    return kind, rule
+
+
+def variant_slug(name: str) -> str:
+    return name.replace(":", "__")
+
+
+def chunk_truth(example: dict) -> bool | None:
+    """Toy world only: is the chunk's arithmetic actually right (exact step checker)? A yardstick
+    independent of the noisy Monte-Carlo labels; None when the problem is not a toy problem."""
+    from .toyworld import check_step, parse_problem
+
+    try:
+        return bool(check_step(parse_problem(example["problem"]), example["chunk"]).ok)
+    except (ValueError, KeyError):
+        return None
+
+
+def evaluate_judge(judge, examples: list[dict], k: int = 1, seed: int = 0) -> tuple[dict, list[dict]]:
+    """Validation metrics of a judge on labelled examples (balanced set -> balanced accuracy),
+    plus, where the exact step checker applies, balanced accuracy against arithmetic truth."""
+    judged = judge.judge([(e["problem"], e["history"], e["chunk"]) for e in examples], k=k, seed=seed)
+    res = step_accuracy(judged, examples)
+    truth = [chunk_truth(e) for e in examples]
+    if examples and all(t is not None for t in truth):
+        res["truth_balanced_acc"] = step_accuracy(
+            judged, [{**e, "label": t} for e, t in zip(examples, truth)])["balanced_acc"]
+    return res, judged
+
+
+def load_judge(entry: dict, family: str = "toy", max_new_tokens: int = 64, batch_size: int = 128):
+    """A trained judge from its registry entry (``style``, ``base``, optional ``adapter``)."""
+    if entry["style"] == "disc":
+        from .discriminative import DiscJudge
+
+        return DiscJudge.load(entry["base"], batch_size=batch_size)
+    j = Judge.load(entry["base"], entry.get("adapter"), family=family,
+                   max_new_tokens=max_new_tokens, batch_size=batch_size, style=entry["style"])
+    return j
+
+
+def train_variant(name: str, data: dict, out_dir, *, base_model: str, warmups: dict,
+                  hp: dict, family: str = "toy", seed: int = 0, progress: bool = True) -> dict:
+    """Train one judge variant (notebook 04) and return its registry entry + training record.
+
+    ``data[rule]`` holds ``train_balanced``, ``train_unbalanced`` and ``val_balanced`` example
+    lists (stage 03); ``warmups[style]`` is the format-warm-up model for ``"cot"``/``"direct"``
+    (the toy path; None for real models that already follow instructions); ``hp`` the
+    notebook's hyper-parameters (keys below). The validation set is never trained on.
+    """
+    from pathlib import Path
+
+    kind, rule = parse_variant(name)
+    out_dir = Path(out_dir)
+    d = data[rule]
+    val = d["val_balanced"]
+    style = STYLE[kind]
+    entry = {"name": name, "kind": kind, "rule": rule, "style": style, "row": KINDS[kind]}
+    grpo_kw = dict(family=family, max_steps=hp["grpo_steps"], prompts_per_step=hp["prompts_per_step"],
+                   group_size=hp["group_size"], lr=hp["grpo_lr"], beta=hp["beta"],
+                   use_lora=hp["use_lora"], lora_r=hp["lora_r"], lora_alpha=hp["lora_alpha"],
+                   epsilon_low=hp["epsilon_low"], epsilon_high=hp["epsilon_high"],
+                   temperature=hp["temperature"], eval_every=hp["eval_every"], seed=seed,
+                   grad_accum=hp.get("grad_accum", 1), progress=progress)
+    if kind in ("stepwiser", "no_balance_rl", "no_cot_rl"):
+        start = warmups.get(style) or base_model
+        train = d["train_unbalanced"] if kind == "no_balance_rl" else d["train_balanced"]
+        extra = {}
+        if kind == "no_cot_rl":
+            extra = {"reward_funcs": [make_direct_reward(hp["format_penalty"])],
+                     "max_completion_length": hp["direct_max_completion"]}
+        else:
+            extra = {"max_completion_length": hp["max_completion"]}
+        r = train_grpo_judge(start, train, out_dir, val=val, style=style, **grpo_kw, **extra)
+        entry.update(base=start, adapter=r["dir"] if hp["use_lora"] else None)
+        if not hp["use_lora"]:
+            entry["base"] = r["dir"]
+        rec = {"seconds": r["seconds"], "steps": r["steps"], "train_examples": len(train),
+               "log_history": r["log_history"], "val_curve": r["val_curve"]}
+    elif kind == "disc_sft":
+        from .discriminative import train_disc_judge
+
+        r = train_disc_judge(base_model, d["train_balanced"], out_dir, epochs=hp["disc_epochs"],
+                             lr=hp["disc_lr"], batch_size=hp["disc_batch"], seed=seed,
+                             progress=progress)
+        entry.update(base=r["model_dir"], adapter=None)
+        rec = {"seconds": r["seconds"], "steps": r["steps"], "train_examples": r["records"],
+               "loss_curve": r["loss_curve"]}
+    else:  # rsft: sample analyses from the warm-up judge, keep label-matching ones, SFT
+        import time
+
+        from .models import load_model
+        from .sft import sft
+
+        t0 = time.time()
+        start = warmups.get("cot") or base_model
+        train = d["train_balanced"]
+        model, tok = load_model(start)
+        j = Judge(model, tok, family, max_new_tokens=hp["max_completion"], style="cot")
+        ps = [judge_prompt_of(e, family, "cot") for e in train]
+        outs = j.gen.generate(ps, n=hp["rsft_samples"], temperature=hp["temperature"],
+                              max_new_tokens=hp["max_completion"], seed=seed, progress=progress)
+        del model
+        recs = rsft_select(train, [[c.text for c in o] for o in outs], hp["rsft_per_example"],
+                           family, "cot")
+        if not recs:
+            raise RuntimeError(f"{name}: no sampled judge output matched a label; nothing to fine-tune on")
+        r = sft(start, recs, out_dir, epochs=hp["rsft_epochs"], lr=hp["rsft_lr"],
+                batch_size=hp["rsft_batch"], use_lora=hp["use_lora"], lora_r=hp["lora_r"],
+                lora_alpha=hp["lora_alpha"], seed=seed)
+        entry.update(base=r["model_dir"], adapter=None)
+        rec = {"seconds": round(time.time() - t0, 1), "steps": r["steps"],
+               "train_examples": len(train), "rsft_kept": len(recs),
+               "rsft_sampled": len(train) * hp["rsft_samples"], "loss_curve": r["loss_curve"]}
+    return {"entry": entry, "train": rec}
+
+
+def judge_prompt_of(example: dict, family: str = "toy", style: str = "cot") -> str:
+    from .prompts import judge_prompt
+
+    return judge_prompt(family, example["problem"], example["history"], example["chunk"], style)

@@ -139,8 +139,12 @@ class LabelConfig:
 
     def digest(self, model: str) -> str:
         """What a shard's content depends on: the config (except the shard size cannot change
-        silently either) and the policy."""
-        blob = json.dumps({**asdict(self), "model": model}, sort_keys=True)
+        silently either) and the policy: its path and, for a local model, the fingerprint of its
+        weights (a retrained policy at the same path must not reuse old labels)."""
+        from .paths import model_fingerprint
+
+        blob = json.dumps({**asdict(self), "model": model, "weights": model_fingerprint(model)},
+                          sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 

@@ -17,3 +17,73 @@ TABLE4 = [
 
 #: §2 / App. A.4: positive label rates before balancing (Qwen2.5-1.5B-chunk data).
 POSITIVE_RATES_1P5B = {"abs_q": 70.2, "rel_ratio_gamma0.8": 56.5}
+
+#: Table 5: ProcessBench F1 per subset (GSM8K, MATH, OlympiadBench, Omni-MATH) and their mean,
+#: Qwen2.5-1.5B-chunk and 7B-chunk judges, keyed (model, row, signal).
+_T5 = """
+1.5B|Discriminative + SFT|abs_q|39.3|32.1|19.3|18.9|27.2
+1.5B|Discriminative + SFT|rel_effective|40.8|37.2|18.7|20.1|29.2
+1.5B|Discriminative + SFT|rel_ratio|32.1|32.0|14.2|18.0|24.1
+1.5B|Generative CoT + RL (StepWiser)|abs_q|49.2|40.5|23.8|31.0|36.1
+1.5B|Generative CoT + RL (StepWiser)|rel_effective|48.2|43.6|22.1|25.3|34.8
+1.5B|Generative CoT + RL (StepWiser)|rel_ratio|46.9|43.4|26.3|28.4|36.2
+7B|Discriminative + SFT|abs_q|54.8|45.9|28.0|26.9|38.9
+7B|Discriminative + SFT|rel_effective|55.6|48.7|26.4|28.3|39.7
+7B|Discriminative + SFT|rel_ratio|48.6|46.9|21.9|25.4|35.7
+7B|Generative CoT + RL (StepWiser)|abs_q|61.9|61.0|48.4|43.9|53.8
+7B|Generative CoT + RL (StepWiser)|rel_effective|72.4|68.3|54.4|52.4|61.9
+7B|Generative CoT + RL (StepWiser)|rel_ratio|72.6|67.2|52.3|49.8|60.5
+1.5B|Ablate RL (use RS-FT)|rel_ratio|32.8|23.9|16.3|19.6|23.1
+1.5B|Ablate CoT (discriminative format + RL)|rel_ratio|42.0|43.2|23.6|28.7|34.3
+7B|Ablate CoT (discriminative format + RL)|rel_ratio|58.7|49.4|40.8|42.7|47.9
+7B|Ablate prompt balancing (generative + RL)|rel_ratio|58.8|54.8|41.0|36.9|47.9
+"""
+#: Tables 5 and 6 rows (the ablation rows are Table 6, Rel-Ratio signal).
+TABLE5_6 = [dict(zip(("model", "row", "signal", "gsm8k", "math", "olympiadbench", "omnimath", "avg"),
+                     [*r.split("|")[:3], *map(float, r.split("|")[3:])]))
+            for r in _T5.strip().splitlines()]
+
+
+def paper_row(row: str, signal: str, model: str = "1.5B") -> dict | None:
+    """The paper's Table 5/6 entry for a judge variant, or None if the paper has no such row."""
+    for r in TABLE5_6:
+        if (r["row"], r["signal"], r["model"]) == (row, signal, model):
+            return r
+    return None
+
+#: Table 7: Chunk-Reset Reasoning (accuracy on MATH500 and NuminaMath Heldout-1K, their mean,
+#: and accepted / rejected length in tokens on MATH500).
+_T7 = """
+1.5B|Qwen2.5-1.5B-chunk (no judge)|-|44.7|17.6|31.2|616.0|0.0
+1.5B|Discriminative + SFT|abs_q|47.7|19.1|33.4|625.2|218.7
+1.5B|Discriminative + SFT|rel_effective|47.4|19.6|33.5|612.7|302.4
+1.5B|Discriminative + SFT|rel_ratio|50.4|20.0|35.2|596.0|475.8
+1.5B|Generative CoT + RL (StepWiser)|abs_q|51.4|19.8|35.6|599.1|1069.2
+1.5B|Generative CoT + RL (StepWiser)|rel_effective|52.1|21.2|36.7|602.0|947.4
+1.5B|Generative CoT + RL (StepWiser)|rel_ratio|51.9|21.8|36.9|596.4|884.7
+7B|Qwen2.5-7B-chunk (no judge)|-|73.3|41.5|57.4|609.5|0.0
+7B|Discriminative + SFT|abs_q|74.8|44.4|59.6|654.0|168.2
+7B|Discriminative + SFT|rel_effective|76.9|46.1|61.5|654.6|186.5
+7B|Discriminative + SFT|rel_ratio|76.7|45.8|61.3|641.4|219.7
+7B|Generative CoT + RL (StepWiser)|abs_q|77.5|46.3|61.9|658.5|345.7
+7B|Generative CoT + RL (StepWiser)|rel_effective|78.3|48.1|63.2|660.8|425.8
+7B|Generative CoT + RL (StepWiser)|rel_ratio|79.0|47.5|63.3|653.0|295.4
+"""
+TABLE7 = [dict(zip(("model", "row", "signal", "math500", "heldout", "avg", "accepted", "rejected"),
+                   [*r.split("|")[:3], *map(float, r.split("|")[3:])]))
+          for r in _T7.strip().splitlines()]
+
+#: Table 8: stepwise RS-FT data selection, Qwen2.5-7B-chunk, greedy accuracy.
+_T8 = """
+Qwen2.5-7B-chunk (greedy, no RS-FT)|-|75.6|44.6|60.1
+Outcome-based selection|-|76.6|45.2|60.9
+Discriminative + SFT|abs_q|78.4|45.3|61.8
+Discriminative + SFT|rel_effective|78.2|45.2|61.7
+Discriminative + SFT|rel_ratio|78.2|45.7|61.9
+Generative CoT + RL (StepWiser)|abs_q|79.0|46.1|62.5
+Generative CoT + RL (StepWiser)|rel_effective|79.4|46.7|63.0
+Generative CoT + RL (StepWiser)|rel_ratio|79.0|46.8|62.9
+"""
+TABLE8 = [dict(zip(("row", "signal", "math500", "heldout", "avg"),
+                   [*r.split("|")[:2], *map(float, r.split("|")[2:])]))
+          for r in _T8.strip().splitlines()]

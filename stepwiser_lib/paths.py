@@ -51,3 +51,24 @@ def resolve_model(name: str) -> str:
     if name == "toy_base":
         return str(TOY_BASE_DIR)
     return name
+
+
+def model_fingerprint(name_or_path: str) -> str:
+    """What identifies a model's weights in a resume key: for a local directory, the sha256 of its
+    weight files (size and mtime for files over 200 MB, where hashing would be slow); a hub id
+    as it is. A retrained model at the same path thus invalidates results computed from it."""
+    import hashlib
+    from pathlib import Path as _P
+
+    d = _P(name_or_path)
+    if not d.is_dir():
+        return name_or_path
+    h = hashlib.sha256()
+    for f in sorted(d.iterdir()):
+        if f.suffix in (".safetensors", ".bin") or f.name in ("config.json", "adapter_config.json"):
+            st = f.stat()
+            if st.st_size > 200 * 2**20:
+                h.update(f"{f.name}:{st.st_size}:{st.st_mtime_ns}".encode())
+            else:
+                h.update(f.name.encode() + f.read_bytes())
+    return h.hexdigest()[:16]

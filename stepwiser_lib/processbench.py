@@ -116,3 +116,221 @@ def score(labels: list[int], predictions: list[int | None]) -> dict:
 def average_f1(per_split: dict[str, dict]) -> float:
     """The benchmark score: plain (unweighted) mean of the split F1s (notes §8.2)."""
     return sum(s["f1"] for s in per_split.values()) / len(per_split)
+
+
+def subset(records: list[dict], n: int) -> list[dict]:
+    """At most ``n`` records with the error/correct proportion kept as close to 50/50 as the
+    data allow: the first ``n // 2`` of each group in file order (deterministic). The metric is
+    per-group accuracy, so sub-sampling within groups leaves it unbiased. ``n = 0``: all."""
+    if not n or n >= len(records):
+        return list(records)
+    err = [r for r in records if r["label"] != -1]
+    cor = [r for r in records if r["label"] == -1]
+    k_cor = min(len(cor), n // 2)
+    k_err = min(len(err), n - k_cor)
+    keep = {id(r) for r in err[:k_err] + cor[:k_cor]}
+    return [r for r in records if id(r) in keep]
+
+
+# ----------------------------------------------------------------------------- protocol
+
+def threshold_predictions(step_scores: list[list[float]], threshold: float) -> list[int]:
+    """Scalar-score PRM protocol: a step scoring below ``threshold`` is predicted wrong; the
+    prediction is the first such step, else -1 (notes §8.3)."""
+    return [next((i for i, s in enumerate(ss) if s < threshold), -1) for ss in step_scores]
+
+
+def best_threshold(labels: list[int], step_scores: list[list[float]],
+                   candidates: list[float] | None = None) -> tuple[float, float]:
+    """``(threshold, f1)`` with the highest F1 on one split (ProcessBench's rule: chosen on
+    GSM8K, then applied to every split). Ties go to the smallest threshold."""
+    if candidates is None:
+        vals = sorted({round(s, 6) for ss in step_scores for s in ss})
+        candidates = [0.0] + [v + 1e-6 for v in vals]
+    best = (0.5, -1.0)
+    for t in candidates:
+        f = score(labels, threshold_predictions(step_scores, t))["f1"]
+        if f > best[1] + 1e-12:
+            best = (t, f)
+    return best
+
+
+def judge_solutions(judge, records: list[dict], stop_at_first_negative: bool = True, k: int = 1,
+                    seed: int = 0, progress: bool = True) -> list[dict]:
+    """Run a stepwise judge over ProcessBench-style records (notes §4.7, §8.3).
+
+    Step ``i`` is judged with history ``steps[:i]``. Solutions advance together, one step index
+    per round, so every round is one batched judge call. With ``stop_at_first_negative`` a
+    solution stops at its first Negative (the prediction cannot change after it). Returns, per
+    record: ``prediction`` (first Negative, else -1), ``verdicts``, ``scores`` and ``analyses``
+    of the judged steps.
+    """
+    from tqdm.auto import tqdm
+
+    out = [{"prediction": -1, "verdicts": [], "scores": [], "analyses": []} for _ in records]
+    active = list(range(len(records)))
+    depth = max((len(r["steps"]) for r in records), default=0)
+    bar = tqdm(total=sum(len(r["steps"]) for r in records), desc="judging steps", disable=not progress)
+    for i in range(depth):
+        todo = [j for j in active if i < len(records[j]["steps"])]
+        if not todo:
+            break
+        res = judge.judge([(records[j]["problem"], records[j]["steps"][:i], records[j]["steps"][i])
+                           for j in todo], k=k, seed=seed + i)
+        for j, r in zip(todo, res):
+            o = out[j]
+            o["verdicts"].append(r["verdict"])
+            o["scores"].append(r["score"])
+            o["analyses"].append(r["analysis"])
+        bar.update(len(todo))
+        if stop_at_first_negative:
+            neg = {j for j, r in zip(todo, res) if r["verdict"] == "Negative"}
+            bar.update(sum(len(records[j]["steps"]) - i - 1 for j in neg))
+            active = [j for j in active if j not in neg]
+    bar.close()
+    for o in out:
+        o["prediction"] = first_error_index(o["verdicts"])
+    return out
+
+
+def error_kinds(labels: list[int], predictions: list[int]) -> dict[str, int]:
+    """Where a judge errs: exact, too early, too late, missed (error predicted -1), false alarm
+    (a correct solution flagged)."""
+    c = {"exact": 0, "too_early": 0, "too_late": 0, "missed": 0, "false_alarm": 0}
+    for y, p in zip(labels, predictions):
+        if p == y:
+            c["exact"] += 1
+        elif y == -1:
+            c["false_alarm"] += 1
+        elif p == -1 or p is None:
+            c["missed"] += 1
+        else:
+            c["too_early" if p < y else "too_late"] += 1
+    return c
+
+
+# ----------------------------------------------------------------------------- toy-ProcessBench
+
+#: Four toy splits of rising difficulty (longer chains, more distractors), standing in for
+#: GSM8K, MATH, OlympiadBench and Omni-MATH. [not in paper]
+TOY_SPLITS = {"toy_2step": ((2, 2), (0, 1)), "toy_3step": ((3, 3), (0, 2)),
+              "toy_4step": ((4, 4), (1, 2)), "toy_5step": ((5, 5), (0, 1))}
+TOY_DIR_DEFAULT = "data/toy_processbench"
+
+
+def build_toy(out_dir: str = TOY_DIR_DEFAULT, model_dir: str | None = None, per_split: int = 200,
+              temperatures: tuple[float, ...] = (0.7, 1.0, 1.3), seed: int = 0,
+              batch_size: int = 128) -> dict:
+    """Build toy-ProcessBench: the ProcessBench schema on toy problems from the disjoint
+    ``processbench`` problem split, solutions sampled from the toy base model at several
+    temperatures (the "generators"), steps = paragraphs, label = the exact first wrong step
+    (:func:`toyworld.first_error`). Each split holds ``per_split`` solutions, half erroneous and
+    half correct, interleaved so that any prefix stays balanced. Writes ``<split>.jsonl`` and
+    ``manifest.json``."""
+    import hashlib
+    import json
+    import time
+
+    from . import prompts, toyworld
+    from .io import write_json, write_jsonl
+    from .models import HFGenerator, load_model, set_threads
+    from .paths import TOY_BASE_DIR
+
+    set_threads()
+    t0 = time.time()
+    model_dir = model_dir or str(TOY_BASE_DIR)
+    model, tok = load_model(model_dir)
+    gen = HFGenerator(model, tok, batch_size=batch_size)
+    out = Path(out_dir)
+    manifest = {"what": "toy-ProcessBench: ProcessBench schema, toy problems, exact first-error labels",
+                "command": "make toy-processbench", "seed": seed, "model": model_dir,
+                "model_sha256": json.loads((Path(model_dir) / "manifest.json").read_text())["files"].get(
+                    "model.safetensors") if (Path(model_dir) / "manifest.json").exists() else None,
+                "temperatures": list(temperatures), "splits": {}}
+    for si, (split, (steps, distractors)) in enumerate(TOY_SPLITS.items()):
+        need = per_split // 2
+        err, cor = [], []
+        # 1.5 problems per wanted solution and one sample per temperature: enough of both kinds
+        probs = toyworld.generate_problems("processbench", 3 * per_split // 2, seed=seed + si,
+                                           steps=steps, distractors=distractors)
+        ps = [prompts.TOY_BASE_POLICY.format(problem=p.text) for p in probs]
+        for ti, t in enumerate(temperatures):
+            outs = gen.generate(ps, n=1, temperature=t, max_new_tokens=200,
+                                seed=seed + 1000 * si + 10 * ti)
+            for pi, (p, o) in enumerate(zip(probs, outs)):
+                c = o[0]
+                steps_ = toyworld.split_paragraphs(c.text)
+                if not c.finished or not steps_ or toyworld.last_boxed(c.text) is None:
+                    continue  # ProcessBench solutions are complete
+                lab = toyworld.first_error(p, steps_)
+                rec = {"id": "", "generator": f"toy_base@T{t}", "problem": p.text, "steps": steps_,
+                       "final_answer_correct": toyworld.is_correct(p, c.text), "label": lab}
+                # problem i prefers generator i mod 3, so the generators take turns
+                (cor if lab == -1 else err).append(((pi, (ti - pi) % len(temperatures)), rec))
+        err = [r for _, r in sorted(err, key=lambda x: x[0])]
+        cor = [r for _, r in sorted(cor, key=lambda x: x[0])]
+
+        seen: set[str] = set()
+
+        def take(xs):  # one solution per problem, in order (generators interleave by problem)
+            keep = []
+            for r in xs:
+                if r["problem"] not in seen and len(keep) < need:
+                    seen.add(r["problem"])
+                    keep.append(r)
+            return keep
+        c = take(cor)  # the rarer kind on long chains picks its problems first
+        e = take(err)
+        if len(e) < need or len(c) < need:
+            warnings.warn(f"toy-ProcessBench {split}: only {len(e)} erroneous / {len(c)} correct "
+                          f"solutions (wanted {need} each)", stacklevel=2)
+        recs = [x for pair in zip(e, c) for x in pair] + e[len(c):] + c[len(e):]
+        for i, r in enumerate(recs):
+            r["id"] = f"{split}-{i}"
+            validate_record(r, split, i + 1)
+        write_jsonl(out / f"{split}.jsonl", recs)
+        manifest["splits"][split] = {
+            "chain_steps": list(steps), "distractors": list(distractors), "n": len(recs),
+            "error": sum(r["label"] != -1 for r in recs), "correct": sum(r["label"] == -1 for r in recs),
+            "final_answer_correct": sum(r["final_answer_correct"] for r in recs),
+            "mean_steps": round(sum(len(r["steps"]) for r in recs) / max(1, len(recs)), 2),
+            "sha256": hashlib.sha256((out / f"{split}.jsonl").read_bytes()).hexdigest()}
+        print(f"{split}: {manifest['splits'][split]}", flush=True)
+    manifest["seconds"] = round(time.time() - t0, 1)
+    write_json(out / "manifest.json", manifest)
+    return manifest
+
+
+def load_toy(split: str, toy_dir: str | None = None) -> list[dict]:
+    """A toy-ProcessBench split, validated like the real one."""
+    from .paths import ROOT
+
+    if split not in TOY_SPLITS:
+        raise ProcessBenchError(f"unknown toy-ProcessBench split {split!r}; valid: {', '.join(TOY_SPLITS)}")
+    d = Path(toy_dir) if toy_dir else ROOT / TOY_DIR_DEFAULT
+    path = d / f"{split}.jsonl"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found: build it with `make toy-processbench`")
+    try:
+        return [validate_record(rec, split, n) for n, rec in iter_jsonl(path, f"toy-ProcessBench {split}")]
+    except RecordError as e:
+        raise ProcessBenchError(str(e)) from None
+
+
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+    import json
+
+    ap = argparse.ArgumentParser(description="ProcessBench tools")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build-toy", help="build toy-ProcessBench from the toy base model")
+    b.add_argument("--out", default=TOY_DIR_DEFAULT)
+    b.add_argument("--per-split", type=int, default=200)
+    b.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args(argv)
+    if a.cmd == "build-toy":
+        print(json.dumps(build_toy(a.out, per_split=a.per_split, seed=a.seed), indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -91,6 +91,26 @@ TOY_JUDGE = (
     "Problem: {problem}\nHistory: {history}\nNew chunk: {chunk}"
 )
 
+#: Judge prompt for the "ablate CoT" judge (paper §4.3, App. A.4: "prompted to answer directly").
+#: The paper does not print it; ours is Table 3 with the analysis removed. [not in paper]
+PAPER_JUDGE_DIRECT = (
+    "Instruction: You are a reasoning validator for mathematical problems. Determine if the "
+    "\"New Reasoning Chunk\" contains any explicit errors based on the problem description and "
+    "historical context. Answer directly, without any analysis:\n"
+    "- Use Positive if the reasoning chunk is free of mistakes.\n"
+    "- Use Negative if the reasoning chunk contains one or more mistakes.\n\n"
+    "Input:\nMathematical Problem: {problem}\nHistorical Reasoning Path: {history}\n"
+    "New Reasoning Chunk: {chunk}\n\n"
+    "Output format: only the final judgment within \\boxed{{}}: \\boxed{{Positive}} or "
+    "\\boxed{{Negative}}."
+)
+
+#: Toy version of the direct ("no CoT") judge prompt: same slots, verdict only. [not in paper]
+TOY_JUDGE_DIRECT = (
+    "Judge the new chunk: answer only \\boxed{{Positive}} or \\boxed{{Negative}}.\n"
+    "Problem: {problem}\nHistory: {history}\nNew chunk: {chunk}"
+)
+
 #: Generic checking text of the toy base model's corpus (toybase): same slots as the judge but no
 #: verdict is ever asked for or given. It is how the toy "instruct model" learnt to re-derive a
 #: stated result, the skill a judge later builds on (engineering notes, toy-judge recipe).
@@ -100,9 +120,10 @@ EMPTY_HISTORY = "(none)"
 
 _FAMILIES = {
     "toy": {"chunk_policy": TOY_CHUNK_POLICY, "base_policy": TOY_BASE_POLICY,
-            "judge": TOY_JUDGE, "check": TOY_CHECK},
+            "judge": TOY_JUDGE, "judge_direct": TOY_JUDGE_DIRECT, "check": TOY_CHECK},
     "paper": {"chunk_policy": PAPER_CHUNK_POLICY, "base_policy": PAPER_BASE_POLICY,
-              "judge": PAPER_JUDGE, "segmentation_teacher": PAPER_SEGMENTATION_TEACHER},
+              "judge": PAPER_JUDGE, "judge_direct": PAPER_JUDGE_DIRECT,
+              "segmentation_teacher": PAPER_SEGMENTATION_TEACHER},
 }
 
 
@@ -115,7 +136,14 @@ def get(family: str, name: str) -> str:
     return _FAMILIES[family][name]
 
 
-def judge_prompt(family: str, problem: str, history: list[str], chunk: str) -> str:
-    """The judge prompt for one step: history chunks joined by blank lines (notes §4.1)."""
+def judge_prompt(family: str, problem: str, history: list[str], chunk: str,
+                 style: str = "cot") -> str:
+    """The judge prompt for one step: history chunks joined by blank lines (notes §4.1).
+
+    ``style="cot"`` is Table 3 (analysis, then verdict); ``"direct"`` asks for the verdict only
+    (the no-CoT ablation)."""
+    if style not in ("cot", "direct"):
+        raise ValueError(f"unknown judge style {style!r}; valid: cot, direct")
     hist = "\n\n".join(history) if history else EMPTY_HISTORY
-    return get(family, "judge").format(problem=problem, history=hist, chunk=chunk)
+    name = "judge" if style == "cot" else "judge_direct"
+    return get(family, name).format(problem=problem, history=hist, chunk=chunk)

@@ -3,6 +3,7 @@
     python -m stepwiser_lib.runner --profile tiny             # every notebook, in order
     python -m stepwiser_lib.runner --profile smoke --only 01  # one stage
     python -m stepwiser_lib.runner --profile paper --check    # validate only, start no kernel
+    python -m stepwiser_lib.runner --profile paper --dry-run  # validate and print the plan
 
 Before any kernel starts, every profile key is checked against the parameters each notebook
 declares (unknown key, wrong type, unknown notebook section or profile: a clear error, exit 2).
@@ -65,12 +66,24 @@ def _failure(nb_path: Path) -> str:
 
 def run(profile: str, only: list[str] | None = None, check_only: bool = False,
         notebooks_dir: Path = NOTEBOOKS_DIR, out_dir: Path | None = None,
-        profiles_dir: Path = PROFILES_DIR, log_output: bool = False) -> dict[str, float]:
+        profiles_dir: Path = PROFILES_DIR, log_output: bool = False,
+        dry_run: bool = False) -> dict[str, float]:
     notebooks = list_notebooks(notebooks_dir, only)
     if not notebooks:
         raise ConfigError(f"no notebooks in {notebooks_dir}")
     params = plan(profile, notebooks, profiles_dir)
     print(f"[runner] profile {profile}: {len(notebooks)} notebook(s), parameters checked", flush=True)
+    if dry_run:
+        from .plan import dry_run as make_plan, render
+
+        full = {nb.stem: {**{k: d.default for k, d in notebook_parameters(nb).items()}, **params[nb.stem]}
+                for nb in notebooks}  # defaults, then the profile's values
+        p = make_plan(profile, full)
+        print(render(p), flush=True)
+        bad = [m["model"] for m in p["models"] if not m["ok"]]
+        if bad:
+            raise ConfigError(f"invalid model reference(s): {bad}")
+        return {}
     if check_only:
         for nb, vals in params.items():
             print(f"  {nb}: {json.dumps(vals, sort_keys=True)}")
@@ -107,9 +120,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", nargs="*", help="notebook number prefixes, e.g. 01 02")
     ap.add_argument("--check", action="store_true", help="validate the profile and stop")
     ap.add_argument("--log-output", action="store_true", help="stream cell output to the terminal")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="validate, resolve models and datasets without downloading, print the plan")
     a = ap.parse_args(argv)
     try:
-        t = run(a.profile, a.only, a.check, log_output=a.log_output)
+        t = run(a.profile, a.only, a.check, log_output=a.log_output, dry_run=a.dry_run)
     except ConfigError as e:
         print(f"[runner] configuration error: {e}", file=sys.stderr)
         return 2

@@ -19,6 +19,7 @@ def sft(base_model: str, records: list[dict], out_dir: str | Path, *, epochs: fl
     ``from_pretrained``.
     """
     import torch
+    import datasets
     from datasets import Dataset
     from transformers import AutoModelForCausalLM
     from trl import SFTConfig, SFTTrainer
@@ -27,6 +28,7 @@ def sft(base_model: str, records: list[dict], out_dir: str | Path, *, epochs: fl
 
     if not records:
         raise ValueError("no SFT records")
+    datasets.disable_progress_bars()  # keep notebook output readable
     t0 = time.time()
     out_dir = Path(out_dir)
     tok = load_tokenizer(base_model)

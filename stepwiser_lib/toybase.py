@@ -209,19 +209,25 @@ def sha256_dir(path: Path) -> dict[str, str]:
 def train(out_dir: str, work_dir: str, seed: int = 0, max_steps: int = 1000, batch_size: int = 64,
           lr: float = 1e-3, check_fraction: float = 0.3, hidden: int = 256, layers: int = 4,
           heads: int = 4, kv_heads: int = 2, intermediate: int = 768, vocab_size: int = 400,
-          eval_problems: int = 256) -> dict:
-    from transformers import LlamaForCausalLM, Trainer, TrainingArguments, set_seed
+          eval_problems: int = 256, init_from: str | None = None, warmup_steps: int = 50) -> dict:
+    """Train (``init_from=None``) or continue training a toy base model (a second phase).
+
+    The second phase starts from a saved phase-1 model and its tokenizer, on a fresh corpus
+    (corpus seed ``seed + 1``) with more checking text, like a continued-pretraining stage.
+    """
+    from transformers import AutoModelForCausalLM, LlamaForCausalLM, Trainer, TrainingArguments, set_seed
 
     set_threads()
     set_seed(seed)
     t0 = time.time()
     n_docs = max_steps * batch_size
-    docs = corpus(seed, n_docs, check_fraction)
+    corpus_seed = seed + 1 if init_from else seed  # a continued phase sees new problems
+    docs = corpus(corpus_seed, n_docs, check_fraction)
     corpus_hash = hashlib.sha256("\x00".join(a + "\x01" + b for a, b in docs).encode()).hexdigest()
     work = Path(work_dir)
     work.mkdir(parents=True, exist_ok=True)
-    tok_dir = work / "tokenizer"
-    if (tok_dir / "tokenizer.json").exists():  # resume: the same tokenizer
+    tok_dir = Path(init_from) if init_from else work / "tokenizer"
+    if (tok_dir / "tokenizer.json").exists():  # resume or continue: the same tokenizer
         from transformers import AutoTokenizer
         tok = AutoTokenizer.from_pretrained(tok_dir)
     else:
@@ -229,15 +235,21 @@ def train(out_dir: str, work_dir: str, seed: int = 0, max_steps: int = 1000, bat
         tok.save_pretrained(tok_dir)
     rows = encode_pairs(tok, docs)
     max_len = max(len(r["input_ids"]) for r in rows)
-    cfg = model_config(len(tok), hidden, layers, heads, kv_heads, intermediate, 512, tok)
-    model = LlamaForCausalLM(cfg)
+    if init_from:
+        model = AutoModelForCausalLM.from_pretrained(init_from, dtype=torch.float32)
+        cfg = model.config
+        hidden, layers, heads = cfg.hidden_size, cfg.num_hidden_layers, cfg.num_attention_heads
+        kv_heads, intermediate = cfg.num_key_value_heads, cfg.intermediate_size
+    else:
+        cfg = model_config(len(tok), hidden, layers, heads, kv_heads, intermediate, 512, tok)
+        model = LlamaForCausalLM(cfg)
     n_params = sum(p.numel() for p in model.parameters())
     print(f"toy base: {n_params/1e6:.2f}M parameters, vocab {len(tok)}, {len(rows)} docs "
           f"(max {max_len} tokens), {max_steps} steps of {batch_size}", flush=True)
     args = TrainingArguments(
         output_dir=str(work / "trainer"), max_steps=max_steps, per_device_train_batch_size=batch_size,
         learning_rate=lr, lr_scheduler_type="cosine_with_min_lr",
-        lr_scheduler_kwargs={"min_lr_rate": 0.1}, warmup_steps=50, weight_decay=0.1,
+        lr_scheduler_kwargs={"min_lr_rate": 0.1}, warmup_steps=warmup_steps, weight_decay=0.1,
         adam_beta2=0.98, max_grad_norm=1.0, logging_steps=25, save_strategy="steps",
         save_steps=100, save_total_limit=1, report_to=[], seed=seed, data_seed=seed,
         use_cpu=not torch.cuda.is_available(), dataloader_num_workers=0,
@@ -257,6 +269,11 @@ def train(out_dir: str, work_dir: str, seed: int = 0, max_steps: int = 1000, bat
     tok.save_pretrained(out)
     metrics = evaluate(str(out), n_problems=eval_problems, seed=seed)
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    phases = []
+    if init_from and (Path(init_from) / "manifest.json").exists():
+        prev = json.loads((Path(init_from) / "manifest.json").read_text())
+        phases = prev.get("phases", []) or [{"training": prev["training"], "eval": prev["eval"],
+                                            "files": prev["files"]}]
     manifest = {
         "what": "toy base model: tiny Llama decoder trained from scratch on generic toy-world text",
         "command": "make toy-base",
@@ -265,6 +282,8 @@ def train(out_dir: str, work_dir: str, seed: int = 0, max_steps: int = 1000, bat
                    "intermediate": intermediate, "vocab_size": len(tok), "parameters": n_params},
         "training": {"max_steps": max_steps, "batch_size": batch_size, "lr": lr,
                      "check_fraction": check_fraction, "docs": len(rows),
+                     "init_from": init_from, "corpus_seed": corpus_seed,
+                     "warmup_steps": warmup_steps,
                      "corpus_sha256": corpus_hash, "final_loss": losses[-1] if losses else None,
                      "seconds": round(train_s, 1), "threads": torch.get_num_threads(),
                      "device": "cuda" if torch.cuda.is_available() else "cpu",
@@ -272,6 +291,8 @@ def train(out_dir: str, work_dir: str, seed: int = 0, max_steps: int = 1000, bat
         "eval": metrics,
         "files": sha256_dir(out),
     }
+    manifest["phases"] = phases + [{"training": manifest["training"], "eval": metrics,
+                                    "files": manifest["files"]}]
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     print(json.dumps(manifest["eval"], indent=2), flush=True)
     return manifest
@@ -286,13 +307,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--check-fraction", type=float, default=0.3)
+    ap.add_argument("--init-from", default=None,
+                    help="continue training this saved model (a second phase) instead of from scratch")
+    ap.add_argument("--warmup-steps", type=int, default=50)
     ap.add_argument("--eval-only", action="store_true", help="re-evaluate --out and print")
     a = ap.parse_args(argv)
     if a.eval_only:
         print(json.dumps(evaluate(a.out, seed=a.seed), indent=2))
         return
     train(a.out, a.work_dir, seed=a.seed, max_steps=a.max_steps, batch_size=a.batch_size, lr=a.lr,
-          check_fraction=a.check_fraction)
+          check_fraction=a.check_fraction, init_from=a.init_from, warmup_steps=a.warmup_steps)
 
 
 if __name__ == "__main__":

@@ -131,3 +131,14 @@ def test_notebooks_follow_the_skeleton():
         assert all(not c.get("outputs") for c in cells if c["cell_type"] == "code"), \
             f"{path.name} is committed with outputs"
         assert "metrics" in "".join(cells[-1]["source"])
+
+
+def test_every_notebook_has_the_colab_badge_and_bootstrap_cell():
+    from stepwiser_lib.colab import BOOTSTRAP_SOURCE, badge_markdown
+
+    for path in list_notebooks():
+        cells = json.loads(path.read_text())["cells"]
+        assert badge_markdown(path.stem) in "".join(cells[0]["source"]), path.name
+        assert "".join(cells[1]["source"]) == BOOTSTRAP_SOURCE, f"{path.name}: bootstrap cell differs"
+        assert "bootstrap" in cells[1]["metadata"]["tags"]
+    exec(compile(BOOTSTRAP_SOURCE, "bootstrap", "exec"), {})  # off Colab it is a no-op

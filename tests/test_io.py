@@ -31,3 +31,50 @@ def test_atomic_write_leaves_no_partial_file(tmp_path):
         io.atomic_write_text(p, None)  # fails mid-write
     assert json.loads(p.read_text()) == {"k": [1, 2]}  # the old file is intact
     assert [x.name for x in tmp_path.iterdir()] == ["out.json"]  # no temp file left
+
+
+def test_cached_json_resumes_and_recomputes(tmp_path):
+    from stepwiser_lib.io import cached_json, digest
+
+    calls = []
+
+    def work():
+        calls.append(1)
+        return {"value": len(calls)}
+
+    p = tmp_path / "r" / "record.json"
+    k1, k2 = digest("cfg", 1), digest("cfg", 2)
+    assert k1 != k2 and k1 == digest("cfg", 1)
+    assert cached_json(p, k1, work)["value"] == 1
+    assert cached_json(p, k1, work)["value"] == 1 and len(calls) == 1  # from disk
+    assert cached_json(p, k2, work)["value"] == 2  # other settings: recomputed
+    p.write_text("{truncated")
+    assert cached_json(p, k2, work)["value"] == 3  # a corrupt record is redone, not trusted
+
+
+def test_markdown_table():
+    from stepwiser_lib.io import markdown_table
+
+    t = markdown_table([{"a": 1, "b": 2.345}, {"a": "x", "b": None}], ["a", "b"])
+    assert t.splitlines() == ["| a | b |", "|---|---|", "| 1 | 2.3 |", "| x |  |"]
+
+
+def test_has_cached_and_model_fingerprint(tmp_path):
+    from stepwiser_lib.io import cached_json, has_cached
+    from stepwiser_lib.paths import model_fingerprint
+
+    p = tmp_path / "rec.json"
+    assert not has_cached(p, "k")
+    cached_json(p, "k", lambda: {"x": 1})
+    assert has_cached(p, "k") and not has_cached(p, "other")
+    d = tmp_path / "model"
+    d.mkdir()
+    (d / "config.json").write_text("{}")
+    (d / "model.safetensors").write_bytes(b"weights-1")
+    (d / "notes.txt").write_text("ignored")
+    f1 = model_fingerprint(str(d))
+    (d / "notes.txt").write_text("changed")
+    assert model_fingerprint(str(d)) == f1  # only weights and config count
+    (d / "model.safetensors").write_bytes(b"weights-2")
+    assert model_fingerprint(str(d)) != f1  # retrained weights at the same path
+    assert model_fingerprint("Qwen/Qwen2.5-1.5B-Instruct") == "Qwen/Qwen2.5-1.5B-Instruct"

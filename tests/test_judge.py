@@ -83,3 +83,72 @@ def test_step_accuracy():
     js = [{"verdict": "Positive"}, {"verdict": None}, {"verdict": "Negative"}, {"verdict": "Positive"}]
     r = step_accuracy(js, ex)
     assert (r["acc"], r["balanced_acc"], r["positive_rate"], r["unparsed"]) == (50.0, 50.0, 50.0, 25.0)
+
+
+def test_direct_reward_format_penalty():
+    from stepwiser_lib.judge import is_direct_format, make_direct_reward
+
+    f = make_direct_reward(-1.0)
+    comps = ["\\boxed{Positive}", " \\boxed{Negative}\n", "\\boxed{Positive}", "so \\boxed{Negative}",
+             "\\boxed{maybe}", ""]
+    labels = [True, False, False, False, True, True]
+    assert f(comps, label=labels) == [1.0, 1.0, 0.0, -1.0, -1.0, -1.0]
+    assert f(completions=[[{"role": "assistant", "content": "\\boxed{Negative}"}]], label=[False],
+             prompts=["p"], trainer_state=None) == [1.0]
+    assert f.__name__ == "direct_reward"  # TRL logs rewards under the function's name
+    assert not is_direct_format("\\boxed{Positive} \\boxed{Negative}")
+
+
+def test_warmup_direct_style_and_label_blindness():
+    from stepwiser_lib.judge import warmup_records
+
+    ex = _examples(40)
+    flipped = [{**e, "label": not e["label"]} for e in ex]
+    assert warmup_records(ex, style="direct") == warmup_records(flipped, style="direct")
+    assert warmup_records(ex) == warmup_records(flipped)  # labels are never read
+    recs = warmup_records(ex, style="direct")
+    assert all(r["completion"] in ("\\boxed{Positive}", "\\boxed{Negative}") for r in recs)
+    assert recs[0]["prompt"].startswith("Judge the new chunk: answer only")
+
+
+def test_rsft_select_keeps_label_matching_outputs():
+    from stepwiser_lib.judge import rsft_select
+
+    ex = [{"problem": "a = 1. Find a.", "history": [], "chunk": "c", "label": True},
+          {"problem": "a = 1. Find a.", "history": [], "chunk": "d", "label": False},
+          {"problem": "a = 1. Find a.", "history": [], "chunk": "e", "label": True}]
+    samples = [["x \\boxed{Negative}", "y \\boxed{Positive}", "z \\boxed{Positive}"],
+               ["\\boxed{Positive}", "no verdict"],
+               ["w \\boxed{Positive}", "w \\boxed{Positive}", "v \\boxed{Positive}"]]
+    one = rsft_select(ex, samples, per_example=1)
+    assert [r["completion"] for r in one] == ["y \\boxed{Positive}", "w \\boxed{Positive}"]
+    two = rsft_select(ex, samples, per_example=2)
+    assert [r["completion"] for r in two] == ["y \\boxed{Positive}", "z \\boxed{Positive}",
+                                              "w \\boxed{Positive}", "v \\boxed{Positive}"]  # duplicates dropped
+    with pytest.raises(ValueError):
+        rsft_select(ex, samples[:2])
+
+
+def test_parse_variant_and_truth():
+    from stepwiser_lib.judge import KINDS, chunk_truth, parse_variant, variant_slug
+
+    assert parse_variant("stepwiser:rel_ratio") == ("stepwiser", "rel_ratio")
+    assert set(KINDS) == {"stepwiser", "disc_sft", "no_cot_rl", "no_balance_rl", "rsft"}
+    for bad in ["stepwiser", "magic:rel_ratio", "stepwiser:q", ""]:
+        with pytest.raises(ValueError, match="KIND:RULE"):
+            parse_variant(bad)
+    assert variant_slug("rsft:abs_q") == "rsft__abs_q"
+    ex = _examples(60)
+    assert all(chunk_truth(e) == e["label"] for e in ex)
+    assert chunk_truth({"problem": "What is 2+2?", "chunk": "4"}) is None  # not a toy problem
+
+
+def test_judge_prompt_styles():
+    from stepwiser_lib import prompts
+
+    cot = prompts.judge_prompt("paper", "P", ["h1", "h2"], "c")
+    direct = prompts.judge_prompt("paper", "P", ["h1", "h2"], "c", style="direct")
+    assert "step-by-step chain of thought" in cot and "without any analysis" in direct
+    assert "h1\n\nh2" in direct and "New Reasoning Chunk: c" in direct
+    with pytest.raises(ValueError, match="style"):
+        prompts.judge_prompt("toy", "P", [], "c", style="verbose")

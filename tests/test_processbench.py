@@ -84,3 +84,89 @@ def test_real_processbench_loads_with_paper_counts(recwarn):
     math = {r["id"]: r for r in PB.load_split("math", PB_DIR)}
     assert math["math-688"]["label"] == 2  # official GitHub copy
     assert {r["id"]: r for r in PB.load_split("math", PB_DIR, fix_math_688=True)}["math-688"]["label"] == 0
+
+
+# ----------------------------------------------------------------------------- protocol and toy
+
+
+
+def test_threshold_predictions_and_best_threshold():
+    scores = [[0.9, 0.2, 0.8], [0.9, 0.9], [0.4, 0.9]]
+    assert PB.threshold_predictions(scores, 0.5) == [1, -1, 0]
+    assert PB.threshold_predictions(scores, 0.1) == [-1, -1, -1]
+    labels = [1, -1, 0]
+    t, f1 = PB.best_threshold(labels, scores)
+    assert f1 == 100.0 and PB.threshold_predictions(scores, t) == labels
+    # ties go to the smallest threshold that reaches the best F1
+    assert t == pytest.approx(0.4 + 1e-6)
+
+
+def test_subset_keeps_groups_balanced_and_order():
+    recs = [{"id": i, "label": -1 if i % 3 == 0 else 1} for i in range(30)]
+    sub = PB.subset(recs, 10)
+    assert len(sub) == 10 and sum(r["label"] == -1 for r in sub) == 5
+    assert [r["id"] for r in sub] == sorted(r["id"] for r in sub)
+    assert PB.subset(recs, 0) == recs and len(PB.subset(recs[:4], 10)) == 4
+
+
+def test_error_kinds():
+    k = PB.error_kinds([2, 2, 2, 2, -1, -1], [2, 0, 3, -1, -1, 1])
+    assert k == {"exact": 2, "too_early": 1, "too_late": 1, "missed": 1, "false_alarm": 1}
+
+
+class _ScriptedJudge:
+    """Negative iff the step text contains "bad"; records the batches it got."""
+
+    def __init__(self):
+        self.batches = []
+
+    def judge(self, triples, k=1, seed=0, **kw):
+        self.batches.append(triples)
+        return [{"verdict": "Negative" if "bad" in c else "Positive", "score": 0.0 if "bad" in c else 1.0,
+                 "analysis": f"a:{c}"} for _, _, c in triples]
+
+
+def test_judge_solutions_protocol():
+    recs = [{"problem": "P", "steps": ["ok", "bad", "ok", "bad"]},
+            {"problem": "Q", "steps": ["ok", "ok"]},
+            {"problem": "R", "steps": ["bad"]}]
+    j = _ScriptedJudge()
+    out = PB.judge_solutions(j, recs, progress=False)
+    assert [o["prediction"] for o in out] == [1, -1, 0]
+    assert [len(o["verdicts"]) for o in out] == [2, 2, 1]  # stopped after the first Negative
+    assert [len(b) for b in j.batches] == [3, 2]  # one batched call per step index
+    assert j.batches[1][0] == ("P", ["ok"], "bad")  # history = the steps before
+    full = PB.judge_solutions(_ScriptedJudge(), recs, stop_at_first_negative=False, progress=False)
+    assert [len(o["verdicts"]) for o in full] == [4, 2, 1] and full[0]["prediction"] == 1
+    assert full[0]["scores"] == [1.0, 0.0, 1.0, 0.0]
+
+
+def test_toy_processbench_labels_agree_with_the_step_checker():
+    from stepwiser_lib import toyworld as tw
+
+    from stepwiser_lib.paths import ROOT
+
+    man = json.loads((ROOT / PB.TOY_DIR_DEFAULT / "manifest.json").read_text())
+    for split in PB.TOY_SPLITS:
+        recs = PB.load_toy(split)
+        assert len(recs) == 200
+        assert sum(r["label"] == -1 for r in recs) == 100  # half correct, half erroneous
+        for r in recs:
+            p = tw.parse_problem(r["problem"])
+            assert tw.first_error(p, r["steps"]) == r["label"], r["id"]
+            assert tw.problem_split(r["problem"]) == "processbench"  # disjoint from training
+        # alternating error/correct: any prefix is balanced
+        assert abs(sum(r["label"] == -1 for r in recs[:20]) - 10) <= 1
+    assert {s: m["n"] for s, m in man["splits"].items()} == {s: 200 for s in PB.TOY_SPLITS}
+
+
+def test_toy_loader_errors(tmp_path):
+    with pytest.raises(PB.ProcessBenchError, match="unknown toy"):
+        PB.load_toy("toy_9step")
+    with pytest.raises(FileNotFoundError, match="make toy-processbench"):
+        PB.load_toy("toy_2step", tmp_path)
+    (tmp_path / "toy_2step.jsonl").write_text(json.dumps({"id": "x", "generator": "g", "problem": "p",
+                                                          "steps": ["a"], "final_answer_correct": True,
+                                                          "label": 3}) + "\n")
+    with pytest.raises(PB.ProcessBenchError, match="toy_2step, line 1.*label"):
+        PB.load_toy("toy_2step", tmp_path)

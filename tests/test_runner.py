@@ -3,7 +3,7 @@ import json
 import nbformat
 import pytest
 
-from stepwiser_lib import runner
+from stepwiser_lib import paths, runner
 
 
 def _nb(path, body):
@@ -55,3 +55,31 @@ def test_runner_rejects_bad_profiles_before_any_kernel(setup, capsys):
 def test_cli_exit_codes():
     assert runner.main(["--profile", "nope"]) == 2
     assert runner.main(["--profile", "paper", "--check"]) == 0
+
+
+@pytest.mark.parametrize("profile", ["colab", "paper"])
+def test_dry_run_plans_without_downloading(profile, capsys):
+    """`make reproduce PROFILE=paper DRY_RUN=1`: config checked, models/datasets resolved, plan printed."""
+    from stepwiser_lib import runner as r
+
+    assert r.main(["--profile", profile, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "DRY RUN" in out and "estimated A100-hours" in out
+    assert "Qwen/Qwen2.5" in out and "AI-MO/NuminaMath-CoT" in out
+    for stem in ("01_self_segmentation", "02_rollout_labelling", "04_judge_grpo", "07_rsft"):
+        assert stem in out
+    assert not list((paths.ROOT / "runs").glob(f"{profile}/*.ipynb"))  # nothing was executed
+
+
+def test_plan_numbers_and_model_resolution():
+    from stepwiser_lib import plan
+
+    assert plan.model_size_b("Qwen/Qwen2.5-1.5B-Instruct") == 1.5
+    assert plan.model_size_b("meta-llama/Llama-3.1-70B-Instruct") == 70.0
+    assert plan.resolve_model("not a model id", "judge")["ok"] is False
+    assert plan.resolve_model("Qwen/Qwen2.5-7B-Instruct", "policy")["ok"] is True
+    p = plan.dry_run("x", {"04_judge_grpo": {"VARIANTS": ["stepwiser:rel_ratio", "disc_sft:abs_q"],
+                                             "REPEAT_SEEDS": [], "GRPO_STEPS": 800, "PROMPTS_PER_STEP": 1024,
+                                             "GROUP_SIZE": 4}})
+    st = p["stages"][0]
+    assert st["rl_runs"] == 1 and st["rl_completions"] == 800 * 1024 * 4

@@ -1,0 +1,166 @@
+"""The discriminative "+"/"-" judge: the paper's Discriminative + SFT baseline (App. A.1).
+
+Following RLHFlow (Xiong et al. 2024b), a judge example is a **multi-turn conversation**: the
+first user turn is the problem and the first step, each later user turn is one more step, and
+each assistant turn is a single verdict token, ``+`` (correct) or ``-`` (wrong). Training is
+plain SFT with TRL's ``SFTTrainer`` where **only verdict tokens carry loss**; we build the token
+ids and the loss mask ourselves (``input_ids`` + ``completion_mask``, a pre-tokenized dataset) so
+the mask is exact and tested, rather than relying on a chat template's generation markers.
+
+Per judge example (problem, history, chunk, label) we build one conversation whose history
+steps are answered ``+`` and whose last step is answered with the label; the loss is on that last
+verdict token only. History verdicts are ``+`` because that is what a judge sees at inference
+under the first-error protocol: it stops at the first ``-`` (ProcessBench's RLHFlow script
+does the same). [not in paper: the paper trains on its own conversations; this per-example form
+keeps the baseline on exactly the balanced examples the generative judges use.]
+
+Inference reads the next-token distribution after the last user turn: the score is
+``P(+) / (P(+) + P(-))`` and the verdict is Positive when the score is at least ``threshold``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+VERDICT_TOKEN = {True: "+", False: "-"}
+
+
+def conversation(problem: str, history: list[str], chunk: str,
+                 label: bool | None = None) -> list[dict]:
+    """RLHFlow-style messages: one user turn per step (the first with the problem), ``+`` after
+    every history step, and the label's token after the new chunk when ``label`` is given."""
+    steps = list(history) + [chunk]
+    msgs: list[dict] = []
+    for i, step in enumerate(steps):
+        msgs.append({"role": "user", "content": f"{problem}\n\n{step}" if i == 0 else step})
+        if i < len(steps) - 1:
+            msgs.append({"role": "assistant", "content": VERDICT_TOKEN[True]})
+    if label is not None:
+        msgs.append({"role": "assistant", "content": VERDICT_TOKEN[bool(label)]})
+    return msgs
+
+
+def verdict_ids(tok) -> dict[bool, int]:
+    """Token ids of ``+`` and ``-``; each must be exactly one token."""
+    ids = {}
+    for lab, sym in VERDICT_TOKEN.items():
+        enc = tok(sym, add_special_tokens=False)["input_ids"]
+        if len(enc) != 1:
+            raise ValueError(f"verdict {sym!r} is {len(enc)} tokens for this tokenizer; the "
+                             "discriminative judge needs single-token verdicts")
+        ids[lab] = enc[0]
+    return ids
+
+
+def _prefix_ids(tok, problem: str, history: list[str], chunk: str) -> list[int]:
+    text = tok.apply_chat_template(conversation(problem, history, chunk), tokenize=False,
+                                   add_generation_prompt=True)
+    return tok(text, add_special_tokens=False)["input_ids"]
+
+
+def encode(tok, problem: str, history: list[str], chunk: str, label: bool) -> dict:
+    """``{"input_ids", "completion_mask"}`` for one example; the mask is 1 on the final verdict
+    token only. Raises if the chat template does not put the verdict as one token right after
+    the generation prompt (then the mask would be wrong)."""
+    full_text = tok.apply_chat_template(conversation(problem, history, chunk, label),
+                                        tokenize=False)
+    full = tok(full_text, add_special_tokens=False)["input_ids"]
+    prefix = _prefix_ids(tok, problem, history, chunk)
+    vid = verdict_ids(tok)[bool(label)]
+    if full[:len(prefix)] != prefix or len(full) <= len(prefix) or full[len(prefix)] != vid:
+        raise ValueError("the chat template does not tokenize the verdict as one token right "
+                         "after the assistant header; cannot build the verdict-only loss mask")
+    mask = [0] * len(full)
+    mask[len(prefix)] = 1
+    return {"input_ids": full, "completion_mask": mask}
+
+
+def train_disc_judge(model_dir: str, examples: list[dict], out_dir, *, epochs: float = 2.0,
+                     lr: float = 5e-4, batch_size: int = 16, max_length: int = 1024,
+                     use_lora: bool = False, lora_r: int = 16, lora_alpha: int = 32,
+                     seed: int = 0, warmup_ratio: float = 0.05, progress: bool = True) -> dict:
+    """SFT of the discriminative judge with TRL's ``SFTTrainer`` (paper App. A.1: user turns
+    masked, lr 1e-5, global batch 32; data packing is not used here). Saves a full model to
+    ``out_dir/model`` (a LoRA adapter is merged)."""
+    import torch
+    import datasets
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM
+    from trl import SFTConfig, SFTTrainer
+
+    from .models import load_tokenizer, lora_config
+
+    if not examples:
+        raise ValueError("no examples for the discriminative judge")
+    datasets.disable_progress_bars()  # keep notebook output readable
+    t0 = time.time()
+    out_dir = Path(out_dir)
+    tok = load_tokenizer(model_dir)
+    rows = [encode(tok, e["problem"], e["history"], e["chunk"], bool(e["label"])) for e in examples]
+    ds = Dataset.from_list(rows)
+    cpu = not torch.cuda.is_available()
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    tok.padding_side = "right"
+    args = SFTConfig(
+        output_dir=str(out_dir / "trainer"), num_train_epochs=epochs, learning_rate=lr,
+        per_device_train_batch_size=batch_size, lr_scheduler_type="cosine",
+        warmup_steps=warmup_ratio, max_length=max_length, packing=False,
+        completion_only_loss=True, logging_steps=5, save_strategy="no", report_to=[],
+        seed=seed, data_seed=seed, use_cpu=cpu, bf16=False, gradient_checkpointing=False,
+        dataloader_num_workers=0, disable_tqdm=not progress)
+    trainer = SFTTrainer(model=model, args=args, train_dataset=ds, processing_class=tok,
+                         peft_config=lora_config(lora_r, lora_alpha) if use_lora else None)
+    trainer.train()
+    model = trainer.model.merge_and_unload() if use_lora else trainer.model
+    save = out_dir / "model"
+    model.save_pretrained(save)
+    tok.padding_side = "left"
+    tok.save_pretrained(save)
+    logs = [h for h in trainer.state.log_history if "loss" in h]
+    return {"model_dir": str(save), "seconds": round(time.time() - t0, 1),
+            "steps": trainer.state.global_step, "records": len(rows),
+            "loss_curve": [(h["step"], h["loss"]) for h in logs]}
+
+
+class DiscJudge:
+    """Batched inference for the "+"/"-" judge with the same result format as
+    :class:`stepwiser_lib.judge.Judge` (``verdict``, ``analysis`` (empty), ``score``)."""
+
+    def __init__(self, model, tokenizer, threshold: float = 0.5, batch_size: int = 64):
+        self.model, self.tok = model, tokenizer
+        self.threshold, self.batch_size = threshold, batch_size
+        self.ids = verdict_ids(tokenizer)
+
+    @classmethod
+    def load(cls, path: str, **kw) -> "DiscJudge":
+        from .models import load_model
+
+        model, tok = load_model(path)
+        return cls(model, tok, **kw)
+
+    def scores(self, triples: list[tuple[str, list[str], str]]) -> list[float]:
+        import torch
+
+        out: list[float] = []
+        pad = self.tok.pad_token_id
+        dev = next(self.model.parameters()).device
+        for i in range(0, len(triples), self.batch_size):
+            batch = [_prefix_ids(self.tok, p, h, c) for p, h, c in triples[i:i + self.batch_size]]
+            width = max(map(len, batch))
+            ids = torch.full((len(batch), width), pad)
+            att = torch.zeros((len(batch), width), dtype=torch.long)
+            for j, b in enumerate(batch):  # left padding: the next token follows the last column
+                ids[j, width - len(b):] = torch.tensor(b)
+                att[j, width - len(b):] = 1
+            with torch.no_grad():
+                logits = self.model(input_ids=ids.to(dev), attention_mask=att.to(dev)).logits[:, -1]
+            two = torch.stack([logits[:, self.ids[True]], logits[:, self.ids[False]]], dim=1)
+            out += torch.softmax(two.float(), dim=1)[:, 0].tolist()
+        return out
+
+    def judge(self, triples, k: int = 1, temperature=None, seed: int = 0, progress=False) -> list[dict]:
+        """``k``/``temperature``/``seed`` are accepted for interface compatibility: the
+        discriminative judge is read deterministically from its next-token probabilities."""
+        return [{"verdict": "Positive" if s >= self.threshold else "Negative", "analysis": "",
+                 "score": s, "n_unparsed": 0} for s in self.scores(triples)]

@@ -1,0 +1,133 @@
+"""Dry-run plan of a profile: what ``make reproduce PROFILE=P`` would do, without running it.
+
+``make reproduce PROFILE=paper DRY_RUN=1`` (``python -m stepwiser_lib.runner --profile paper
+--dry-run``) validates every config (as the runner does), resolves model ids and dataset names
+without downloading anything, and prints the stages in order with their models, data sizes,
+sequences to generate, training steps and an **estimate** of A100-hours.
+
+The estimate is scaled from the paper's own reported costs (notes §1.3): Monte-Carlo annotation
+of the 7B-chunk policy took about 14 days on 8 A100 for about 3.46 M steps x M = 16 rollouts,
+and judge RL took about 5 days on 8 A100 for 800 steps x 1024 prompts x 4 samples (7B). Cost is
+taken as proportional to the number of sequences and to model size (a rough rule: decoding cost
+grows about linearly with parameters at these sizes), and the adaptive-rollout fraction measured
+by ``make bench`` is applied when ``ADAPTIVE`` is on. It is an order-of-magnitude guide, not a
+measurement.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from .paths import ROOT
+
+#: Paper costs (notes §1.3): A100-hours per generated sequence and per RL completion, 7B model.
+PAPER_ROLLOUTS = 3_463_520 * 16  # Table 9 steps (1.5B) x M; the 7B run is of the same order
+A100_H_PER_SEQ_7B = 14 * 24 * 8 / PAPER_ROLLOUTS
+A100_H_PER_RL_COMPLETION_7B = 5 * 24 * 8 / (800 * 1024 * 4)
+CHUNKS_PER_SOLUTION = 6.0  # Table 4, 1.5B-chunk (7B: 6.8)
+KEEP_RATE = 0.5  # [not in paper] share of prompts passing the pass@16 pre-filter (assumed)
+
+DATASETS = {"numina": "AI-MO/NuminaMath-CoT", "math500": "HuggingFaceH4/MATH-500",
+            "gsm8k": "openai/gsm8k", "toy": "toy world (generated, offline)",
+            "processbench": "Qwen/ProcessBench"}
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def model_size_b(name: str) -> float:
+    """Billions of parameters read from a hub id ("Qwen/Qwen2.5-1.5B-Instruct" -> 1.5); 0 for
+    the toy models (a few million parameters)."""
+    m = re.search(r"(\d+(?:\.\d+)?)B\b", name)
+    return float(m.group(1)) if m else 0.0
+
+
+def resolve_model(name: str, role: str) -> dict:
+    """A model reference checked without downloading: local artifact, toy model or hub id."""
+    if name in ("artifact", "chunk_policy"):
+        return {"role": role, "model": "artifact of an earlier notebook", "ok": True}
+    if name == "toy_base":
+        ok = (ROOT / "data" / "toy_base" / "config.json").exists()
+        return {"role": role, "model": "data/toy_base (committed)", "ok": ok}
+    if name == "rule":
+        return {"role": role, "model": "rule-based teacher (toy)", "ok": True}
+    return {"role": role, "model": name, "ok": bool(HUB_ID.match(name)), "size_b": model_size_b(name)}
+
+
+def _cost(seqs: float, size_b: float) -> float:
+    return seqs * A100_H_PER_SEQ_7B * (size_b / 7.0)
+
+
+def dry_run(profile: str, params: dict[str, dict]) -> dict:
+    """The plan for already-checked ``params`` (``{notebook stem: parameters}``)."""
+    bench = ROOT / "results" / "bench" / "labelling.json"
+    frac = json.loads(bench.read_text()).get("adaptive_rollout_fraction") if bench.exists() else None
+    stages, models, datasets = [], [], set()
+    policy_b = 0.0
+    for stem, p in params.items():
+        st: dict = {"notebook": stem}
+        if stem.startswith("01"):
+            base = resolve_model(p["BASE_MODEL"] if p.get("BASE_MODEL") else "toy_base", "base policy")
+            teacher = resolve_model(p.get("TEACHER", "rule"), "segmentation teacher")
+            models += [base, teacher]
+            policy_b = base.get("size_b", 0.0)
+            datasets |= {p.get("TASK", "toy"), p.get("EVAL_TASK", "toy")}
+            samples = p["N_PROBLEMS"] * p["SAMPLES_PER_PROBLEM"]
+            seg = p["N_PROBLEMS"] * p["MAX_CORRECT_PER_PROBLEM"] * 0.5 * (
+                p.get("TEACHER_SEGMENTATIONS", 1) if p.get("TEACHER", "rule") != "rule" else 0)
+            evals = p["EVAL_PROBLEMS"] * p["EVAL_SAMPLES"] * 2
+            st.update(sequences=samples + evals, teacher_calls=int(seg),
+                      a100_hours=_cost(samples + evals, policy_b) + _cost(seg, teacher.get("size_b", 0.0)))
+        elif stem.startswith("02"):
+            datasets.add(p.get("TASK", "toy"))
+            kept = p["N_PROMPTS"] * KEEP_RATE
+            rollouts = kept * p["TRAJ_PER_PROMPT"] * (CHUNKS_PER_SOLUTION - 1) * p["M_ROLLOUTS"]
+            if p.get("ADAPTIVE") and frac:
+                rollouts *= frac
+            pre = p["N_PROMPTS"] * p["N_PREFILTER"]
+            st.update(prefilter_samples=pre, rollouts=int(rollouts),
+                      adaptive_fraction=frac if p.get("ADAPTIVE") else None,
+                      a100_hours=_cost(pre + rollouts, policy_b))
+        elif stem.startswith("04"):
+            n_var = len(p["VARIANTS"]) + len(p.get("REPEAT_SEEDS", []))
+            rl = sum(1 for v in p["VARIANTS"] if v.split(":")[0] in ("stepwiser", "no_cot_rl", "no_balance_rl"))
+            rl += len(p.get("REPEAT_SEEDS", []))
+            comps = rl * p["GRPO_STEPS"] * p["PROMPTS_PER_STEP"] * p["GROUP_SIZE"]
+            st.update(judges=n_var, rl_runs=rl, rl_steps_each=p["GRPO_STEPS"], rl_completions=comps,
+                      a100_hours=comps * A100_H_PER_RL_COMPLETION_7B * (policy_b / 7.0))
+        elif stem.startswith("05"):
+            datasets.add("processbench" if p["BENCH"] == "real" else "toy")
+            n = (p["LIMIT"] or 3400 // 4) * 4
+            calls = n * 7  # about 7 steps per solution on ProcessBench (notes §8.1)
+            st.update(solutions=n, judge_calls_per_judge=calls,
+                      a100_hours_per_judge=_cost(calls * p["MAJ_K"], policy_b))
+        elif stem.startswith("06"):
+            datasets |= set(p["EVAL_TASKS"])
+            n = p["N_PROBLEMS"] * len(p["EVAL_TASKS"]) * p["RUNS"] * (len(p["JUDGES"]) + 1)
+            calls = n * CHUNKS_PER_SOLUTION * 2  # chunks plus resets, judge calls about as many
+            st.update(problems_x_runs_x_judges=n, sequences=int(calls * 2), a100_hours=_cost(calls * 2, policy_b))
+        elif stem.startswith("07"):
+            datasets |= {p.get("TASK", "toy"), *p["EVAL_TASKS"]}
+            samples = p["N_PROMPTS"] * p["SAMPLES"]
+            calls = samples * CHUNKS_PER_SOLUTION * len(p["JUDGES"])
+            sft_runs = (len(p["JUDGES"]) + 1) * p["RUNS"]
+            st.update(samples=samples, judge_calls=int(calls), sft_runs=sft_runs,
+                      a100_hours=_cost(samples + calls, policy_b))
+        stages.append(st)
+    total = sum(s.get("a100_hours", 0) + s.get("a100_hours_per_judge", 0) for s in stages)
+    return {"profile": profile, "stages": stages, "models": models,
+            "datasets": {d: DATASETS.get(d, d) for d in sorted(datasets)},
+            "estimated_a100_hours": round(total, 1),
+            "note": "estimate scaled from the paper's reported costs (notes §1.3); order of magnitude only"}
+
+
+def render(plan: dict) -> str:
+    lines = [f"DRY RUN, profile {plan['profile']}: nothing is downloaded or run", "models:"]
+    for m in plan["models"]:
+        flag = "ok" if m["ok"] else "NOT A VALID MODEL REFERENCE"
+        lines.append(f"  {m['role']:22s} {m['model']}  [{flag}]")
+    lines.append("datasets: " + ", ".join(f"{k} -> {v}" for k, v in plan["datasets"].items()))
+    for s in plan["stages"]:
+        rest = {k: (round(v, 1) if isinstance(v, float) else v) for k, v in s.items() if k != "notebook"}
+        lines.append(f"  {s['notebook']:22s} " + ", ".join(f"{k}={v}" for k, v in rest.items()))
+    lines.append(f"estimated A100-hours in all: {plan['estimated_a100_hours']} ({plan['note']})")
+    return "\n".join(lines)

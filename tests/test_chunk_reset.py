@@ -1,0 +1,120 @@
+"""Chunk-Reset Reasoning with scripted policy and judge fakes (paper §4.4, Table 7)."""
+import pytest
+
+from stepwiser_lib.chunk_reset import ResetConfig, chunk_content, chunk_reset, summarize
+from stepwiser_lib.models import Completion
+
+
+class ScriptedPolicy:
+    """Returns the next scripted chunk for each problem; ``n_tokens`` = words + 1."""
+
+    def __init__(self, scripts):
+        self.scripts = {p: list(xs) for p, xs in scripts.items()}
+        self.calls = []
+
+    def generate(self, prompts, n=1, temperature=1.0, max_new_tokens=96, stop=None, seed=0, prefixes=None, **kw):
+        assert stop == ["</chunk>"] and n == 1
+        self.calls.append(list(zip(prompts, prefixes)))
+        out = []
+        for p in prompts:
+            prob = p.split("::")[1]
+            text = self.scripts[prob].pop(0) if self.scripts[prob] else ""
+            out.append([Completion(text=text, n_tokens=len(text.split()) + 1 if text else 1, finished=True)])
+        return out
+
+
+class ScriptedJudge:
+    """Negative iff the chunk contains "BAD"; records every call."""
+
+    def __init__(self):
+        self.calls = []
+
+    def judge(self, triples, k=1, seed=0, **kw):
+        self.calls.append(triples)
+        return [{"verdict": "Negative" if "BAD" in c else "Positive", "score": 0.0 if "BAD" in c else 1.0,
+                 "analysis": f"saw {c}"} for _, _, c in triples]
+
+
+T = "solve::{problem}"
+C = lambda s: f"<chunk>{s}</chunk>"  # noqa: E731
+
+
+def test_chunk_content():
+    assert chunk_content("\n<chunk> x = 1 </chunk>") == "x = 1"
+    assert chunk_content("<chunk> unfinished") is None and chunk_content("") is None
+
+
+def test_accept_path_counts_lengths():
+    pol = ScriptedPolicy({"p": [C("a one"), "\n" + C("b two"), "\n" + C("so \\boxed{3}")]})
+    j = ScriptedJudge()
+    [r] = chunk_reset(pol, j, ["p"], T, ResetConfig(), progress=False)
+    assert r["response"] == C("a one") + "\n" + C("b two") + "\n" + C("so \\boxed{3}")
+    assert r["chunks"] == 3 and r["resets"] == 0 and r["rejected_tokens"] == 0
+    assert r["accepted_tokens"] == 3 + 3 + 3 and r["judge_calls"] == 3
+    # the judge saw the accepted history each time, and the prefix grew
+    assert [h for _, h, _ in (c[0] for c in j.calls)] == [[], ["a one"], ["a one", "b two"]]
+    assert [pref for (_, pref) in (c[0] for c in pol.calls)] == ["", C("a one"), C("a one") + "\n" + C("b two")]
+
+
+def test_reject_then_accept():
+    pol = ScriptedPolicy({"p": [C("BAD x"), C("BAD yy z"), C("good"), "\n" + C("\\boxed{1}")]})
+    [r] = chunk_reset(pol, ScriptedJudge(), ["p"], T, ResetConfig(), progress=False)
+    assert r["response"] == C("good") + "\n" + C("\\boxed{1}")
+    assert r["resets"] == 2 and r["exhausted"] == 0
+    assert r["rejected_tokens"] == 3 + 4  # both discarded chunks
+    assert r["accepted_tokens"] == 2 + 2
+    t = r["trace"][0]
+    assert t["accepted"] == 2 and [a["verdict"] for a in t["attempts"]] == ["Negative", "Negative", "Positive"]
+    # every retry started from the same (empty) prefix
+    assert [c[0][1] for c in pol.calls[:3]] == ["", "", ""]
+
+
+@pytest.mark.parametrize("rule,expected", [("best_score", 4), ("last", 4), ("first", 0)])
+def test_five_rejections_fall_back(rule, expected):
+    chunks = [C(f"BAD {i}") for i in range(5)] + ["\n" + C("\\boxed{2}")]
+    pol = ScriptedPolicy({"p": chunks})
+    [r] = chunk_reset(pol, ScriptedJudge(), ["p"], T, ResetConfig(on_exhausted=rule), progress=False)
+    t = r["trace"][0]
+    assert len(t["attempts"]) == 5 and t["exhausted"] and t["accepted"] == expected
+    assert r["response"].startswith(C(f"BAD {expected}"))
+    assert r["rejected_tokens"] == 4 * 3 and r["exhausted"] == 1 and r["resets"] == 4
+
+
+def test_best_score_fallback_prefers_highest_score():
+    class Graded(ScriptedJudge):
+        def judge(self, triples, k=1, seed=0, **kw):
+            return [{"verdict": "Negative", "score": float(c.split()[1]) / 10, "analysis": ""} for _, _, c in triples]
+    pol = ScriptedPolicy({"p": [C("BAD 3"), C("BAD 7"), C("BAD 7"), C("BAD 1"), C("BAD 2 \\boxed{1}")]})
+    [r] = chunk_reset(pol, Graded(), ["p"], T, ResetConfig(max_chunks=1), progress=False)
+    assert r["trace"][0]["accepted"] == 2  # highest score 0.7, tie -> the latest
+
+
+def test_judge_final_off_and_no_judge_baseline():
+    pol = ScriptedPolicy({"p": [C("BAD \\boxed{9}")]})
+    j = ScriptedJudge()
+    [r] = chunk_reset(pol, j, ["p"], T, ResetConfig(judge_final=False), progress=False)
+    assert r["judge_calls"] == 0 and r["response"] == C("BAD \\boxed{9}") and not j.calls
+    pol = ScriptedPolicy({"p": [C("BAD a"), "\n" + C("BAD \\boxed{9}")]})
+    [r] = chunk_reset(pol, None, ["p"], T, ResetConfig(), progress=False)  # the plain chunk policy
+    assert r["chunks"] == 2 and r["resets"] == 0 and r["judge_calls"] == 0
+
+
+def test_batched_problems_advance_together_and_end_on_format_break():
+    pol = ScriptedPolicy({"p": [C("BAD"), C("ok"), "\n" + C("\\boxed{1}")],
+                          "q": [C("fine \\boxed{5}")],
+                          "r": ["no chunk tags at all"]})
+    res = chunk_reset(pol, ScriptedJudge(), ["p", "q", "r"], T, ResetConfig(), progress=False)
+    assert [x["chunks"] for x in res] == [2, 1, 0]
+    assert len(pol.calls[0]) == 3 and len(pol.calls[1]) == 1  # one batched call per round
+    assert res[2]["response"] == "no chunk tags at all" and res[2]["judge_calls"] == 0
+    s = summarize(res, [True, True, False], seconds=1.234)
+    assert s["n"] == 3 and s["accuracy"] == pytest.approx(66.67) and s["seconds"] == 1.2
+    assert s["rejected_length"] == pytest.approx(2 / 3, abs=0.05)
+
+
+def test_max_chunks_bound_and_bad_config():
+    pol = ScriptedPolicy({"p": [C(f"step {i}") for i in range(10)]})
+    [r] = chunk_reset(pol, ScriptedJudge(), ["p"], T, ResetConfig(max_chunks=3), progress=False)
+    assert r["chunks"] == 3
+    with pytest.raises(ValueError, match="on_exhausted"):
+        ResetConfig(on_exhausted="random")
