@@ -20,9 +20,6 @@ Inference reads the next-token distribution after the last user turn: the score 
 
 from __future__ import annotations
 
-import time
-from pathlib import Path
-
 VERDICT_TOKEN = {True: "+", False: "-"}
 
 
@@ -81,46 +78,22 @@ def train_disc_judge(model_dir: str, examples: list[dict], out_dir, *, epochs: f
                      use_lora: bool = False, lora_r: int = 16, lora_alpha: int = 32,
                      seed: int = 0, warmup_ratio: float = 0.05, progress: bool = True) -> dict:
     """SFT of the discriminative judge with TRL's ``SFTTrainer`` (paper App. A.1: user turns
-    masked, lr 1e-5, global batch 32; data packing is not used here). Saves a full model to
+    masked, lr 1e-5, global batch 32; data packing is not used here). The dataset is
+    pre-tokenized with the verdict-only loss mask of :func:`encode`. Saves a full model to
     ``out_dir/model`` (a LoRA adapter is merged)."""
-    import torch
-    import datasets
     from datasets import Dataset
-    from transformers import AutoModelForCausalLM
-    from trl import SFTConfig, SFTTrainer
 
-    from .models import load_tokenizer, lora_config
+    from .models import load_tokenizer
+    from .sft import train_sft
 
     if not examples:
         raise ValueError("no examples for the discriminative judge")
-    datasets.disable_progress_bars()  # keep notebook output readable
-    t0 = time.time()
-    out_dir = Path(out_dir)
     tok = load_tokenizer(model_dir)
     rows = [encode(tok, e["problem"], e["history"], e["chunk"], bool(e["label"])) for e in examples]
-    ds = Dataset.from_list(rows)
-    cpu = not torch.cuda.is_available()
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
-    tok.padding_side = "right"
-    args = SFTConfig(
-        output_dir=str(out_dir / "trainer"), num_train_epochs=epochs, learning_rate=lr,
-        per_device_train_batch_size=batch_size, lr_scheduler_type="cosine",
-        warmup_steps=warmup_ratio, max_length=max_length, packing=False,
-        completion_only_loss=True, logging_steps=5, save_strategy="no", report_to=[],
-        seed=seed, data_seed=seed, use_cpu=cpu, bf16=False, gradient_checkpointing=False,
-        dataloader_num_workers=0, disable_tqdm=not progress)
-    trainer = SFTTrainer(model=model, args=args, train_dataset=ds, processing_class=tok,
-                         peft_config=lora_config(lora_r, lora_alpha) if use_lora else None)
-    trainer.train()
-    model = trainer.model.merge_and_unload() if use_lora else trainer.model
-    save = out_dir / "model"
-    model.save_pretrained(save)
-    tok.padding_side = "left"
-    tok.save_pretrained(save)
-    logs = [h for h in trainer.state.log_history if "loss" in h]
-    return {"model_dir": str(save), "seconds": round(time.time() - t0, 1),
-            "steps": trainer.state.global_step, "records": len(rows),
-            "loss_curve": [(h["step"], h["loss"]) for h in logs]}
+    r = train_sft(model_dir, Dataset.from_list(rows), out_dir, epochs=epochs, lr=lr,
+                  batch_size=batch_size, max_length=max_length, use_lora=use_lora, lora_r=lora_r,
+                  lora_alpha=lora_alpha, seed=seed, warmup_ratio=warmup_ratio, progress=progress)
+    return {**r, "seconds": r["train_seconds"]}
 
 
 class DiscJudge:

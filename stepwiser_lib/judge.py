@@ -288,10 +288,11 @@ KINDS = {
     "no_cot_rl": "Ablate CoT (discriminative format + RL)",
     "no_balance_rl": "Ablate prompt balancing (generative + RL)",
     "rsft": "Ablate RL (use RS-FT)",
+    "exact_rl": "Diagnostic: generative + RL on exact-checker labels (toy only)",
 }
 #: Output format of each kind: a CoT judge, a direct boxed verdict, or a "+"/"-" token.
 STYLE = {"stepwiser": "cot", "no_balance_rl": "cot", "rsft": "cot", "no_cot_rl": "direct",
-         "disc_sft": "disc"}
+         "disc_sft": "disc", "exact_rl": "cot"}
 
 
 def parse_variant(name: str) -> tuple[str, str]:
@@ -366,9 +367,13 @@ def train_variant(name: str, data: dict, out_dir, *, base_model: str, warmups: d
                    epsilon_low=hp["epsilon_low"], epsilon_high=hp["epsilon_high"],
                    temperature=hp["temperature"], eval_every=hp["eval_every"], seed=seed,
                    grad_accum=hp.get("grad_accum", 1), progress=progress)
-    if kind in ("stepwiser", "no_balance_rl", "no_cot_rl"):
+    if kind in ("stepwiser", "no_balance_rl", "no_cot_rl", "exact_rl"):
         start = warmups.get(style) or base_model
         train = d["train_unbalanced"] if kind == "no_balance_rl" else d["train_balanced"]
+        if kind == "exact_rl":  # the same chunks, labelled by the exact step checker instead of MC
+            train = [{**e, "label": chunk_truth(e)} for e in train]
+            if any(e["label"] is None for e in train):
+                raise ValueError("exact_rl needs toy-world problems (an exact step checker)")
         extra = {}
         if kind == "no_cot_rl":
             extra = {"reward_funcs": [make_direct_reward(hp["format_penalty"])],

@@ -60,8 +60,11 @@ def test_disc_training_and_inference(toy_base_dir, tmp_path):
     for p in tw.generate_problems("label", 32, seed=5):
         hist, step, _ = tw.check_example(p, rng)
         ex.append({"problem": p.text, "history": [hist] if hist else [], "chunk": step, "label": True})
-    r = disc.train_disc_judge(toy_base_dir, ex, tmp_path, epochs=2, lr=1e-3, batch_size=16, progress=False)
-    assert r["steps"] == 4 and r["records"] == 32
+    triples = [(e["problem"], e["history"], e["chunk"]) for e in ex[:6]]
+    before = disc.DiscJudge.load(toy_base_dir).scores(triples)
+    assert all(0.3 < s < 0.7 for s in before)  # the base has no opinion on "+" vs "-"
+    r = disc.train_disc_judge(toy_base_dir, ex, tmp_path, epochs=4, lr=1e-3, batch_size=16, progress=False)
+    assert r["steps"] == 8 and r["records"] == 32
     j = disc.DiscJudge.load(r["model_dir"])
     out = j.judge([(e["problem"], e["history"], e["chunk"]) for e in ex[:6]])
     assert all(set(o) == {"verdict", "analysis", "score", "n_unparsed"} for o in out)

@@ -133,7 +133,7 @@ def test_parse_variant_and_truth():
     from stepwiser_lib.judge import KINDS, chunk_truth, parse_variant, variant_slug
 
     assert parse_variant("stepwiser:rel_ratio") == ("stepwiser", "rel_ratio")
-    assert set(KINDS) == {"stepwiser", "disc_sft", "no_cot_rl", "no_balance_rl", "rsft"}
+    assert set(KINDS) == {"stepwiser", "disc_sft", "no_cot_rl", "no_balance_rl", "rsft", "exact_rl"}
     for bad in ["stepwiser", "magic:rel_ratio", "stepwiser:q", ""]:
         with pytest.raises(ValueError, match="KIND:RULE"):
             parse_variant(bad)
