@@ -1,6 +1,6 @@
 """A non-neural process reward model: check the explicit arithmetic of each step.
 
-The CPU baseline of notebook 05 (groundwork). For every ``lhs = rhs`` pair in a step where both
+The CPU baseline of notebook 05. For every ``lhs = rhs`` pair in a step where both
 sides are purely numeric expressions (numbers, ``+ - * / ^``, parentheses, ``\\times``,
 ``\\cdot``, ``\\div``, ``\\frac{a}{b}``) and the left side performs an operation, the left side is
 evaluated exactly (fractions) and compared with the stated right side, within the rounding of

@@ -1,8 +1,11 @@
-"""Stage 4 (groundwork): the generative judge's output contract and its GRPO reward (paper §3.3).
+"""Stage 4: the stepwise judges (paper §3.3, §4.1, §4.3; Tables 5 and 6), notebook 04.
 
-The judge reads (problem, history, new chunk) with the Table 3 prompt, writes an analysis, and
-ends with ``\\boxed{Positive}`` or ``\\boxed{Negative}``. The RL reward is 1 if the boxed verdict
-matches the Monte-Carlo label and 0 otherwise (no format bonus for the CoT judge).
+The generative judge reads (problem, history, new chunk) with the Table 3 prompt, writes an
+analysis, and ends with ``\\boxed{Positive}`` or ``\\boxed{Negative}``. The RL reward is 1 if the
+boxed verdict matches the Monte-Carlo label and 0 otherwise (no format bonus for the CoT judge).
+This module holds the output contract and rewards, the toy format warm-up, GRPO training (TRL +
+PEFT), batched inference, and the variants of Tables 5/6 (:func:`train_variant`); the
+discriminative baseline is in :mod:`stepwiser_lib.discriminative`.
 """
 
 from __future__ import annotations

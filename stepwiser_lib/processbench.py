@@ -1,5 +1,4 @@
-"""ProcessBench (Zheng et al. 2024, arXiv 2412.06559): loader and the official metric (groundwork
-for notebook 05; notes §8).
+"""Stage 5: ProcessBench (Zheng et al. 2024, arXiv 2412.06559), notebook 05 (notes §8).
 
 * :func:`load_split` reads the HF dataset ``Qwen/ProcessBench`` (four splits) or a local folder of
   ``{gsm8k,math,olympiadbench,omnimath}.jsonl`` (``STEPWISER_PROCESSBENCH_DIR``), validating every
@@ -8,6 +7,10 @@ for notebook 05; notes §8).
 * :func:`score` is the official metric: exact match of the first-error index, accuracy on
   erroneous (label != -1) and on correct (label == -1) samples, and their harmonic mean ("F1").
   The benchmark score is the plain mean of the four split F1s (:func:`average_f1`).
+* :func:`judge_solutions` runs a stepwise judge with the first-error protocol (notes §4.7, §8.3);
+  :func:`best_threshold` is ProcessBench's rule for scalar-score PRMs.
+* :func:`build_toy` / :func:`load_toy`: toy-ProcessBench, the same schema on toy problems with exact
+  first-error labels (``make toy-processbench``).
 """
 
 from __future__ import annotations

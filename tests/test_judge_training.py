@@ -1,4 +1,4 @@
-"""The judge's training and inference plumbing on the real toy base model (notebook 04 groundwork)."""
+"""The judge's training and inference plumbing on the real toy base model (notebook 04)."""
 import random
 
 import pytest
