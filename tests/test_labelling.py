@@ -148,3 +148,18 @@ def test_confidence_bound_uses_fewer_rollouts_than_exact():
     _, conf = L.label_shard(FakeToyPolicy(), items, TEMPLATE,
                             _cfg(m_rollouts=16, adaptive=True, adaptive_round=4, adaptive_z=1.0), 0)
     assert conf.rollouts <= exact.rollouts < exact.rollouts_full
+
+
+def test_shard_config_hash_follows_the_policy_weights(tmp_path):
+    """A retrained policy at the same path must not reuse old shards."""
+    from stepwiser_lib.labelling import LabelConfig
+
+    d = tmp_path / "policy"
+    d.mkdir()
+    (d / "config.json").write_text("{}")
+    (d / "model.safetensors").write_bytes(b"old weights")
+    cfg = LabelConfig()
+    h1 = cfg.digest(str(d))
+    assert cfg.digest(str(d)) == h1
+    (d / "model.safetensors").write_bytes(b"new weights")
+    assert cfg.digest(str(d)) != h1
