@@ -18,6 +18,15 @@ TABLE4 = [
 #: §2 / App. A.4: positive label rates before balancing (Qwen2.5-1.5B-chunk data).
 POSITIVE_RATES_1P5B = {"abs_q": 70.2, "rel_ratio_gamma0.8": 56.5}
 
+def _rows(text: str, keys: tuple[str, ...], n_text: int) -> list[dict]:
+    """Parse ``a|b|...`` lines: the first ``n_text`` fields are text, the rest numbers."""
+    out = []
+    for line in text.strip().splitlines():
+        f = line.split("|")
+        out.append(dict(zip(keys, [*f[:n_text], *map(float, f[n_text:])], strict=True)))
+    return out
+
+
 #: Table 5: ProcessBench F1 per subset (GSM8K, MATH, OlympiadBench, Omni-MATH) and their mean,
 #: Qwen2.5-1.5B-chunk and 7B-chunk judges, keyed (model, row, signal).
 _T5 = """
@@ -39,9 +48,7 @@ _T5 = """
 7B|Ablate prompt balancing (generative + RL)|rel_ratio|58.8|54.8|41.0|36.9|47.9
 """
 #: Tables 5 and 6 rows (the ablation rows are Table 6, Rel-Ratio signal).
-TABLE5_6 = [dict(zip(("model", "row", "signal", "gsm8k", "math", "olympiadbench", "omnimath", "avg"),
-                     [*r.split("|")[:3], *map(float, r.split("|")[3:])]))
-            for r in _T5.strip().splitlines()]
+TABLE5_6 = _rows(_T5, ("model", "row", "signal", "gsm8k", "math", "olympiadbench", "omnimath", "avg"), 3)
 
 
 def paper_row(row: str, signal: str, model: str = "1.5B") -> dict | None:
@@ -69,9 +76,7 @@ _T7 = """
 7B|Generative CoT + RL (StepWiser)|rel_effective|78.3|48.1|63.2|660.8|425.8
 7B|Generative CoT + RL (StepWiser)|rel_ratio|79.0|47.5|63.3|653.0|295.4
 """
-TABLE7 = [dict(zip(("model", "row", "signal", "math500", "heldout", "avg", "accepted", "rejected"),
-                   [*r.split("|")[:3], *map(float, r.split("|")[3:])]))
-          for r in _T7.strip().splitlines()]
+TABLE7 = _rows(_T7, ("model", "row", "signal", "math500", "heldout", "avg", "accepted", "rejected"), 3)
 
 #: Table 8: stepwise RS-FT data selection, Qwen2.5-7B-chunk, greedy accuracy.
 _T8 = """
@@ -84,6 +89,4 @@ Generative CoT + RL (StepWiser)|abs_q|79.0|46.1|62.5
 Generative CoT + RL (StepWiser)|rel_effective|79.4|46.7|63.0
 Generative CoT + RL (StepWiser)|rel_ratio|79.0|46.8|62.9
 """
-TABLE8 = [dict(zip(("row", "signal", "math500", "heldout", "avg"),
-                   [*r.split("|")[:2], *map(float, r.split("|")[2:])]))
-          for r in _T8.strip().splitlines()]
+TABLE8 = _rows(_T8, ("row", "signal", "math500", "heldout", "avg"), 2)
