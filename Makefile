@@ -10,6 +10,7 @@ PROCESSBENCH ?= $(abspath $(wildcard ../shared/data/processbench))
 help:
 	@echo "make reproduce [PROFILE=smoke|tiny|colab|paper]  run every notebook headless (default: tiny)"
 	@echo "make reproduce PROFILE=paper DRY_RUN=1           validate and print the plan (models, data, GPU-hours)"
+	@echo "make reproduce PROFILE=paper LAUNCHER=configs/accelerate/zero2.yaml  multi-GPU training (DeepSpeed ZeRO-2)"
 	@echo "make test        unit tests + every notebook at the smoke profile (what CI runs)"
 	@echo "make test-slow   also the slow checks (minutes of CPU)"
 	@echo "make lab         JupyterLab on notebooks/"
@@ -30,8 +31,11 @@ $(VENV)/.installed: pyproject.toml
 venv: $(VENV)/.installed
 
 # Notebook 05 reads the real ProcessBench from here when the folder exists, else from the hub.
+# LAUNCHER=configs/accelerate/zero2.yaml (or ddp.yaml) runs every training call of the notebooks
+# under `accelerate launch` on all GPUs of the box (stepwiser_lib/launch.py); unset: in-process.
+LAUNCHER ?=
 reproduce: venv
-	STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) $(PY) -m stepwiser_lib.runner --profile $(PROFILE) $(if $(DRY_RUN),--dry-run,)
+	STEPWISER_LAUNCHER=$(LAUNCHER) STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) $(PY) -m stepwiser_lib.runner --profile $(PROFILE) $(if $(DRY_RUN),--dry-run,)
 
 test: venv
 	STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) $(PY) -m pytest -m "not slow" -q

@@ -20,6 +20,8 @@ Inference reads the next-token distribution after the last user turn: the score 
 
 from __future__ import annotations
 
+from .launch import launchable
+
 VERDICT_TOKEN = {True: "+", False: "-"}
 
 
@@ -73,6 +75,7 @@ def encode(tok, problem: str, history: list[str], chunk: str, label: bool) -> di
     return {"input_ids": full, "completion_mask": mask}
 
 
+@launchable
 def train_disc_judge(model_dir: str, examples: list[dict], out_dir, *, epochs: float = 2.0,
                      lr: float = 5e-4, batch_size: int = 16, max_length: int = 1024,
                      use_lora: bool = False, lora_r: int = 16, lora_alpha: int = 32,

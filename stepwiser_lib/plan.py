@@ -114,7 +114,12 @@ def dry_run(profile: str, params: dict[str, dict]) -> dict:
                       a100_hours=_cost(samples + calls, policy_b))
         stages.append(st)
     total = sum(s.get("a100_hours", 0) + s.get("a100_hours_per_judge", 0) for s in stages)
-    return {"profile": profile, "stages": stages, "models": models,
+    from .launch import command, launcher
+
+    cfg = launcher()  # validates STEPWISER_LAUNCHER (a missing config file fails the dry run)
+    launch = ("in-process (set STEPWISER_LAUNCHER / make LAUNCHER=... for accelerate)" if cfg is None
+              else " ".join(command(cfg, "<job.json>")))
+    return {"profile": profile, "stages": stages, "models": models, "training_launch": launch,
             "datasets": {d: DATASETS.get(d, d) for d in sorted(datasets)},
             "estimated_a100_hours": round(total, 1),
             "note": "estimate scaled from the paper's reported costs (notes §1.3); order of magnitude only"}
@@ -129,5 +134,6 @@ def render(plan: dict) -> str:
     for s in plan["stages"]:
         rest = {k: (round(v, 1) if isinstance(v, float) else v) for k, v in s.items() if k != "notebook"}
         lines.append(f"  {s['notebook']:22s} " + ", ".join(f"{k}={v}" for k, v in rest.items()))
+    lines.append(f"training stages run: {plan['training_launch']}")
     lines.append(f"estimated A100-hours in all: {plan['estimated_a100_hours']} ({plan['note']})")
     return "\n".join(lines)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from .launch import launchable
+
 
 def train_sft(base_model: str, dataset, out_dir: str | Path, *, epochs: float = 2.0,
               max_steps: int = -1, lr: float = 5e-4, batch_size: int = 16, grad_accum: int = 1,
@@ -44,15 +46,18 @@ def train_sft(base_model: str, dataset, out_dir: str | Path, *, epochs: float = 
     trainer.train()
     model = trainer.model.merge_and_unload() if use_lora else trainer.model
     model_dir = out_dir / "model"
-    model.save_pretrained(model_dir)
     tok.padding_side = "left"
-    tok.save_pretrained(model_dir)
+    if trainer.accelerator.is_main_process:  # one writer under accelerate launch (DDP, ZeRO-2)
+        model.save_pretrained(model_dir)
+        tok.save_pretrained(model_dir)
+    trainer.accelerator.wait_for_everyone()
     logs = [h for h in trainer.state.log_history if "loss" in h]
     return {"model_dir": str(model_dir), "train_seconds": round(time.time() - t0, 1),
             "steps": trainer.state.global_step, "records": len(dataset),
             "loss_curve": [(h["step"], h["loss"]) for h in logs]}
 
 
+@launchable
 def sft(base_model: str, records: list[dict], out_dir: str | Path, **kw) -> dict:
     """Supervised fine-tuning on ``{"prompt", "completion"}`` records (keyword arguments as
     :func:`train_sft`).

@@ -501,6 +501,80 @@ def check_text(problem: Problem, step: str) -> str:
     return "\n".join(lines)
 
 
+def derive_text(problem: Problem, step: str) -> str:
+    """The toy judge's analysis of a step: re-derive, then compare (notebook 04). [not in paper]
+
+    For every value the step states (a statement, a restatement or the boxed answer), first the
+    correct derivation of that variable from the problem, written like a solution line
+    (``c = b + 6 = 55 + 6 = 61``, each variable once, dependencies first), then a comparison in
+    the style of :func:`check_text`: ``check c: c = 61; stated 62; 62 - 61 = 1``. Writing the
+    chain out turns "what should this operand be?" into solution steps a small policy model already
+    writes, instead of a recall of values several steps back (notebook 04 measured both). A zero
+    difference in every ``check`` line means the step is right; a name the problem does not
+    define gives ``check x: not defined``. No verdict words: the verdict is the judge's to add.
+    """
+    values = problem.values
+    defs = {d.name: d for d in problem.defs}
+    done: set[str] = set()
+    lines: list[str] = []
+
+    def derive(name: str) -> None:
+        d = defs[name]
+        if d.op is None or name in done:
+            return
+        for v in (d.left, d.right):
+            if v in defs:
+                derive(v)
+        done.add(name)
+        lines.append(statement(d, values))
+
+    def compare(label: str, name: str, v: int) -> None:
+        t = values[name]
+        hi, lo = max(t, v), min(t, v)
+        lines.append(f"check {label}: {name} = {t}; stated {v}; {hi} - {lo} = {hi - lo}")
+
+    stated = [(m.start(), m.group(1), int(m.group(8))) for m in STATEMENT_RE.finditer(step)]
+    stated += [(m.start(), m.group(1), int(m.group(2))) for m in RESTATE_RE.finditer(step)]
+    for _, name, v in sorted(stated):
+        if name not in defs:
+            lines.append(f"check {name}: not defined")
+            continue
+        derive(name)
+        compare(name, name, v)
+    boxed = last_boxed(step)
+    if boxed is not None and boxed.isdigit():
+        derive(problem.target)
+        compare("answer", problem.target, int(boxed))
+    if not lines:
+        lines.append("check: no new value")
+    return "\n".join(lines)
+
+
+_CHECK_DIFF_RE = re.compile(r"^check [^:]*:.*; (\d+) - (\d+) = (\d+)\.?$")
+
+
+def derive_implied_ok(text: str) -> bool | None:
+    """The verdict an analysis in :func:`derive_text`'s format implies: every ``check`` line's
+    difference is 0 (and nothing is "not defined") -> right. None when there is no readable
+    check line (e.g. a model's broken output)."""
+    diffs, seen = [], False
+    for line in text.strip().splitlines():
+        line = line.strip()
+        if not line.startswith("check"):
+            continue
+        if "no new value" in line:
+            seen = True
+            continue
+        if "not defined" in line:
+            return False
+        m = _CHECK_DIFF_RE.match(line)
+        if m:
+            diffs.append(int(m.group(3)))
+    if not diffs:
+        return True if seen else None
+    return all(d == 0 for d in diffs)
+
+
 def corrupt_statement(problem: Problem, d: Definition, rng: random.Random) -> str:
     """A wrong version of the statement for ``d``: an arithmetic slip or a wrong operand."""
     values = problem.values

@@ -57,8 +57,7 @@ def _examples(n=200):
 
 
 def test_warmup_teaches_format_not_labels():
-    from stepwiser_lib.judge import toy_analysis, warmup_records
-    from stepwiser_lib.toybase import check_implied_ok
+    from stepwiser_lib.judge import analysis_implied, toy_analysis, warmup_records
 
     ex = _examples()
     recs = warmup_records(ex, seed=0)
@@ -70,8 +69,9 @@ def test_warmup_teaches_format_not_labels():
     agree = sum((v == "Positive") == e["label"] for v, e in zip(verdicts, ex)) / len(ex)
     assert 0.35 < agree < 0.65
     # ...while the analysis re-derives the chunk and implies the right answer
-    implied = [check_implied_ok(toy_analysis(e["problem"], e["chunk"])) for e in ex]
-    assert all(i == e["label"] for i, e in zip(implied, ex) if i is not None)
+    implied = [analysis_implied(r["completion"]) for r in recs]
+    assert implied == [e["label"] for e in ex]
+    assert all(r["completion"].startswith(toy_analysis(e["problem"], e["chunk"])) for r, e in zip(recs, ex))
     assert recs == warmup_records(ex, seed=0)
     assert recs[0]["prompt"].startswith("Judge the new chunk")
 
@@ -152,3 +152,37 @@ def test_judge_prompt_styles():
     assert "h1\n\nh2" in direct and "New Reasoning Chunk: c" in direct
     with pytest.raises(ValueError, match="style"):
         prompts.judge_prompt("toy", "P", [], "c", style="verbose")
+
+
+def test_balanced_order_balances_every_step():
+    from stepwiser_lib.judge import balanced_order
+
+    ex = [{"label": i % 3 == 0, "i": i} for i in range(30)]  # 10 positive, 20 negative
+    o = balanced_order(ex, 4, seed=0)
+    assert sorted(e["i"] for e in o) == list(range(30))  # a permutation: nothing lost
+    blocks = [sum(e["label"] for e in o[k:k + 4]) for k in range(0, 20, 4)]
+    assert blocks == [2] * 5  # all 10 positives in balanced steps, leftovers last
+    assert o == balanced_order(ex, 4, seed=0) and o != balanced_order(ex, 4, seed=1)
+    odd = balanced_order([{"label": i % 2 == 0} for i in range(40)], 5, seed=0)
+    assert all(sum(e["label"] for e in odd[k:k + 5]) in (2, 3) for k in range(0, 35, 5))
+
+
+def test_verdict_loss_mask():
+    import torch
+
+    from stepwiser_lib.judge import verdict_loss_mask
+
+    ids = torch.tensor([[5, 6, 9, 7, 0], [9, 5, 8, 7, 7], [1, 2, 3, 4, 0]])
+    m = verdict_loss_mask(ids, {8, 9})
+    assert m.tolist() == [[0, 0, 1, 1, 1],  # from the verdict to the end
+                          [0, 0, 1, 1, 1],  # the LAST verdict token counts
+                          [1, 1, 1, 1, 1]]  # no verdict: everything stays in the loss
+
+
+def test_verdict_tokens_are_single_tokens(toy_model):
+    from stepwiser_lib.judge import verdict_token_ids
+
+    _, tok = toy_model
+    ids = verdict_token_ids(tok)
+    assert len(ids) == 2
+    assert {tok.decode([i]) for i in ids} == {"Positive", "Negative"}

@@ -39,6 +39,18 @@ def test_grpo_smoke_run_changes_the_adapter(toy_base_dir, examples, tmp_path):
     assert any("reward" in h for h in r["log_history"])
 
 
+def test_grpo_verdict_loss_and_balanced_steps_run(toy_base_dir, examples, tmp_path):
+    """The toy-scale options of notebook 04 go through TRL: a verdict-only loss mask (here no
+    sample writes a verdict, so every token stays in the loss) and balanced steps."""
+    r = judge.train_grpo_judge(toy_base_dir, examples[:16], tmp_path, max_steps=2, prompts_per_step=2,
+                               group_size=4, max_completion_length=16, eval_every=0,
+                               loss_tokens="verdict", balanced_steps=True, progress=False)
+    assert r["steps"] == 2 and any("reward" in h for h in r["log_history"])
+    with pytest.raises(ValueError, match="loss_tokens"):
+        judge.train_grpo_judge(toy_base_dir, examples[:4], tmp_path / "x", max_steps=1,
+                               loss_tokens="analysis")
+
+
 def test_judge_inference_api(toy_base_dir, examples):
     j = judge.Judge.load(toy_base_dir, max_new_tokens=24)
     triples = [(e["problem"], e["history"], e["chunk"]) for e in examples[:4]]

@@ -26,7 +26,7 @@ def test_gpu_pins_are_compatible():
     v = tuple(int(x) for x in pins["transformers"].split("==")[1].split("."))
     assert (5, 16, 1) <= v < (5, 20, 0)  # vllm 0.32.0: transformers>=5.16.1,<5.20
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
-    assert extras["gpu"] == ["vllm==0.32.0"]
+    assert extras["gpu"] == ["vllm==0.32.0", "deepspeed==0.19.8"]  # configs/accelerate/zero2.yaml
 
 
 def test_ci_runs_the_readme_test_command():

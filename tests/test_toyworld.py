@@ -145,3 +145,40 @@ def test_parse_problem_round_trip(problems):
         assert set(p.needed) <= set(q.needed)  # the chain, plus variables it also uses
     with pytest.raises(ValueError, match="not a toy"):
         tw.parse_problem("What is 2 + 2?")
+
+
+def test_derive_text_literal():
+    p = tw.parse_problem("a = 25. b = a + 30. c = b + 6. d = 4. Find c.")
+    assert tw.derive_text(p, "c = b + 6 = 55 + 6 = 62") == (
+        "b = a + 30 = 25 + 30 = 55\nc = b + 6 = 55 + 6 = 61\ncheck c: c = 61; stated 62; 62 - 61 = 1")
+    # each variable derived once; the boxed answer is compared with the target
+    assert tw.derive_text(p, "b = a + 30 = 25 + 30 = 55, so c = b + 6 = 55 + 6 = 61. \\boxed{61}") == (
+        "b = a + 30 = 25 + 30 = 55\ncheck b: b = 55; stated 55; 55 - 55 = 0\n"
+        "c = b + 6 = 55 + 6 = 61\ncheck c: c = 61; stated 61; 61 - 61 = 0\n"
+        "check answer: c = 61; stated 61; 61 - 61 = 0")
+    assert tw.derive_text(p, "Therefore z = 3.") == "check z: not defined"
+    assert tw.derive_text(p, "We need c.") == "check: no new value"
+
+
+def test_derive_implied_ok_literal():
+    ok = tw.derive_implied_ok
+    assert ok("b = a + 30 = 25 + 30 = 55\ncheck b: b = 55; stated 55; 55 - 55 = 0") is True
+    assert ok("b = a + 30 = 25 + 30 = 55\ncheck b: b = 55; stated 56; 56 - 55 = 1") is False
+    assert ok("check b: b = 55; stated 55; 55 - 55 = 0\ncheck z: not defined") is False
+    assert ok("check: no new value") is True
+    assert ok("b = a + 30 = 25 + 30 = 55") is None  # a derivation line is not a comparison
+    assert ok("") is None and ok("garbage") is None
+
+
+def test_derive_text_implies_the_exact_checker(problems):
+    """The analysis is a faithful re-derivation: its implied verdict is the checker's."""
+    rng = random.Random(3)
+    n = 0
+    for p in problems:
+        for _ in range(3):
+            _, step, _ = tw.check_example(p, rng)
+            text = tw.derive_text(p, step)
+            assert "Positive" not in text and "Negative" not in text
+            assert tw.derive_implied_ok(text) == tw.check_step(p, step).ok, (step, text)
+            n += 1
+    assert n >= 30
