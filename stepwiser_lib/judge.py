@@ -130,8 +130,8 @@ def warmup_records(examples: list[dict], family: str = "toy", seed: int = 0,
     """Format warm-up SFT data for a tiny judge (notebook 04). [not in paper]
 
     It teaches the output *contract* only: for ``style="cot"`` the analysis (the re-derivation of
-    :func:`toy_analysis`) followed by a boxed verdict; for ``"direct"`` the boxed verdict alone. The verdict is drawn at random (50/50,
-    seeded by the example's text), independent of the chunk and of any label (the ``label`` field
+    :func:`toy_analysis`) followed by a boxed verdict; for ``"direct"`` the boxed verdict alone.
+    The verdict is drawn at random (50/50, seeded by the example's text), independent of the chunk and of any label (the ``label`` field
     is never read), so the warm-up cannot teach which verdict is right; that is left to RL.
     """
     import random
@@ -257,7 +257,7 @@ def balanced_order(examples: list[dict], block: int, seed: int = 0) -> list[dict
     The paper balances the training *set* (§3.3). With a few prompts per step, as at toy scale,
     a step's labels are still lopsided by chance (8 prompts: about 1.4 off on average), and a judge
     that cannot tell steps apart yet answers that imbalance by moving its overall Positive rate:
-    notebook 04 measured the greedy positive rate swinging between 20% and 100% within ten
+    notebook 04 measured the greedy positive rate swinging between 4% and 100% within ten
     steps. Balanced steps take that push away. Leftovers of the larger class go last.
     """
     import random

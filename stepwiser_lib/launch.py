@@ -78,7 +78,10 @@ def launchable(fn):
         cfg = launcher()
         if cfg is None:
             return fn(*args, **kw)
-        out_dir = Path(kw.get("out_dir") or args[2])
+        out_dir = kw.get("out_dir") or (args[2] if len(args) > 2 else None)
+        if out_dir is None:
+            raise TypeError(f"{target}: a launched call needs its out_dir (third argument)")
+        out_dir = Path(out_dir)
         return run_launched(target, args, kw, cfg, out_dir)
 
     wrapper.launch_target = target
