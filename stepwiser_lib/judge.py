@@ -466,15 +466,38 @@ def chunk_truth(example: dict) -> bool | None:
         return None
 
 
-def evaluate_judge(judge, examples: list[dict], k: int = 1, seed: int = 0) -> tuple[dict, list[dict]]:
+def score_auc(scores: list[float], labels: list[bool]) -> float | None:
+    """Area under the ROC curve of judge scores against labels (ties count one half): the chance
+    that a Positive-labelled step scores above a Negative one. Unlike balanced accuracy at one
+    cut-off it does not move with a judge's overall Positive rate. None without both classes."""
+    pos = [s for s, lab in zip(scores, labels) if lab]
+    neg = [s for s, lab in zip(scores, labels) if not lab]
+    if not pos or not neg:
+        return None
+    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
+    return round(wins / (len(pos) * len(neg)), 4)
+
+
+def evaluate_judge(judge, examples: list[dict], k: int = 1, seed: int = 0,
+                   auc_k: int = 0) -> tuple[dict, list[dict]]:
     """Validation metrics of a judge on labelled examples (balanced set -> balanced accuracy),
-    plus, where the exact step checker applies, balanced accuracy against arithmetic truth."""
-    judged = judge.judge([(e["problem"], e["history"], e["chunk"]) for e in examples], k=k, seed=seed)
+    plus, where the exact step checker applies, balanced accuracy against arithmetic truth.
+    With ``auc_k`` > 0 also ``score_auc`` (and ``truth_score_auc``): the AUC of the fraction of
+    ``auc_k`` sampled verdicts that are Positive (Maj@k score, paper Table 5), a measure of how
+    well the judge tells steps apart whatever its Positive rate. [not in paper]"""
+    triples = [(e["problem"], e["history"], e["chunk"]) for e in examples]
+    judged = judge.judge(triples, k=k, seed=seed)
     res = step_accuracy(judged, examples)
     truth = [chunk_truth(e) for e in examples]
-    if examples and all(t is not None for t in truth):
+    has_truth = bool(examples) and all(t is not None for t in truth)
+    if has_truth:
         res["truth_balanced_acc"] = step_accuracy(
             judged, [{**e, "label": t} for e, t in zip(examples, truth)])["balanced_acc"]
+    if auc_k and examples:
+        scores = [j["score"] for j in judge.judge(triples, k=auc_k, temperature=1.0, seed=seed)]
+        res["score_auc"] = score_auc(scores, [bool(e["label"]) for e in examples])
+        if has_truth:
+            res["truth_score_auc"] = score_auc(scores, truth)
     return res, judged
 
 

@@ -186,3 +186,15 @@ def test_verdict_tokens_are_single_tokens(toy_model):
     ids = verdict_token_ids(tok)
     assert len(ids) == 2
     assert {tok.decode([i]) for i in ids} == {"Positive", "Negative"}
+
+
+def test_score_auc():
+    from stepwiser_lib.judge import score_auc
+
+    assert score_auc([0.9, 0.8, 0.1, 0.2], [True, True, False, False]) == 1.0
+    assert score_auc([0.1, 0.2, 0.9, 0.8], [True, True, False, False]) == 0.0
+    assert score_auc([0.5, 0.5, 0.5, 0.5], [True, False, True, False]) == 0.5  # ties count one half
+    assert score_auc([1.0, 0.5, 0.5], [True, True, False]) == 0.75
+    # a shift of every score (a judge that says Positive more often) leaves the AUC unchanged
+    assert score_auc([0.6, 0.4, 0.2], [True, False, False]) == score_auc([0.9, 0.7, 0.5], [True, False, False])
+    assert score_auc([0.3, 0.4], [True, True]) is None

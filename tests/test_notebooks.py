@@ -47,6 +47,8 @@ def test_notebook_runs_at_smoke(stem):
         assert "stepwiser:rel_ratio@seed1" in res["variants"]
         assert all(0 <= v["val"]["balanced_acc"] <= 100 for v in res["variants"].values())
         assert res["variants"]["stepwiser:rel_ratio"]["val_curve"][0]["step"] == 0
+        assert 0.0 <= res["variants"]["stepwiser:rel_ratio"]["val"]["score_auc"] <= 1.0  # AUC_K > 0 at smoke
+        assert len(res["main_summary"]["rl_score_auc"]) == 2  # both seeds
         reg = json.loads((paths.artifacts("smoke", "04_judge_grpo") / "judges.json").read_text())
         assert {e["name"] for e in reg} >= set(res["variants"])
     if stem == "05_processbench":
