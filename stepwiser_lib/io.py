@@ -116,11 +116,14 @@ def cached_json(path: str | Path, key: str, compute) -> dict:
 
 
 def markdown_table(rows: list[dict], columns: list[str]) -> str:
-    """A GitHub Markdown table of ``rows`` (missing or None cells are blank; floats to 1 dp)."""
+    """A GitHub Markdown table of ``rows`` (missing or None cells are blank; floats to 1 dp,
+    fractions strictly between -1 and 1 such as AUCs to 2 dp)."""
     def cell(v):
         if v is None or (isinstance(v, float) and v != v):
             return ""
-        return f"{v:.1f}" if isinstance(v, float) else str(v)
+        if isinstance(v, float):
+            return f"{v:.2f}" if 0 < abs(v) < 1 else f"{v:.1f}"
+        return str(v)
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(cell(r.get(c)) for c in columns) + " |" for r in rows]
     return "\n".join(lines)

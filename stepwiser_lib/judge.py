@@ -218,6 +218,58 @@ class Judge:
                         "n_unparsed": len(vs) - pos - neg})
         return res
 
+    def verdict_probs(self, triples: list[tuple[str, list[str], str]], outputs: list[str]) -> list[float | None]:
+        """For each judge output, p(Positive) / (p(Positive) + p(Negative)) of the verdict's first
+        token right after its last ``\\boxed{``, with the judge's own analysis as context (one
+        forward pass, no sampling); None for an output without a box. Shows whether the verdict
+        follows the analysis, and gives a score that needs no sampling. [not in paper]"""
+        from .prompts import judge_prompt
+
+        ids = [self.gen.tok.encode(v, add_special_tokens=False)[0] for v in VERDICTS]
+        keep = [i for i, o in enumerate(outputs) if "\\boxed{" in o]
+        res: list[float | None] = [None] * len(outputs)
+        if not keep:
+            return res
+        ps = [judge_prompt(self.family, *triples[i], self.style) for i in keep]
+        cut = [outputs[i][: outputs[i].rfind("\\boxed{") + len("\\boxed{")] for i in keep]
+        was_training = self.gen.model.training
+        self.gen.model.eval()
+        probs = self.gen.next_token_probs(ps, cut, ids)
+        if was_training:
+            self.gen.model.train()
+        for i, (p_pos, p_neg) in zip(keep, probs):
+            res[i] = p_pos / (p_pos + p_neg) if p_pos + p_neg > 0 else 0.5
+        return res
+
+
+def verdict_readout(judge: "Judge", examples: list[dict], judged: list[dict]) -> dict:
+    """Does the verdict follow the judge's own analysis? (notebook 04) [not in paper]
+
+    Adds ``p_positive`` (see :meth:`Judge.verdict_probs`) to each ``judged`` record and returns
+    ``verdict_prob_auc`` (AUC of p_positive against the labels: a sampling-free score) and, for
+    toy analyses whose implied verdict is readable (:func:`analysis_implied`):
+    ``analysis_faithful`` (% of analyses implying the label), ``readout_auc`` (AUC of p_positive
+    against the analysis' own implied verdict: 0.5 means the verdict ignores the analysis, 1.0
+    that it reads it perfectly) and the mean p_positive after analyses that imply right/wrong.
+    """
+    triples = [(e["problem"], e["history"], e["chunk"]) for e in examples]
+    probs = judge.verdict_probs(triples, [j["analysis"] for j in judged])
+    for j, p in zip(judged, probs):
+        j["p_positive"] = p
+    rows = [(p, analysis_implied(j["analysis"]), bool(e["label"]))
+            for p, j, e in zip(probs, judged, examples) if p is not None]
+    res: dict = {"verdict_prob_auc": score_auc([r[0] for r in rows], [r[2] for r in rows])}
+    imp = [r for r in rows if r[1] is not None]
+    if imp:
+        right = [r[0] for r in imp if r[1]]
+        wrong = [r[0] for r in imp if not r[1]]
+        res.update(
+            analysis_faithful=round(100 * sum(r[1] == r[2] for r in imp) / len(imp), 2),
+            readout_auc=score_auc([r[0] for r in imp], [r[1] for r in imp]),
+            p_pos_if_analysis_right=round(sum(right) / len(right), 4) if right else None,
+            p_pos_if_analysis_wrong=round(sum(wrong) / len(wrong), 4) if wrong else None)
+    return res
+
 
 def step_accuracy(judged: list[dict], examples: list[dict]) -> dict:
     """Validation step accuracy against the labels; on a balanced set this is balanced accuracy.
@@ -479,12 +531,13 @@ def score_auc(scores: list[float], labels: list[bool]) -> float | None:
 
 
 def evaluate_judge(judge, examples: list[dict], k: int = 1, seed: int = 0,
-                   auc_k: int = 0) -> tuple[dict, list[dict]]:
+                   auc_k: int = 0, readout: bool = False) -> tuple[dict, list[dict]]:
     """Validation metrics of a judge on labelled examples (balanced set -> balanced accuracy),
     plus, where the exact step checker applies, balanced accuracy against arithmetic truth.
     With ``auc_k`` > 0 also ``score_auc`` (and ``truth_score_auc``): the AUC of the fraction of
     ``auc_k`` sampled verdicts that are Positive (Maj@k score, paper Table 5), a measure of how
-    well the judge tells steps apart whatever its Positive rate. [not in paper]"""
+    well the judge tells steps apart whatever its Positive rate. With ``readout`` (generative
+    judges only) also :func:`verdict_readout`'s metrics. [not in paper]"""
     triples = [(e["problem"], e["history"], e["chunk"]) for e in examples]
     judged = judge.judge(triples, k=k, seed=seed)
     res = step_accuracy(judged, examples)
@@ -498,6 +551,8 @@ def evaluate_judge(judge, examples: list[dict], k: int = 1, seed: int = 0,
         res["score_auc"] = score_auc(scores, [bool(e["label"]) for e in examples])
         if has_truth:
             res["truth_score_auc"] = score_auc(scores, truth)
+    if readout and hasattr(judge, "verdict_probs") and examples:
+        res.update(verdict_readout(judge, examples, judged))
     return res, judged
 
 

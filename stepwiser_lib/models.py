@@ -175,6 +175,33 @@ class HFGenerator:
         bar.close()
         return out  # type: ignore[return-value]
 
+    @torch.no_grad()
+    def next_token_probs(self, prompts: list[str], prefixes: list[str],
+                         token_ids: list[int]) -> list[list[float]]:
+        """Probabilities of ``token_ids`` as the next token after prompt + prefix (one forward
+        pass per batch, no sampling). Notebook 04 uses it to read the probability a judge gives
+        each verdict right after its own analysis."""
+        if len(prefixes) != len(prompts):
+            raise ValueError("prefixes must match prompts one to one")
+        enc = [self.tok(render_prompt(self.tok, p, self.chat) + x, add_special_tokens=False)["input_ids"]
+               for p, x in zip(prompts, prefixes)]
+        order = sorted(range(len(enc)), key=lambda i: len(enc[i]))
+        out: list[list[float]] = [[] for _ in enc]
+        pad, device = self.tok.pad_token_id, self.model.device
+        for b in range(0, len(order), self.batch_size):
+            batch = order[b:b + self.batch_size]
+            width = max(len(enc[i]) for i in batch)
+            input_ids = torch.tensor([[pad] * (width - len(enc[i])) + enc[i] for i in batch], device=device)
+            attn = torch.tensor([[0] * (width - len(enc[i])) + [1] * len(enc[i]) for i in batch],
+                                device=device)
+            pos = (attn.cumsum(-1) - 1).clamp(min=0)  # left padding: positions as in generate
+            logits = self.model(input_ids=input_ids, attention_mask=attn,
+                                position_ids=pos).logits[:, -1].float()
+            probs = torch.softmax(logits, -1)[:, token_ids].tolist()
+            for i, row in zip(batch, probs):
+                out[i] = row
+        return out
+
 
 class VLLMGenerator:
     """The same interface on vLLM (GPU). One request per prompt with ``n`` samples; prefix

@@ -57,6 +57,9 @@ def test_markdown_table():
 
     t = markdown_table([{"a": 1, "b": 2.345}, {"a": "x", "b": None}], ["a", "b"])
     assert t.splitlines() == ["| a | b |", "|---|---|", "| 1 | 2.3 |", "| x |  |"]
+    # AUC-like fractions keep two decimals; zero and whole numbers one
+    t = markdown_table([{"a": 0.657, "b": 0.0}, {"a": -0.5, "b": 1.0}], ["a", "b"])
+    assert t.splitlines()[2:] == ["| 0.66 | 0.0 |", "| -0.50 | 1.0 |"]
 
 
 def test_has_cached_and_model_fingerprint(tmp_path):

@@ -59,3 +59,27 @@ def test_judge_inference_api(toy_base_dir, examples):
     assert j.judge(triples) == one  # greedy is deterministic
     maj = j.judge(triples, k=3, seed=1)
     assert all(0.0 <= x["score"] <= 1.0 and x["n_unparsed"] <= 3 for x in maj)
+
+
+def test_verdict_readout_on_literal_outputs(toy_base_dir, examples):
+    """verdict_probs reads p(Positive) after the last box of any output (None without a box);
+    verdict_readout adds it to each record and reports AUCs of it against labels and against
+    the verdict each analysis implies."""
+    j = judge.Judge.load(toy_base_dir, max_new_tokens=24)
+    ex = examples[:4]
+    triples = [(e["problem"], e["history"], e["chunk"]) for e in ex]
+    outs = ["check b: b = 5; stated 5; 5 - 5 = 0\n\\boxed{Positive}",
+            "check b: b = 5; stated 6; 6 - 5 = 1\n\\boxed{Negative}",
+            "no box here",
+            "check c: c = 7; stated 7; 7 - 7 = 0\n\\boxed{"]
+    p = j.verdict_probs(triples, outs)
+    assert p[2] is None and all(0.0 <= x <= 1.0 for x in (p[0], p[1], p[3]))
+    judged = [{"verdict": judge.parse_verdict(o), "analysis": o} for o in outs]
+    labelled = [{**e, "label": lab} for e, lab in zip(ex, (True, False, True, False))]
+    r = judge.verdict_readout(j, labelled, judged)
+    assert [x["p_positive"] for x in judged] == p
+    # three outputs with a box: two imply right (labels True, False), one implies wrong (False)
+    assert r["analysis_faithful"] == round(100 * 2 / 3, 2)
+    assert r["readout_auc"] == judge.score_auc([p[0], p[1], p[3]], [True, False, True])
+    assert r["verdict_prob_auc"] == judge.score_auc([p[0], p[1], p[3]], [True, False, False])
+    assert r["p_pos_if_analysis_wrong"] == round(p[1], 4)

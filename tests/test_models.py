@@ -61,3 +61,23 @@ def test_load_model_errors_clearly(tmp_path):
 
 def test_vllm_backend_is_optional():
     pytest.importorskip("vllm", reason="vllm is the gpu extra; not installed on CPU machines")
+
+
+def test_next_token_probs_match_an_unpadded_forward_pass(gen):
+    """Batched with left padding (prompts of different lengths), the next-token probabilities
+    equal those of each prompt alone, and sum to one over the whole vocabulary."""
+    import torch
+
+    ps = _prompts(3)
+    prefixes = ["a = ", "", "b = 1"]
+    vocab = list(range(len(gen.tok)))
+    batched = gen.next_token_probs(ps, prefixes, vocab)
+    for p, x, row in zip(ps, prefixes, batched):
+        ids = gen.tok(models.render_prompt(gen.tok, p, gen.chat) + x, return_tensors="pt",
+                      add_special_tokens=False).input_ids
+        with torch.no_grad():
+            alone = torch.softmax(gen.model(ids).logits[0, -1].float(), -1)[: len(vocab)]
+        assert torch.allclose(torch.tensor(row), alone, atol=1e-4)
+        assert abs(sum(row) - 1) < 1e-3
+    with pytest.raises(ValueError, match="one to one"):
+        gen.next_token_probs(ps, prefixes[:1], vocab)
