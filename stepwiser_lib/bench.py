@@ -21,7 +21,7 @@ import os
 import platform
 import time
 
-from . import io, labelling, paths, prompts, tasks
+from . import chunks, io, labelling, paths, prompts, tasks
 from .models import make_generator, set_threads
 
 
@@ -40,7 +40,7 @@ def _prefixes(gen, items, template, cfg, seed):
             continue
         for j in labelling.choose_trajectories(res, cfg.traj_per_prompt, rng):
             text, ok = res[j]
-            ends = labelling.chunk_ends(text)
+            ends = chunks.chunk_ends(text)
             out.append({"item": it, "q0": q0, "correct": ok, "prefixes": [text[:e] for e in ends[:-1]]})
     return out
 

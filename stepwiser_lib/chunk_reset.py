@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field
 
-from .toyworld import CHUNK_CLOSE, CHUNK_OPEN
+from .chunks import CHUNK_CLOSE, SEPARATOR, first_chunk
 
 
 @dataclass(frozen=True)
@@ -51,15 +51,6 @@ class _State:
     attempts: list[dict] = field(default_factory=list)  # candidates at the current point
     trace: list[dict] = field(default_factory=list)
     done: bool = False
-
-
-def chunk_content(text: str) -> str | None:
-    """The content of the first complete ``<chunk>...</chunk>`` in ``text``, else None."""
-    i = text.find(CHUNK_OPEN)
-    j = text.find(CHUNK_CLOSE, i + 1) if i >= 0 else -1
-    if i < 0 or j < 0:
-        return None
-    return text[i + len(CHUNK_OPEN):j].strip()
 
 
 def is_final(content: str) -> bool:
@@ -101,7 +92,7 @@ def chunk_reset(policy, judge, problems: list[str], template: str, cfg: ResetCon
         to_judge = []
         for i, o in zip(active, outs):
             s, c = states[i], o[0]
-            content = chunk_content(c.text)
+            content = first_chunk(c.text)
             if content is None:  # the response ended (or broke format): nothing more to judge
                 s.accepted_tokens += c.n_tokens
                 s.prefix += c.text
@@ -137,6 +128,8 @@ def chunk_reset(policy, judge, problems: list[str], template: str, cfg: ResetCon
             s.rejected_tokens += sum(x["n_tokens"] for j, x in enumerate(s.attempts) if j != pick)
             s.accepted_tokens += chosen["n_tokens"]
             s.prefix += chosen["text"]
+            if getattr(policy, "cut_after_separator", False):
+                s.prefix += SEPARATOR  # continue where the policy's next chunk begins (chunks.SEPARATOR)
             s.history.append(chosen["content"])
             s.trace.append({"chunk_index": len(s.history) - 1, "accepted": pick,
                             "exhausted": a["verdict"] != "Positive",

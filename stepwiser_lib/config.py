@@ -97,13 +97,31 @@ def notebook_parameters(path: str | Path) -> dict[str, Param]:
     return parse_parameters_source("".join(src) if isinstance(src, list) else src)
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, but a key given twice in one mapping is an error: plain YAML keeps
+    the last one silently, so an edited profile could lose a value without a word."""
+
+
+def _unique_mapping(loader, node, deep=False):
+    seen = set()
+    for k, _ in node.value:
+        key = loader.construct_object(k, deep=deep)
+        if key in seen:
+            raise ConfigError(f"line {k.start_mark.line + 1}: {key!r} is given twice")
+        seen.add(key)
+    return loader.construct_mapping(node, deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
+
+
 def load_profile(profile: str, profiles_dir: Path = PROFILES_DIR) -> dict:
     """``{"shared": {...}, "notebooks": {stem: {...}}}`` of a profile file."""
     path = Path(profiles_dir) / f"{profile}.yaml"
     if not path.exists():
         valid = sorted(p.stem for p in Path(profiles_dir).glob("*.yaml"))
         raise ConfigError(f"unknown profile {profile!r}; valid profiles: {', '.join(valid)}")
-    data = yaml.safe_load(path.read_text()) or {}
+    data = yaml.load(path.read_text(), Loader=_UniqueKeyLoader) or {}
     extra = set(data) - {"shared", "notebooks", "description"}
     if extra:
         raise ConfigError(f"{path}: unknown top-level keys {sorted(extra)}; "

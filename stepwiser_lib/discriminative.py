@@ -76,12 +76,11 @@ def encode(tok, problem: str, history: list[str], chunk: str, label: bool) -> di
 
 
 @launchable
-def train_disc_judge(model_dir: str, examples: list[dict], out_dir, *, epochs: float = 2.0,
-                     lr: float = 5e-4, batch_size: int = 16, max_length: int = 1024,
-                     use_lora: bool = False, lora_r: int = 16, lora_alpha: int = 32,
-                     seed: int = 0, warmup_ratio: float = 0.05, progress: bool = True) -> dict:
+def train_disc_judge(model_dir: str, examples: list[dict], out_dir, settings: dict,
+                     progress: bool = True) -> dict:
     """SFT of the discriminative judge with TRL's ``SFTTrainer`` (paper App. A.1: user turns
-    masked, lr 1e-5, global batch 32; data packing is not used here). The dataset is
+    masked, lr 1e-5, global batch 32; data packing is not used here) and
+    :class:`stepwiser_lib.trainers.SFTSettings` (``DISC_*`` parameters). The dataset is
     pre-tokenized with the verdict-only loss mask of :func:`encode`. Saves a full model to
     ``out_dir/model`` (a LoRA adapter is merged)."""
     from datasets import Dataset
@@ -93,9 +92,7 @@ def train_disc_judge(model_dir: str, examples: list[dict], out_dir, *, epochs: f
         raise ValueError("no examples for the discriminative judge")
     tok = load_tokenizer(model_dir)
     rows = [encode(tok, e["problem"], e["history"], e["chunk"], bool(e["label"])) for e in examples]
-    r = train_sft(model_dir, Dataset.from_list(rows), out_dir, epochs=epochs, lr=lr,
-                  batch_size=batch_size, max_length=max_length, use_lora=use_lora, lora_r=lora_r,
-                  lora_alpha=lora_alpha, seed=seed, warmup_ratio=warmup_ratio, progress=progress)
+    r = train_sft(model_dir, Dataset.from_list(rows), out_dir, settings, progress=progress)
     return {**r, "seconds": r["train_seconds"]}
 
 
@@ -116,24 +113,16 @@ class DiscJudge:
         return cls(model, tok, **kw)
 
     def scores(self, triples: list[tuple[str, list[str], str]]) -> list[float]:
+        """``P(+) / (P(+) + P(-))`` after each (problem, history, chunk) conversation; only the
+        last position's logits are computed (:func:`stepwiser_lib.models.last_token_rows`)."""
         import torch
 
-        out: list[float] = []
-        pad = self.tok.pad_token_id
-        dev = next(self.model.parameters()).device
-        for i in range(0, len(triples), self.batch_size):
-            batch = [_prefix_ids(self.tok, p, h, c) for p, h, c in triples[i:i + self.batch_size]]
-            width = max(map(len, batch))
-            ids = torch.full((len(batch), width), pad)
-            att = torch.zeros((len(batch), width), dtype=torch.long)
-            for j, b in enumerate(batch):  # left padding: the next token follows the last column
-                ids[j, width - len(b):] = torch.tensor(b)
-                att[j, width - len(b):] = 1
-            with torch.no_grad():
-                logits = self.model(input_ids=ids.to(dev), attention_mask=att.to(dev)).logits[:, -1]
-            two = torch.stack([logits[:, self.ids[True]], logits[:, self.ids[False]]], dim=1)
-            out += torch.softmax(two.float(), dim=1)[:, 0].tolist()
-        return out
+        from .models import last_token_rows
+
+        ids = [self.ids[True], self.ids[False]]
+        seqs = [_prefix_ids(self.tok, p, h, c) for p, h, c in triples]
+        return last_token_rows(self.model, seqs, self.tok.pad_token_id, self.batch_size,
+                               lambda lg: torch.softmax(lg[:, ids], dim=1)[:, 0].tolist())
 
     def judge(self, triples, k: int = 1, temperature=None, seed: int = 0, progress=False) -> list[dict]:
         """``k``/``temperature``/``seed`` are accepted for interface compatibility: the

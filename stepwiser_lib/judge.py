@@ -10,33 +10,16 @@ discriminative baseline is in :mod:`stepwiser_lib.discriminative`.
 
 from __future__ import annotations
 
+from .chunks import boxed_contents, parse_chunks
 from .launch import launchable
 
 VERDICTS = ("Positive", "Negative")
 
 
-def _boxed_contents(text: str) -> list[str]:
-    """Contents of every ``\\boxed{...}``, with balanced nested braces."""
-    out, i = [], 0
-    key = "\\boxed{"
-    while True:
-        j = text.find(key, i)
-        if j < 0:
-            return out
-        k, depth = j + len(key), 1
-        while k < len(text) and depth:
-            depth += {"{": 1, "}": -1}.get(text[k], 0)
-            k += 1
-        if depth:  # unclosed box: nothing more to read
-            return out
-        out.append(text[j + len(key):k - 1])
-        i = k
-
-
 def parse_verdict(text: str) -> str | None:
     """``"Positive"``/``"Negative"`` from the content of the **last** ``\\boxed{...}``
     (whitespace-stripped, case-insensitive); None if there is no box or another word."""
-    boxes = _boxed_contents(text or "")
+    boxes = boxed_contents(text or "")
     if not boxes:
         return None
     v = boxes[-1].strip().lower()
@@ -110,7 +93,6 @@ def policy_chunks(policy_dir: str, items: list[dict], samples: int, family: str 
     """
     from .models import HFGenerator, load_model
     from .prompts import get
-    from .toyworld import parse_chunks
 
     model, tok = load_model(policy_dir)
     gen = HFGenerator(model, tok, batch_size=batch_size)
@@ -390,90 +372,76 @@ def verdict_loss_trainer(tok):
 
 
 @launchable
-def train_grpo_judge(model_dir: str, train: list[dict], out_dir, *, val: list[dict] | None = None,
-                     family: str = "toy", max_steps: int = 60, prompts_per_step: int = 8,
-                     group_size: int = 8, lr: float = 1e-3, beta: float = 0.2, use_lora: bool = True,
-                     lora_r: int = 16, lora_alpha: int = 32, epsilon_low: float = 0.2,
-                     epsilon_high: float = 0.28, max_completion_length: int = 64,
-                     temperature: float = 1.0, eval_every: int = 10, seed: int = 0,
-                     reward_funcs=None, format_penalty: float = -1.0,
-                     lr_scheduler: str = "constant", style: str = "cot",
-                     grad_accum: int = 1, top_entropy_quantile: float = 1.0,
-                     loss_tokens: str = "all", balanced_steps: bool = False,
-                     progress: bool = True) -> dict:
+def train_grpo_judge(model_dir: str, train: list[dict], out_dir, settings: dict, *,
+                     val: list[dict] | None = None, family: str = "toy", style: str = "cot",
+                     format_penalty: float = -1.0, reward_funcs=None, progress: bool = True) -> dict:
     """GRPO on step labels with TRL's ``GRPOTrainer`` (+ PEFT LoRA), paper §3.3/§4.1.
 
-    TRL argument <- paper setting: ``num_generations`` <- group size 4; ``epsilon``/``epsilon_high``
-    <- clip-higher 0.2/0.28; ``per_device_train_batch_size`` counts completions, so prompts per step
-    = batch / num_generations (paper: 1024 prompts per step); ``beta`` is the KL anchor to the
-    reference (the paper does not state one; toy judges need it, engineering notes).
-    Toy-scale options, off by default: ``loss_tokens="verdict"`` (:func:`verdict_loss_trainer`),
-    ``balanced_steps`` (:func:`balanced_order`), ``top_entropy_quantile`` (TRL's, passed through).
+    ``settings`` is a :class:`stepwiser_lib.trainers.GRPOSettings` (or its dict): its
+    ``grpo_args`` is the only mapping to TRL's names, and its docstring states the batch
+    semantics. Toy-scale options, off in the paper profile: ``loss_tokens="verdict"``
+    (:func:`verdict_loss_trainer`), ``balanced_steps`` (:func:`balanced_order`).
+    Validation inside training judges the first ``val_limit`` chunks of ``val`` every
+    ``eval_every`` GRPO steps on the live model; it is skipped under a multi-process launch,
+    where the other ranks would wait in the next collective until the NCCL timeout.
     """
     import time
     from pathlib import Path
 
     import torch
     from transformers import AutoModelForCausalLM, TrainerCallback
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
-    from .models import load_tokenizer, lora_config
+    from .models import load_tokenizer, lora_config, neutral_generation_config
+    from .trainers import GRPOSettings, world_size
 
-    if loss_tokens not in ("all", "verdict"):
-        raise ValueError(f"loss_tokens must be 'all' (paper) or 'verdict', not {loss_tokens!r}")
+    s = settings if isinstance(settings, GRPOSettings) else GRPOSettings(**settings)
     t0 = time.time()
     out_dir = Path(out_dir)
     tok = load_tokenizer(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
-    cpu = not torch.cuda.is_available()
-    peft_config = lora_config(lora_r, lora_alpha) if use_lora else None
-    args = GRPOConfig(
-        output_dir=str(out_dir / "trainer"), max_steps=max_steps, learning_rate=lr,
-        lr_scheduler_type=lr_scheduler, per_device_train_batch_size=prompts_per_step * group_size,
-        num_generations=group_size, beta=beta, top_entropy_quantile=top_entropy_quantile,
-        epsilon=epsilon_low, epsilon_high=epsilon_high,
-        max_completion_length=max_completion_length, temperature=temperature, logging_steps=1,
-        save_strategy="no", report_to=[], seed=seed, data_seed=seed, use_cpu=cpu, bf16=not cpu,
-        gradient_checkpointing=False, disable_tqdm=not progress, dataloader_num_workers=0,
-        shuffle_dataset=not balanced_steps)  # balanced steps: our order, see balanced_order
-    if balanced_steps:
-        train = balanced_order(train, prompts_per_step, seed)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)  # fp32 master weights
+    neutral_generation_config(model, tok)
+    world = world_size()
+    args = s.grpo_args(out_dir, world, progress=progress)
+    if s.balanced_steps:
+        train = balanced_order(train, s.prompts_per_step, s.seed)
+    val = (val or [])[: s.val_limit or None] if world == 1 else []
     curve: list[dict] = []
 
+    def validate(model_, step: int) -> None:
+        j = Judge(model_, tok, family, max_new_tokens=s.max_completion, style=style)
+        curve.append({"step": step, **step_accuracy(j.judge([_triple(e) for e in val]), val)})
+
     class _Val(TrainerCallback):
-        def __init__(self):
-            self.trainer = None
+        def on_step_end(self, a, state, control, **kw):  # state.global_step counts optimizer updates
+            if val and s.eval_every and state.global_step % (s.eval_every * s.updates_per_step) == 0:
+                validate(trainer.model, state.global_step // s.updates_per_step)
 
-        def on_step_end(self, a, state, control, **kw):
-            if val and eval_every and state.is_world_process_zero and state.global_step % eval_every == 0:
-                j = Judge(self.trainer.model, tok, family, max_new_tokens=max_completion_length,
-                          style=style)
-                r = step_accuracy(j.judge([(e["problem"], e["history"], e["chunk"]) for e in val]), val)
-                curve.append({"step": state.global_step, **r})
-
-    cb = _Val()
     # A direct-verdict ("no CoT") judge gets the paper's format penalty (§4.3); a CoT judge the
     # plain verdict reward. ``reward_funcs`` overrides both (in-process runs only: a launched
     # job cannot carry functions).
     rewards = reward_funcs or ([make_direct_reward(format_penalty)] if style == "direct"
                                else [verdict_reward])
-    trainer_cls = GRPOTrainer if loss_tokens == "all" else verdict_loss_trainer(tok)
+    trainer_cls = GRPOTrainer if s.loss_tokens == "all" else verdict_loss_trainer(tok)
     trainer = trainer_cls(model=model, reward_funcs=rewards, args=args,
                           train_dataset=grpo_dataset(train, family, style), processing_class=tok,
-                          peft_config=peft_config, callbacks=[cb])
-    cb.trainer = trainer
+                          peft_config=lora_config(s.lora_r, s.lora_alpha) if s.use_lora else None,
+                          callbacks=[_Val()])
     if val:
-        j = Judge(trainer.model, tok, family, max_new_tokens=max_completion_length, style=style)
-        curve.append({"step": 0, **step_accuracy(
-            j.judge([(e["problem"], e["history"], e["chunk"]) for e in val]), val)})
+        validate(trainer.model, 0)
     trainer.train()
-    save_dir = out_dir / ("adapter" if use_lora else "model")
+    save_dir = out_dir / ("adapter" if s.use_lora else "model")
     if trainer.accelerator.is_main_process:  # one writer under accelerate launch (DDP, ZeRO-2)
         trainer.model.save_pretrained(save_dir)
         tok.save_pretrained(save_dir)
     trainer.accelerator.wait_for_everyone()
     return {"dir": str(save_dir), "log_history": trainer.state.log_history, "val_curve": curve,
-            "seconds": round(time.time() - t0, 1), "steps": trainer.state.global_step}
+            "seconds": round(time.time() - t0, 1), "steps": trainer.state.global_step // s.updates_per_step,
+            "batches": s.batches(world)}
+
+
+def _triple(e: dict) -> tuple[str, list[str], str]:
+    return e["problem"], e["history"], e["chunk"]
 
 
 # ----------------------------------------------------------------------------- variants (nb 04)
@@ -557,7 +525,11 @@ def evaluate_judge(judge, examples: list[dict], k: int = 1, seed: int = 0,
 
 
 def load_judge(entry: dict, family: str = "toy", max_new_tokens: int = 64, batch_size: int = 128):
-    """A trained judge from its registry entry (``style``, ``base``, optional ``adapter``)."""
+    """A trained judge from its registry entry (``style``, ``base``, optional ``adapter``). A
+    direct-verdict judge reads only a box, so it keeps the output limit it was trained with
+    (``entry["max_new_tokens"]``) whatever ``max_new_tokens`` says."""
+    if entry["style"] == "direct":
+        max_new_tokens = entry.get("max_new_tokens", max_new_tokens)
     if entry["style"] == "disc":
         from .discriminative import DiscJudge
 
@@ -567,15 +539,30 @@ def load_judge(entry: dict, family: str = "toy", max_new_tokens: int = 64, batch
     return j
 
 
+def recipe_from_config(cfg) -> dict:
+    """Every training setting of notebook 04's judge variants, typed, from its config: the GRPO
+    judges (:class:`~stepwiser_lib.trainers.GRPOSettings`), the discriminative judge and the RS-FT
+    judge (:class:`~stepwiser_lib.trainers.SFTSettings`, ``DISC_*`` and ``RSFT_*``; both read
+    ``JUDGE_MAX_LENGTH``), and the few per-kind values. Fails on a missing parameter."""
+    from .trainers import GRPOSettings, SFTSettings
+
+    return {"rl": GRPOSettings.from_config(cfg),
+            "disc": SFTSettings.from_config(cfg, "DISC", use_lora=False, max_length=cfg.JUDGE_MAX_LENGTH),
+            "rsft": SFTSettings.from_config(cfg, "RSFT", max_length=cfg.JUDGE_MAX_LENGTH),
+            "rsft_samples": cfg.RSFT_SAMPLES, "rsft_per_example": cfg.RSFT_PER_EXAMPLE,
+            "direct_max_completion": cfg.DIRECT_MAX_COMPLETION, "format_penalty": cfg.FORMAT_PENALTY}
+
+
 def train_variant(name: str, data: dict, out_dir, *, base_model: str, warmups: dict,
-                  hp: dict, family: str = "toy", seed: int = 0, progress: bool = True) -> dict:
+                  recipe: dict, family: str = "toy", seed: int = 0, progress: bool = True) -> dict:
     """Train one judge variant (notebook 04) and return its registry entry + training record.
 
     ``data[rule]`` holds ``train_balanced``, ``train_unbalanced`` and ``val_balanced`` example
     lists (stage 03); ``warmups[style]`` is the format-warm-up model for ``"cot"``/``"direct"``
-    (the toy path; None for real models that already follow instructions); ``hp`` the
-    notebook's hyper-parameters (keys below). The validation set is never trained on.
+    (the toy path; None for real models that already follow instructions); ``recipe`` is
+    :func:`recipe_from_config`'s. The validation set is never trained on.
     """
+    import time
     from pathlib import Path
 
     kind, rule = parse_variant(name)
@@ -584,15 +571,9 @@ def train_variant(name: str, data: dict, out_dir, *, base_model: str, warmups: d
     val = d["val_balanced"]
     style = STYLE[kind]
     entry = {"name": name, "kind": kind, "rule": rule, "style": style, "row": KINDS[kind]}
-    grpo_kw = dict(family=family, max_steps=hp["grpo_steps"], prompts_per_step=hp["prompts_per_step"],
-                   group_size=hp["group_size"], lr=hp["grpo_lr"], beta=hp["beta"],
-                   use_lora=hp["use_lora"], lora_r=hp["lora_r"], lora_alpha=hp["lora_alpha"],
-                   epsilon_low=hp["epsilon_low"], epsilon_high=hp["epsilon_high"],
-                   temperature=hp["temperature"], eval_every=hp["eval_every"], seed=seed,
-                   grad_accum=hp.get("grad_accum", 1), loss_tokens=hp.get("loss_tokens", "all"),
-                   # the no-balancing ablation keeps its lopsided label mix in every step too
-                   balanced_steps=hp.get("balanced_steps", False) and kind != "no_balance_rl",
-                   progress=progress)
+    rl = recipe["rl"].with_(seed=seed,
+                            # the no-balancing ablation keeps its lopsided label mix in every step too
+                            balanced_steps=recipe["rl"].balanced_steps and kind != "no_balance_rl")
     if kind in ("stepwiser", "no_balance_rl", "no_cot_rl", "exact_rl"):
         start = warmups.get(style) or base_model
         train = d["train_unbalanced"] if kind == "no_balance_rl" else d["train_balanced"]
@@ -600,53 +581,45 @@ def train_variant(name: str, data: dict, out_dir, *, base_model: str, warmups: d
             train = [{**e, "label": chunk_truth(e)} for e in train]
             if any(e["label"] is None for e in train):
                 raise ValueError("exact_rl needs toy-world problems (an exact step checker)")
-        extra = {}
         if kind == "no_cot_rl":
-            extra = {"format_penalty": hp["format_penalty"],
-                     "max_completion_length": hp["direct_max_completion"]}
-        else:
-            extra = {"max_completion_length": hp["max_completion"]}
-        r = train_grpo_judge(start, train, out_dir, val=val, style=style, **grpo_kw, **extra)
-        entry.update(base=start, adapter=r["dir"] if hp["use_lora"] else None)
-        if not hp["use_lora"]:
-            entry["base"] = r["dir"]
+            rl = rl.with_(max_completion=recipe["direct_max_completion"])
+        entry["max_new_tokens"] = rl.max_completion  # what later notebooks judge with (direct: a box)
+        r = train_grpo_judge(start, train, out_dir, rl, val=val, family=family, style=style,
+                             format_penalty=recipe["format_penalty"], progress=progress)
+        entry.update(base=start if rl.use_lora else r["dir"], adapter=r["dir"] if rl.use_lora else None)
         rec = {"seconds": r["seconds"], "steps": r["steps"], "train_examples": len(train),
-               "log_history": r["log_history"], "val_curve": r["val_curve"]}
+               "log_history": r["log_history"], "val_curve": r["val_curve"], "batches": r["batches"]}
     elif kind == "disc_sft":
         from .discriminative import train_disc_judge
 
-        r = train_disc_judge(base_model, d["train_balanced"], out_dir, epochs=hp["disc_epochs"],
-                             lr=hp["disc_lr"], batch_size=hp["disc_batch"], seed=seed,
+        r = train_disc_judge(base_model, d["train_balanced"], out_dir, recipe["disc"].with_(seed=seed),
                              progress=progress)
         entry.update(base=r["model_dir"], adapter=None)
         rec = {"seconds": r["seconds"], "steps": r["steps"], "train_examples": r["records"],
                "loss_curve": r["loss_curve"]}
     else:  # rsft: sample analyses from the warm-up judge, keep label-matching ones, SFT
-        import time
-
-        from .models import load_model
+        from .models import load_model, release
         from .sft import sft
 
         t0 = time.time()
         start = warmups.get("cot") or base_model
         train = d["train_balanced"]
         model, tok = load_model(start)
-        j = Judge(model, tok, family, max_new_tokens=hp["max_completion"], style="cot")
+        j = Judge(model, tok, family, max_new_tokens=rl.max_completion, style="cot")
         ps = [judge_prompt_of(e, family, "cot") for e in train]
-        outs = j.gen.generate(ps, n=hp["rsft_samples"], temperature=hp["temperature"],
-                              max_new_tokens=hp["max_completion"], seed=seed, progress=progress)
+        outs = j.gen.generate(ps, n=recipe["rsft_samples"], temperature=rl.temperature,
+                              max_new_tokens=rl.max_completion, seed=seed, progress=progress)
         del model
-        recs = rsft_select(train, [[c.text for c in o] for o in outs], hp["rsft_per_example"],
+        release(j.gen)  # the sampling judge's weights leave the GPU before SFT (finding 23)
+        recs = rsft_select(train, [[c.text for c in o] for o in outs], recipe["rsft_per_example"],
                            family, "cot")
         if not recs:
             raise RuntimeError(f"{name}: no sampled judge output matched a label; nothing to fine-tune on")
-        r = sft(start, recs, out_dir, epochs=hp["rsft_epochs"], lr=hp["rsft_lr"],
-                batch_size=hp["rsft_batch"], use_lora=hp["use_lora"], lora_r=hp["lora_r"],
-                lora_alpha=hp["lora_alpha"], seed=seed)
+        r = sft(start, recs, out_dir, recipe["rsft"].with_(seed=seed), progress=progress)
         entry.update(base=r["model_dir"], adapter=None)
         rec = {"seconds": round(time.time() - t0, 1), "steps": r["steps"],
                "train_examples": len(train), "rsft_kept": len(recs),
-               "rsft_sampled": len(train) * hp["rsft_samples"], "loss_curve": r["loss_curve"]}
+               "rsft_sampled": len(train) * recipe["rsft_samples"], "loss_curve": r["loss_curve"]}
     return {"entry": entry, "train": rec}
 
 

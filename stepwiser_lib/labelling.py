@@ -43,7 +43,7 @@ from pathlib import Path
 from . import io
 from .sampling import chunk_format_ok
 from .tasks import is_correct
-from .toyworld import CHUNK_CLOSE, parse_chunks
+from .chunks import chunk_ends, parse_chunks, prefix_ends
 
 # ----------------------------------------------------------------------------- label rules
 
@@ -188,17 +188,6 @@ def read_shard(path: Path, config_hash: str | None = None) -> tuple[list[dict], 
 
 # ----------------------------------------------------------------------------- one shard
 
-def chunk_ends(response: str) -> list[int]:
-    """Character offsets just after each ``</chunk>``: the prefix that includes chunk i."""
-    ends, i = [], 0
-    while True:
-        j = response.find(CHUNK_CLOSE, i)
-        if j < 0:
-            return ends
-        ends.append(j + len(CHUNK_CLOSE))
-        i = j + len(CHUNK_CLOSE)
-
-
 def choose_trajectories(samples: list[tuple[str, bool]], k: int, rng: random.Random) -> list[int]:
     """Indices of up to ``k`` well-formed samples, alternating wrong and right ones so that both
     outcomes are labelled. [not in paper]"""
@@ -249,6 +238,8 @@ def label_shard(generator, items: list[dict], template: str, cfg: LabelConfig, s
     pre = generator.generate(prompts, n=cfg.n_prefilter, temperature=cfg.temperature,
                              max_new_tokens=cfg.max_new_tokens, seed=base_seed)
     st.prefilter_seconds = time.time() - t0
+    # Rollouts continue from each prefix; cut where the tokenizer has a boundary (chunks.SEPARATOR).
+    cut = prefix_ends if getattr(generator, "cut_after_separator", False) else chunk_ends
     trajs = []  # (item, q0, response, correct, traj index)
     for it, cands in zip(items, pre):
         res = [(c.text, bool(is_correct(it, c.text))) for c in cands]
@@ -258,7 +249,7 @@ def label_shard(generator, items: list[dict], template: str, cfg: LabelConfig, s
         st.kept_prompts += 1
         for j in choose_trajectories(res, cfg.traj_per_prompt, rng):
             trajs.append({"item": it, "q0": q0, "response": res[j][0], "correct": res[j][1],
-                          "sample": j, "ends": chunk_ends(res[j][0])})
+                          "sample": j, "ends": cut(res[j][0])})
     st.trajectories = len(trajs)
     # Intermediate prefixes (the last chunk's Q is its verified correctness).
     for t in trajs:
@@ -401,7 +392,7 @@ def main(argv: list[str] | None = None) -> None:
     """Run the labelling of notebook 02 outside a kernel, with a profile's parameters."""
     from . import paths, prompts, tasks
     from .config import notebook_parameters, profile_values
-    from .models import make_generator, set_threads
+    from .models import engine_settings, make_generator, set_threads
 
     ap = argparse.ArgumentParser(description="Monte-Carlo rollout labelling (notebook 02)")
     ap.add_argument("--profile", default="tiny")
@@ -414,8 +405,9 @@ def main(argv: list[str] | None = None) -> None:
     set_threads()
     cfg = label_config_from_params(p)
     policy = resolve_policy(p, a.profile)
-    gen = make_generator(policy, backend=p["BACKEND"], batch_size=p["GEN_BATCH"])
-    items = tasks.load_problems(p["TASK"], "label", p["N_PROMPTS"], seed=p["SEED"])
+    gen = make_generator(policy, backend=p["BACKEND"], batch_size=p["GEN_BATCH"], **engine_settings(p))
+    items = tasks.load_problems(p["TASK"], "label", p["N_PROMPTS"], seed=p["SEED"],
+                                **tasks.file_kw(p["DATA_FILES"], p["TASK"]))
     out = Path(a.out or paths.artifacts(a.profile, nb.stem))
     res = label_prompts(gen, items, prompts.get(p["PROMPT_FAMILY"], "chunk_policy"), cfg, out, policy)
     io.write_jsonl(out / "labels.jsonl", res["records"])

@@ -62,6 +62,10 @@ def _jsonable(x, where: str):
 
 
 def _bad(o):
+    import dataclasses
+
+    if dataclasses.is_dataclass(o) and not isinstance(o, type):  # typed settings travel as dicts
+        return dataclasses.asdict(o)
     raise TypeError(type(o).__name__)
 
 
@@ -88,12 +92,37 @@ def launchable(fn):
     return wrapper
 
 
+#: Record lists longer than this go to a JSONL file beside the job, which holds only its path:
+#: every rank parses the job file, and paper-scale training sets are millions of records.
+SPILL_RECORDS = 200
+_SPILLED = "__jsonl__"
+
+
+def _spill(x, path: Path):
+    if isinstance(x, list) and len(x) > SPILL_RECORDS and all(isinstance(r, dict) for r in x):
+        from .io import write_jsonl
+
+        write_jsonl(path, x)
+        return {_SPILLED: str(path)}
+    return x
+
+
+def _unspill(x):
+    if isinstance(x, dict) and set(x) == {_SPILLED}:
+        from .io import read_jsonl
+
+        return read_jsonl(x[_SPILLED])
+    return x
+
+
 def run_launched(target: str, args, kw, config_file: str, out_dir: Path) -> dict:
     """Write the job, run it under accelerate, return the main process's result."""
     out_dir.mkdir(parents=True, exist_ok=True)
     job = out_dir / "launch_job.json"
     res = out_dir / "launch_result.json"
     res.unlink(missing_ok=True)
+    args = [_spill(a, out_dir / f"launch_arg{i}.jsonl") for i, a in enumerate(args)]
+    kw = {k: _spill(v, out_dir / f"launch_{k}.jsonl") for k, v in kw.items()}
     job.write_text(json.dumps({"target": target, "args": _jsonable(list(args), target),
                                "kwargs": _jsonable(kw, target), "result": str(res)}))
     n = os.environ.get(ENV_PROCS)
@@ -127,7 +156,7 @@ def main(argv: list[str] | None = None) -> None:
     fn = getattr(importlib.import_module(mod), name)
     fn = getattr(fn, "__wrapped__", fn)  # the undecorated function: never launch again
     os.environ[ENV_CHILD] = "1"
-    result = fn(*job["args"], **job["kwargs"])
+    result = fn(*map(_unspill, job["args"]), **{k: _unspill(v) for k, v in job["kwargs"].items()})
     if _is_main():
         Path(job["result"]).write_text(json.dumps(result, default=str))
 

@@ -8,6 +8,13 @@
   (the ``gpu`` extra), with prefix caching so nested prefixes of one trajectory share work.
 * Both return, for each prompt, ``n`` :class:`Completion` objects, truncated after the first stop
   string (kept in the text, so a chunk ends with ``</chunk>``).
+* Every sampling setting is explicit: a checkpoint's ``generation_config.json`` (Qwen2.5-Instruct
+  ships ``repetition_penalty`` 1.05-1.1, ``top_k`` 20, ``top_p`` 0.8) is never merged into a
+  sample, so HF, vLLM and TRL sample the same distribution and Monte-Carlo labels are the
+  policy's own success rates. Only its end-of-sequence ids are kept (all of them).
+* Precision follows the device (:func:`precision`): bf16 from compute capability 8.0, fp16 below
+  (a T4 has no bf16 units, and bf16 there also loses SDPA's memory-efficient kernel), fp32 on
+  CPU; training keeps fp32 master weights and uses the half type only as mixed precision.
 """
 
 from __future__ import annotations
@@ -38,6 +45,31 @@ def pick_device(device: str = "auto") -> str:
     return device
 
 
+def half_dtype(capability: tuple[int, int] | None) -> str | None:
+    """The half-precision type for a CUDA compute capability: ``bfloat16`` from 8.0 (A100, H100),
+    ``float16`` below (T4, V100); None for CPU (fp16 matmuls are slow or missing there)."""
+    if capability is None:
+        return None
+    return "bfloat16" if tuple(capability) >= (8, 0) else "float16"
+
+
+def device_capability(device: str = "auto") -> tuple[int, int] | None:
+    """Compute capability of the CUDA device ``device`` resolves to, None on CPU."""
+    if pick_device(device) != "cuda":
+        return None
+    return tuple(torch.cuda.get_device_capability())
+
+
+def precision(device: str = "auto", capability: tuple[int, int] | None = None) -> dict:
+    """Dtypes for one device: ``inference`` (weights for generation and scoring), ``train_load``
+    (always float32: master weights, so small updates are not rounded away in bf16) and the
+    Trainer's mixed-precision flags ``bf16``/``fp16``. ``capability`` overrides the probe (tests)."""
+    cap = capability if capability is not None else device_capability(device)
+    half = half_dtype(cap)
+    return {"inference": half or "float32", "train_load": "float32",
+            "bf16": half == "bfloat16", "fp16": half == "float16"}
+
+
 def load_tokenizer(name_or_path: str):
     from transformers import AutoTokenizer
 
@@ -52,16 +84,14 @@ def load_model(name_or_path: str, adapter: str | None = None, device: str = "aut
                dtype: str = "auto", trainable: bool = False):
     """``(model, tokenizer)`` from a hub id or a local directory, with an optional LoRA adapter.
 
-    ``dtype="auto"`` is float32 on CPU (fp16 matmuls are slow or missing there; the committed toy
-    checkpoints are stored in fp16 only to halve the repository) and bfloat16 on GPU.
+    ``dtype="auto"`` is :func:`precision`'s inference type: float32 on CPU (the committed toy
+    checkpoints are stored in fp16 only to halve the repository), bf16 or fp16 on GPU by compute
+    capability. The checkpoint's sampling defaults are removed (:func:`neutral_generation_config`).
     """
     from transformers import AutoModelForCausalLM
 
     device = pick_device(device)
-    if dtype == "auto":
-        torch_dtype = torch.float32 if device == "cpu" else torch.bfloat16
-    else:
-        torch_dtype = getattr(torch, dtype)
+    torch_dtype = getattr(torch, precision(device)["inference"] if dtype == "auto" else dtype)
     if not (os.path.isdir(name_or_path) or "/" in name_or_path):
         raise FileNotFoundError(
             f"model {name_or_path!r} is neither a local directory nor a hub id (owner/name)")
@@ -74,7 +104,50 @@ def load_model(name_or_path: str, adapter: str | None = None, device: str = "aut
     model.to(device)
     if not trainable:
         model.eval()
+    neutral_generation_config(model, tok)
     return model, tok
+
+
+def end_ids(model, tok) -> list[int]:
+    """Every id that ends a sequence: the checkpoint's ``generation_config.eos_token_id`` (a list
+    for Qwen2.5: ``<|im_end|>`` and ``<|endoftext|>``) and the tokenizer's eos, deduplicated."""
+    ids = _as_list(getattr(getattr(model, "generation_config", None), "eos_token_id", None))
+    if tok.eos_token_id is not None:
+        ids.append(tok.eos_token_id)
+    return list(dict.fromkeys(ids))
+
+
+def neutral_generation_config(model, tok) -> dict:
+    """Replace the model's ``generation_config`` by one holding only token ids (all end ids,
+    pad, bos), so ``generate`` (ours and TRL's) merges no sampling default from the checkpoint.
+    Returns what was dropped (e.g. ``{"repetition_penalty": 1.1, "top_k": 20}``)."""
+    from transformers import GenerationConfig
+
+    old = getattr(model, "generation_config", None)
+    if old is None:
+        return {}
+    keep = dict(eos_token_id=end_ids(model, tok), pad_token_id=tok.pad_token_id,
+                bos_token_id=getattr(old, "bos_token_id", None))
+    default = GenerationConfig().to_dict()
+    dropped = {k: v for k, v in old.to_diff_dict().items()
+               if k not in keep and not k.startswith("_") and k != "transformers_version"
+               and v != default.get(k)}
+    if dropped or end_ids(model, tok) != _as_list(old.eos_token_id):
+        model.generation_config = GenerationConfig(**keep)
+    return dropped
+
+
+def _as_list(ids) -> list:
+    return [] if ids is None else [ids] if isinstance(ids, int) else list(ids)
+
+
+def left_pad(seqs: list[list[int]], pad: int, device) -> tuple:
+    """``(input_ids, attention_mask, position_ids)`` for left-padded sequences; positions count
+    from each sequence's first real token, as ``generate`` computes them."""
+    width = max(map(len, seqs))
+    ids = torch.tensor([[pad] * (width - len(x)) + x for x in seqs], device=device)
+    attn = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in seqs], device=device)
+    return ids, attn, (attn.cumsum(-1) - 1).clamp(min=0)
 
 
 def render_prompt(tokenizer, prompt: str, chat: bool = True) -> str:
@@ -106,6 +179,13 @@ class HFGenerator:
 
     def __init__(self, model, tokenizer, batch_size: int = 128, chat: bool = True):
         self.model, self.tok, self.batch_size, self.chat = model, tokenizer, batch_size, chat
+        self.end_ids = end_ids(model, tokenizer)
+        neutral_generation_config(model, tokenizer)
+        self.cut_after_separator = cuts_after_separator(tokenizer)
+
+    def close(self) -> None:
+        """Drop the model (its weights leave the GPU once no other reference holds them)."""
+        self.model = None
 
     def _stop_ids(self, stops: list[str]) -> tuple[list[int], list[str]]:
         """Stop strings that are single tokens become extra end ids (free to check)."""
@@ -135,21 +215,21 @@ class HFGenerator:
         enc = [self.tok(t, add_special_tokens=False)["input_ids"] for t in texts]
         rows.sort(key=lambda r: (len(enc[r[0]]), r))
         stop_ids, stop_rest = self._stop_ids(stop)
-        eos = [self.tok.eos_token_id] + stop_ids
+        eos = self.end_ids + [i for i in stop_ids if i not in self.end_ids]
         out: list[list[Completion | None]] = [[None] * n for _ in prompts]
         device = self.model.device
         bar = tqdm(total=len(rows), desc=progress if isinstance(progress, str) else "generate",
                    unit="seq", disable=not progress)
         for b in range(0, len(rows), self.batch_size):
             batch = rows[b:b + self.batch_size]
-            ids = [enc[i] for i, _ in batch]
-            width = max(map(len, ids))
             pad = self.tok.pad_token_id
-            input_ids = torch.tensor([[pad] * (width - len(x)) + x for x in ids], device=device)
-            attn = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in ids], device=device)
+            input_ids, attn, _ = left_pad([enc[i] for i, _ in batch], pad, device)
+            width = input_ids.shape[1]
             torch.manual_seed(seed * 1_000_003 + b)
+            # Every setting that shapes the distribution is given, so nothing comes from a
+            # checkpoint's generation_config (see the module docstring).
             kw = dict(do_sample=temperature > 0, max_new_tokens=max_new_tokens,
-                      eos_token_id=eos, pad_token_id=pad)
+                      eos_token_id=eos, pad_token_id=pad, repetition_penalty=1.0)
             if temperature > 0:
                 kw.update(temperature=temperature, top_p=top_p, top_k=0)
             if stop_rest:
@@ -167,7 +247,7 @@ class HFGenerator:
                     if t == pad:
                         break
                     toks.append(t)
-                text = self.tok.decode([t for t in toks if t != self.tok.eos_token_id],
+                text = self.tok.decode([t for t in toks if t not in self.end_ids],
                                        skip_special_tokens=False)
                 text, hit = _truncate(text, stop)
                 out[i][j] = Completion(text=text, n_tokens=len(toks), finished=ended or hit)
@@ -185,42 +265,89 @@ class HFGenerator:
             raise ValueError("prefixes must match prompts one to one")
         enc = [self.tok(render_prompt(self.tok, p, self.chat) + x, add_special_tokens=False)["input_ids"]
                for p, x in zip(prompts, prefixes)]
-        order = sorted(range(len(enc)), key=lambda i: len(enc[i]))
-        out: list[list[float]] = [[] for _ in enc]
-        pad, device = self.tok.pad_token_id, self.model.device
-        for b in range(0, len(order), self.batch_size):
-            batch = order[b:b + self.batch_size]
-            width = max(len(enc[i]) for i in batch)
-            input_ids = torch.tensor([[pad] * (width - len(enc[i])) + enc[i] for i in batch], device=device)
-            attn = torch.tensor([[0] * (width - len(enc[i])) + [1] * len(enc[i]) for i in batch],
-                                device=device)
-            pos = (attn.cumsum(-1) - 1).clamp(min=0)  # left padding: positions as in generate
-            logits = self.model(input_ids=input_ids, attention_mask=attn,
-                                position_ids=pos).logits[:, -1].float()
-            probs = torch.softmax(logits, -1)[:, token_ids].tolist()
-            for i, row in zip(batch, probs):
-                out[i] = row
-        return out
+        return last_token_rows(self.model, enc, self.tok.pad_token_id, self.batch_size,
+                               lambda lg: torch.softmax(lg, -1)[:, token_ids].tolist())
+
+
+def last_token_rows(model, seqs: list[list[int]], pad: int, batch_size: int, read) -> list:
+    """``read(logits)`` for the next-token logits (float32, batch x vocab) after each id sequence,
+    batched and left-padded, one row per sequence in input order.
+
+    Only the last position's logits are computed (``logits_to_keep=1``): full-sequence logits of
+    a 151,936-token vocabulary would be batch x length x 151,936 floats (58 GB for 128 x 1,500
+    tokens in bf16) for the one row that is read."""
+    order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
+    out: list = [None] * len(seqs)
+    device = next(model.parameters()).device
+    for b in range(0, len(order), batch_size):
+        batch = order[b:b + batch_size]
+        ids, attn, pos = left_pad([seqs[i] for i in batch], pad, device)
+        with torch.no_grad():
+            logits = model(input_ids=ids, attention_mask=attn, position_ids=pos,
+                           logits_to_keep=1).logits[:, -1].float()
+        for i, row in zip(batch, read(logits)):
+            out[i] = row
+    return out
+
+
+def cuts_after_separator(tok) -> bool:
+    """Whether a prefix should be cut after the blank line that follows ``</chunk>`` rather than
+    right after it: True when the tokenizer has no token boundary right after ``</chunk>`` in
+    ``"</chunk>\n\n<chunk>"`` (Qwen's BPE writes ``'</','chunk','>\n\n','<','chunk','>'``), so
+    a prefix ending in ``>`` would start at a boundary the policy never produces. False for the
+    toy tokenizer, where ``</chunk>`` is one token."""
+    from .chunks import CHUNK_CLOSE, CHUNK_OPEN, SEPARATOR
+
+    ids = tok(CHUNK_CLOSE + SEPARATOR + CHUNK_OPEN, add_special_tokens=False)["input_ids"]
+    return all(tok.decode(ids[:k]) != CHUNK_CLOSE for k in range(1, len(ids) + 1))
+
+
+def release(*objs) -> None:
+    """Free what generators, judges or models hold on the GPU (their ``close()`` if they have
+    one), then collect and empty the CUDA cache, so the next engine or trainer finds the memory.
+    Drop your own references too (``del gen``): a name still bound keeps the weights alive."""
+    import gc
+
+    for o in objs:
+        if hasattr(o, "close"):
+            o.close()
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 class VLLMGenerator:
     """The same interface on vLLM (GPU). One request per prompt with ``n`` samples; prefix
-    caching is on, so the nested prefixes of one trajectory (rollouts) reuse their KV cache."""
+    caching is on, so the nested prefixes of one trajectory (rollouts) reuse their KV cache.
+
+    The engine's context length, memory share and tensor parallelism come from the profile
+    (``VLLM_MAX_MODEL_LEN``, ``VLLM_GPU_MEMORY``, ``VLLM_TP``: :func:`engine_settings`). Prompts
+    are tokenised by us with ``add_special_tokens=False`` (the chat template already holds any
+    BOS: Llama-3.1's would otherwise be doubled) and checked against the context length before
+    the call, so one long prompt fails with a clear error instead of the whole batch."""
 
     backend = "vllm"
 
-    def __init__(self, model_path: str, tensor_parallel_size: int = 1, gpu_memory_utilization:
-                 float = 0.85, max_model_len: int = 8192, chat: bool = True, seed: int = 0,
-                 enable_lora: bool = False):
+    def __init__(self, model_path: str, tensor_parallel_size: int = 1,
+                 gpu_memory_utilization: float = 0.85, max_model_len: int = 8192,
+                 chat: bool = True, seed: int = 0):
         try:
             from vllm import LLM
         except ImportError as e:  # pragma: no cover - GPU only
             raise ImportError("the vLLM backend needs the gpu extra: pip install -e '.[gpu]'") from e
         self.llm = LLM(model=model_path, tensor_parallel_size=tensor_parallel_size,
                        gpu_memory_utilization=gpu_memory_utilization, enable_prefix_caching=True,
-                       max_model_len=max_model_len, seed=seed, enable_lora=enable_lora)
+                       max_model_len=max_model_len, seed=seed)
         self.tok = self.llm.get_tokenizer()
-        self.chat = chat
+        self.chat, self.max_model_len = chat, max_model_len
+        self.cut_after_separator = cuts_after_separator(self.tok)
+
+    def close(self) -> None:
+        """Shut the engine down so its memory reservation is returned (vLLM holds its share of
+        the GPU until the engine object is gone)."""
+        if getattr(self, "llm", None) is not None:
+            del self.llm
+            self.llm = None
 
     def generate(self, prompts: list[str], n: int = 1, temperature: float = 1.0,
                  top_p: float = 1.0, max_new_tokens: int = 256, stop: list[str] | None = None,
@@ -230,18 +357,42 @@ class VLLMGenerator:
 
         prefixes = prefixes or [""] * len(prompts)
         texts = [render_prompt(self.tok, p, self.chat) + x for p, x in zip(prompts, prefixes)]
-        params = [SamplingParams(n=n, temperature=temperature, top_p=top_p,
-                                 max_tokens=max_new_tokens, stop=list(stop or []),
-                                 include_stop_str_in_output=True, seed=seed * 1_000_003 + i)
+        ids = [self.tok(t, add_special_tokens=False)["input_ids"] for t in texts]
+        check_context(ids, max_new_tokens, self.max_model_len, "VLLM_MAX_MODEL_LEN")
+        params = [SamplingParams(n=n, temperature=temperature, top_p=top_p, top_k=0,
+                                 repetition_penalty=1.0, max_tokens=max_new_tokens,
+                                 stop=list(stop or []), include_stop_str_in_output=True,
+                                 seed=seed * 1_000_003 + i)
                   for i in range(len(texts))]
-        res = self.llm.generate(texts, params, use_tqdm=bool(progress))
+        res = self.llm.generate([{"prompt_token_ids": x} for x in ids], params,
+                                use_tqdm=bool(progress))
         return [[Completion(text=o.text, n_tokens=len(o.token_ids),
                             finished=o.finish_reason == "stop") for o in r.outputs] for r in res]
 
 
+def check_context(ids: list[list[int]], max_new_tokens: int, max_len: int, setting: str) -> None:
+    """Raise if a prompt plus ``max_new_tokens`` exceeds the context ``max_len``: such a request
+    would be cut at the context end and scored as a failure (or reject the whole call)."""
+    longest = max(map(len, ids), default=0)
+    if longest + max_new_tokens > max_len:
+        n = sum(len(x) + max_new_tokens > max_len for x in ids)
+        raise ValueError(f"{n} of {len(ids)} prompts need more than {setting}={max_len} tokens "
+                         f"(longest prompt {longest} + {max_new_tokens} new); raise {setting} "
+                         "(Qwen2.5 takes 32768) or lower the new-token limit")
+
+
+def engine_settings(cfg) -> dict:
+    """vLLM engine arguments from a notebook config (its ``VLLM_*`` parameters); the HF backend
+    ignores them."""
+    v = cfg if isinstance(cfg, dict) else cfg.as_dict()
+    return {"tensor_parallel_size": v["VLLM_TP"], "gpu_memory_utilization": v["VLLM_GPU_MEMORY"],
+            "max_model_len": v["VLLM_MAX_MODEL_LEN"]}
+
+
 def make_generator(model_path: str, backend: str = "hf", adapter: str | None = None,
                    batch_size: int = 128, device: str = "auto", **vllm_kw):
-    """A generator for ``backend`` in {"hf", "vllm", "auto"}; "auto" is vLLM when importable."""
+    """A generator for ``backend`` in {"hf", "vllm", "auto"}; "auto" is vLLM when importable.
+    ``vllm_kw`` (:func:`engine_settings`) configure a vLLM engine and are ignored by HF."""
     if backend == "auto":
         try:
             import vllm  # noqa: F401

@@ -12,13 +12,7 @@ from __future__ import annotations
 
 import random
 
-from .labelling import chunk_ends
-from .toyworld import parse_chunks
-
-
-def response_chunks(response: str) -> list[str]:
-    """The chunk contents of a chunk-format response."""
-    return parse_chunks(response)
+from .chunks import chunk_ends, parse_chunks
 
 
 def response_score(chunk_scores: list[float]) -> float | None:
@@ -57,7 +51,7 @@ def score_responses(judge, items: list[dict], k: int = 1, seed: int = 0,
     triples, where = [], []
     for i, it in enumerate(items):
         for r, resp in enumerate(it["responses"]):
-            chunks = response_chunks(resp)
+            chunks = parse_chunks(resp)
             for c, ch in enumerate(chunks):
                 triples.append((it["problem"], chunks[:c], ch))
                 where.append((i, r))

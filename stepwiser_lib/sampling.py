@@ -8,7 +8,7 @@ from __future__ import annotations
 import statistics
 
 from .tasks import is_correct
-from .toyworld import last_boxed, parse_chunks, split_paragraphs, strip_tags, CHUNK_RE
+from .chunks import format_ok, parse_chunks, split_paragraphs, strip_tags
 
 
 def sample_solutions(generator, items: list[dict], template: str, n: int, temperature: float,
@@ -26,13 +26,8 @@ def sample_solutions(generator, items: list[dict], template: str, n: int, temper
     return recs
 
 
-def chunk_format_ok(text: str) -> bool:
-    """A chunk-policy response: at least one chunk, nothing outside the chunks but blank lines,
-    and a boxed answer in the last chunk (Table 11 contract)."""
-    chunks = parse_chunks(text)
-    if not chunks or CHUNK_RE.sub("", text).strip():
-        return False
-    return last_boxed(chunks[-1]) is not None
+#: A chunk-policy response that keeps the Table 11 contract (:func:`stepwiser_lib.chunks.format_ok`).
+chunk_format_ok = format_ok
 
 
 def summarize(recs: list[dict], chunked: bool) -> dict:

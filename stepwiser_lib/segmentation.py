@@ -22,9 +22,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import prompts
-from .toyworld import CHUNK_CLOSE, CHUNK_OPEN, strip_tags
-
-_UNIT_RE = re.compile(r"<chunk>(.*?)</chunk>", re.S)
+from .chunks import CHUNK_CLOSE, CHUNK_OPEN, CHUNK_RE, strip_tags
 
 
 def segmentation_problems(original: str, segmented: str) -> list[str]:
@@ -35,10 +33,10 @@ def segmentation_problems(original: str, segmented: str) -> list[str]:
     gives back the original response byte for byte.
     """
     errs = []
-    outside = _UNIT_RE.sub("", segmented)
+    outside = CHUNK_RE.sub("", segmented)
     if outside.strip():
         errs.append(f"text outside chunks: {outside.strip()[:40]!r}")
-    units = _UNIT_RE.findall(segmented)
+    units = CHUNK_RE.findall(segmented)
     if not units:
         errs.append("no chunk")
     if any(CHUNK_OPEN in u or CHUNK_CLOSE in u for u in units):
@@ -126,7 +124,15 @@ def build_sft_records(items: list[dict], teacher: Callable[[list[str]], list[str
     return records, stats
 
 
-def sft_chunk_policy(base_model: str, records: list[dict], out_dir: str | Path, **kw) -> dict:
+def teacher_budget(max_new_tokens: int) -> int:
+    """New tokens a teacher needs to copy a response of up to ``max_new_tokens`` with its tags:
+    a fixed 4,096 cut every solution longer than that at paper scale (8,192), so long solutions
+    were never segmented and the SFT set leaned to short ones. A quarter more, plus room for
+    the tags of a few dozen chunks (4 tokens each)."""
+    return int(1.25 * max_new_tokens) + 256
+
+
+def sft_chunk_policy(base_model: str, records: list[dict], out_dir: str | Path, settings) -> dict:
     """SFT the base policy on chunked responses (paper §3.3 recipe: lr 1e-5, global batch 32,
     packing 8192 at paper scale) with TRL's ``SFTTrainer``; see :func:`stepwiser_lib.sft.sft`."""
     from .sft import sft
@@ -134,4 +140,4 @@ def sft_chunk_policy(base_model: str, records: list[dict], out_dir: str | Path, 
     if not records:
         raise ValueError("no SFT records: the base policy produced no correct, segmentable response "
                          "(sample more prompts or responses)")
-    return sft(base_model, records, out_dir, **kw)
+    return sft(base_model, records, out_dir, settings)

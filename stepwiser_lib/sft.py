@@ -6,45 +6,47 @@ import time
 from pathlib import Path
 
 from .launch import launchable
+from .trainers import SFTSettings, check_lengths, world_size
 
 
-def train_sft(base_model: str, dataset, out_dir: str | Path, *, epochs: float = 2.0,
-              max_steps: int = -1, lr: float = 5e-4, batch_size: int = 16, grad_accum: int = 1,
-              max_length: int = 512, use_lora: bool = False, lora_r: int = 16, lora_alpha: int = 32,
-              seed: int = 0, warmup_ratio: float = 0.05, bf16: bool = False,
+def _lengths(tok, dataset) -> list[int]:
+    """Tokens per record as TRL will see them: pre-tokenized ``input_ids``, or the chat template
+    around a conversational prompt/completion pair."""
+    if "input_ids" in dataset.column_names:
+        return [len(x) for x in dataset["input_ids"]]
+    return [len(tok.apply_chat_template(r["prompt"] + r["completion"], tokenize=True)) for r in dataset]
+
+
+def train_sft(base_model: str, dataset, out_dir: str | Path, settings: SFTSettings | dict,
               progress: bool = True) -> dict:
     """Run TRL's ``SFTTrainer`` on a prepared ``datasets.Dataset`` (conversational
     prompt/completion pairs, or pre-tokenized ``input_ids`` + ``completion_mask``), with the loss
     on completion tokens only. With ``use_lora`` a PEFT LoRA adapter is trained and merged, so
-    ``out_dir/model`` always holds a full model that later stages load with ``from_pretrained``."""
+    ``out_dir/model`` always holds a full model that later stages load with ``from_pretrained``.
+    Weights are loaded in float32 (master weights) whatever the device; a GPU trains them under
+    bf16 or fp16 mixed precision (:func:`stepwiser_lib.models.precision`)."""
     import datasets
     import torch
     from transformers import AutoModelForCausalLM
-    from trl import SFTConfig, SFTTrainer
+    from trl import SFTTrainer
 
-    from .models import load_tokenizer, lora_config
+    from .models import load_tokenizer, lora_config, neutral_generation_config
 
+    s = settings if isinstance(settings, SFTSettings) else SFTSettings(**settings)
     datasets.disable_progress_bars()  # keep notebook output readable
     t0 = time.time()
     out_dir = Path(out_dir)
     tok = load_tokenizer(base_model)
     tok.padding_side = "right"  # training pads on the right
-    cpu = not torch.cuda.is_available()
-    model = AutoModelForCausalLM.from_pretrained(
-        base_model, dtype=torch.float32 if cpu or not bf16 else torch.bfloat16)
-    args = SFTConfig(
-        output_dir=str(out_dir / "trainer"), num_train_epochs=epochs, max_steps=max_steps,
-        learning_rate=lr, per_device_train_batch_size=batch_size,
-        gradient_accumulation_steps=grad_accum, lr_scheduler_type="cosine",
-        warmup_steps=warmup_ratio, max_length=max_length, packing=False,
-        completion_only_loss=True,
-        logging_steps=1 if 0 < max_steps <= 20 else 5, save_strategy="no", report_to=[],
-        seed=seed, data_seed=seed, use_cpu=cpu, bf16=bf16 and not cpu,
-        gradient_checkpointing=False, dataloader_num_workers=0, disable_tqdm=not progress)
-    trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tok,
-                         peft_config=lora_config(lora_r, lora_alpha) if use_lora else None)
+    lengths = check_lengths(_lengths(tok, dataset), s.max_length, f"{s.name}_MAX_LENGTH",
+                            s.max_truncated)
+    model = AutoModelForCausalLM.from_pretrained(base_model, dtype=torch.float32)
+    neutral_generation_config(model, tok)
+    trainer = SFTTrainer(model=model, args=s.sft_args(out_dir, world_size(), progress=progress),
+                         train_dataset=dataset, processing_class=tok,
+                         peft_config=lora_config(s.lora_r, s.lora_alpha) if s.use_lora else None)
     trainer.train()
-    model = trainer.model.merge_and_unload() if use_lora else trainer.model
+    model = trainer.model.merge_and_unload() if s.use_lora else trainer.model
     model_dir = out_dir / "model"
     tok.padding_side = "left"
     if trainer.accelerator.is_main_process:  # one writer under accelerate launch (DDP, ZeRO-2)
@@ -53,14 +55,15 @@ def train_sft(base_model: str, dataset, out_dir: str | Path, *, epochs: float = 
     trainer.accelerator.wait_for_everyone()
     logs = [h for h in trainer.state.log_history if "loss" in h]
     return {"model_dir": str(model_dir), "train_seconds": round(time.time() - t0, 1),
-            "steps": trainer.state.global_step, "records": len(dataset),
+            "steps": trainer.state.global_step, "records": len(dataset), "lengths": lengths,
             "loss_curve": [(h["step"], h["loss"]) for h in logs]}
 
 
 @launchable
-def sft(base_model: str, records: list[dict], out_dir: str | Path, **kw) -> dict:
-    """Supervised fine-tuning on ``{"prompt", "completion"}`` records (keyword arguments as
-    :func:`train_sft`).
+def sft(base_model: str, records: list[dict], out_dir: str | Path, settings: dict | SFTSettings,
+        progress: bool = True) -> dict:
+    """Supervised fine-tuning on ``{"prompt", "completion"}`` records with
+    :class:`stepwiser_lib.trainers.SFTSettings`.
 
     Used for the chunk policy (notebook 01), the judge's format warm-up and RS-FT ablation (04)
     and stepwise RS-FT (07). Records become conversational prompt/completion pairs, so TRL applies
@@ -73,4 +76,4 @@ def sft(base_model: str, records: list[dict], out_dir: str | Path, **kw) -> dict
     ds = Dataset.from_list([{"prompt": [{"role": "user", "content": r["prompt"]}],
                              "completion": [{"role": "assistant", "content": r["completion"]}]}
                             for r in records])
-    return train_sft(base_model, ds, out_dir, **kw)
+    return train_sft(base_model, ds, out_dir, settings, progress=progress)

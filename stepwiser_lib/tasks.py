@@ -7,24 +7,29 @@ response with :func:`is_correct`, so the same notebook code runs on both worlds.
 * ``numina``: NuminaMath-CoT prompts (paper §4.1) via ``datasets``, filtered as in the paper:
   the reference solution's boxed answer must be verifiable by Math-Verify.
 * ``math500`` / ``gsm8k``: evaluation sets (HF ``HuggingFaceH4/MATH-500``, ``openai/gsm8k``), or
-  local JSONL copies given by path.
+  local copies in the hub's schema given by ``path`` (the real records in ``../shared/data``).
 
-Answer checking on real math uses Math-Verify (``math_verify.parse`` / ``verify``).
+Answer checking on real math uses Math-Verify (``math_verify.parse`` / ``verify``) on the last
+brace-balanced ``\\boxed{}`` of a response (:mod:`stepwiser_lib.chunks`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import random
+from pathlib import Path
 
 from . import toyworld
+from .chunks import last_boxed
 
 TASKS = ("toy", "numina", "math500", "gsm8k")
 
 
 def load_problems(task: str, split: str, n: int, seed: int, **kw) -> list[dict]:
     """``n`` problems of ``task``; for the toy world ``split`` is one of
-    :data:`toyworld.SPLIT_BUCKETS` and ``kw`` may set ``steps``/``distractors``."""
+    :data:`toyworld.SPLIT_BUCKETS` and ``kw`` may set ``steps``/``distractors``; for real tasks
+    ``kw`` may give ``path`` (a local file in the hub's schema) and ``revision``."""
     if task == "toy":
         ps = toyworld.generate_problems(split, n, seed=seed, **kw)
         return [{"id": p.id, "problem": p.text, "answer": str(p.answer), "toy": p.to_dict()}
@@ -36,23 +41,56 @@ def load_problems(task: str, split: str, n: int, seed: int, **kw) -> list[dict]:
     raise ValueError(f"unknown task {task!r}; valid: {', '.join(TASKS)}")
 
 
+def file_kw(files: dict, task: str) -> dict:
+    """``{"path": ...}`` for :func:`load_problems` when a notebook's ``DATA_FILES`` names a local
+    file for ``task`` (repository-relative or absolute), else ``{}`` (the hub, or the toy world).
+    A named file that is missing fails here, with the setting's name."""
+    from . import paths
+
+    if not files.get(task):
+        return {}
+    p = Path(files[task])
+    p = p if p.is_absolute() else paths.ROOT / p
+    if not p.exists():
+        raise FileNotFoundError(f"DATA_FILES[{task!r}] = {files[task]!r}: no such file ({p})")
+    return {"path": str(p)}
+
+
 def toy_problem(item: dict) -> toyworld.Problem:
     return toyworld.Problem.from_dict(item["toy"])
 
 
 def is_correct(item: dict, response: str) -> bool:
-    """Outcome reward r* (paper: Math-Verify on the final answer)."""
+    """Outcome reward r* (paper: Math-Verify on the final answer). The one API every stage uses:
+    the toy world's exact integer check, or :func:`math_verify_correct` on real problems."""
     if "toy" in item:
         return toyworld.is_correct(toy_problem(item), response)
     return math_verify_correct(item["answer"], response)
 
 
+def _bare(answer: str) -> str:
+    """An answer as Math-Verify should read it: a boxed gold's last box, without ``$`` wrappers
+    or escaped dollar signs (MATH-500 golds such as ``\\$32,\\!348`` otherwise parse to nothing)."""
+    a = answer.strip()
+    if "\\boxed" in a:
+        a = last_boxed(a) or ""
+    a = a.replace("\\$", "")
+    return a.strip().strip("$").strip()
+
+
 def math_verify_correct(gold: str, response: str) -> bool:
-    """Math-Verify: parse the gold answer and the response's last boxed/answer, compare."""
+    """Math-Verify on the **last balanced** ``\\boxed{}`` of the response against the gold answer.
+
+    A response without a box is wrong: the policy prompt asks for the final answer in a box, and
+    Math-Verify's default anchor-free extraction would otherwise accept an unfinished response
+    whose last number happens to equal the gold (``"... 9 * 8 = 72 dollars per day, and then"``).
+    Both sides are parsed as ``$...$`` LaTeX; ``verify(gold, prediction)`` in that order."""
     from math_verify import parse, verify
 
-    g = parse(gold if "\\boxed" in gold or "$" in gold else f"${gold}$")
-    p = parse(response)
+    box = last_boxed(response or "")
+    if box is None:
+        return False
+    g, p = parse(f"${_bare(gold)}$"), parse(f"${_bare(box)}$")
     if not g or not p:
         return False
     return bool(verify(g, p))
@@ -66,43 +104,95 @@ def _stable_hash(text: str) -> int:
 #: 20k/40k subsets and the Heldout-1K set were drawn (notes §1.2).  # [not in paper]
 NUMINA_BUCKETS = {"sft": range(0, 40), "label": range(40, 80), "rsft": range(80, 95),
                   "eval": range(95, 100)}
+#: Bumped whenever the filter changes, so cached pools made by an older filter are not reused.
+POOL_VERSION = 2
+#: Hub ids of the real datasets; each loader also reads a local file in the hub's schema.
+HUB = {"numina": ("AI-MO/NuminaMath-CoT", None, "train"), "math500": ("HuggingFaceH4/MATH-500", None, "test"),
+       "gsm8k": ("openai/gsm8k", "main", "test")}
 
 
-def _numina(split: str, n: int, seed: int, dataset: str = "AI-MO/NuminaMath-CoT",
-            revision: str | None = None) -> list[dict]:  # pragma: no cover - needs the hub
-    """NuminaMath-CoT prompts after the paper's filter (dedupe; boxed reference answer that
-    Math-Verify can parse), split into disjoint pools by prompt hash."""
+def read_records(path: str | Path) -> list[dict]:
+    """Rows of a local copy of a hub dataset: JSONL, a JSON array, or Parquet."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"dataset file {path} does not exist")
+    if path.suffix == ".parquet":
+        import pandas as pd
+
+        return pd.read_parquet(path).to_dict("records")
+    text = path.read_text()
+    if text.lstrip().startswith("["):
+        return json.loads(text)
+    return [json.loads(x) for x in text.splitlines() if x.strip()]
+
+
+def _hub_rows(task: str, revision: str | None = None) -> list[dict]:  # pragma: no cover - needs the hub
     from datasets import load_dataset
+
+    name, subset, split = HUB[task]
+    return list(load_dataset(name, subset, split=split, revision=revision))
+
+
+def _source_key(task: str, path: str | None, revision: str | None) -> str:
+    """What identifies the rows a pool is filtered from: the file's sha256, or hub id + revision."""
+    from .io import file_sha256
+
+    return f"file:{file_sha256(path)}" if path else f"hub:{HUB[task][0]}@{revision or 'main'}"
+
+
+def numina_pool(split: str, path: str | None = None, revision: str | None = None,
+                cache_dir: str | Path | None = None) -> list[dict]:
+    """Every NuminaMath-CoT prompt of one pool after the paper's filter (§4.1): deduplicated, in
+    the pool's hash buckets, with a reference answer (last balanced box) Math-Verify can parse.
+
+    Rows come from ``path`` (a local file in the hub's schema: ``source``, ``problem``,
+    ``solution``, ``messages``) or the hub. The filtered pool is cached as JSONL under
+    ``cache_dir`` (default ``runs/cache/numina``), keyed by the source and :data:`POOL_VERSION`:
+    filtering all ~860k rows with Math-Verify takes 15-20 min of CPU, once."""
     from math_verify import parse
 
-    ds = load_dataset(dataset, split="train", revision=revision)
+    from . import io, paths
+
+    if split not in NUMINA_BUCKETS:
+        raise ValueError(f"unknown NuminaMath pool {split!r}; valid: {', '.join(NUMINA_BUCKETS)}")
+    cache = Path(cache_dir or paths.ROOT / "runs" / "cache" / "numina")
+    key = io.digest(_source_key("numina", path, revision), split, POOL_VERSION)
+    hit = cache / f"{split}-{key}.jsonl"
+    if hit.exists():
+        return io.read_jsonl(hit)
+    rows = read_records(path) if path else _hub_rows("numina", revision)
+    missing = {"problem", "solution"} - set(rows[0]) if rows else set()
+    if missing:
+        raise ValueError(f"{path or HUB['numina'][0]}: rows lack {sorted(missing)} (NuminaMath-CoT "
+                         "schema: source, problem, solution, messages)")
     buckets = NUMINA_BUCKETS[split]
     seen, pool = set(), []
-    for i, r in enumerate(ds):
+    for i, r in enumerate(rows):
         q = r["problem"].strip()
         if q in seen or _stable_hash(q) % 100 not in buckets:
             continue
         seen.add(q)
-        box = toyworld.last_boxed(r["solution"])
-        if box is None or not parse(f"${box}$"):
+        box = last_boxed(r["solution"])
+        if box is None or not parse(f"${_bare(box)}$"):
             continue
         pool.append({"id": f"numina-{i}", "problem": q, "answer": box, "source": r.get("source")})
+    io.write_jsonl(hit, pool)
+    return pool
+
+
+def _numina(split: str, n: int, seed: int, path: str | None = None, revision: str | None = None,
+            cache_dir: str | Path | None = None) -> list[dict]:
+    """``n`` prompts drawn (seeded) from one filtered pool (:func:`numina_pool`)."""
+    pool = list(numina_pool(split, path, revision, cache_dir))
     random.Random(seed).shuffle(pool)
     return pool[:n]
 
 
-def _eval_set(task: str, n: int, seed: int, path: str | None = None) -> list[dict]:  # pragma: no cover
-    import json
-
-    if path:
-        rows = [json.loads(x) for x in open(path) if x.strip()]
-    else:
-        from datasets import load_dataset
-
-        name, split = {"math500": ("HuggingFaceH4/MATH-500", "test"),
-                       "gsm8k": ("openai/gsm8k", "test")}[task]
-        rows = list(load_dataset(name, "main", split=split) if task == "gsm8k"
-                    else load_dataset(name, split=split))
+def _eval_set(task: str, n: int, seed: int, path: str | None = None,
+              revision: str | None = None) -> list[dict]:
+    """MATH-500 or GSM8K test problems (hub, or a local copy in the hub's schema via ``path``);
+    ``n`` <= 0 or at least the set size: all of them, in order; else a seeded sample."""
+    rows = read_records(path) if path else _hub_rows(task, revision)
     out = []
     for i, r in enumerate(rows):
         if task == "gsm8k":

@@ -35,6 +35,8 @@ import random
 import re
 from dataclasses import asdict, dataclass, field
 
+from .chunks import CHUNK_CLOSE, CHUNK_OPEN, parse_chunks, split_paragraphs, strip_tags  # noqa: F401 (re-exported for toy code)
+
 # ----------------------------------------------------------------------------- problems
 
 #: Hash buckets (of 100) per split. Disjoint ranges make every split disjoint from every other,
@@ -323,11 +325,6 @@ def raw_solution(problem: Problem, rng: random.Random, p_intro: float = 0.35,
     return "\n\n".join(paras)
 
 
-def split_paragraphs(text: str) -> list[str]:
-    """Split by blank lines, the "split by \\n\\n" step definition of the paper (Table 4)."""
-    return [p for p in (x.strip() for x in text.split("\n\n")) if p]
-
-
 # ----------------------------------------------------------------------------- checker
 
 STATEMENT_RE = re.compile(
@@ -349,7 +346,9 @@ class StepCheck:
 
 
 def last_boxed(text: str) -> str | None:
-    """Content of the last ``\\boxed{...}`` (no nested braces in the toy world), or None."""
+    """The toy checker's answer reader: content of the last flat ``\\boxed{...}`` (toy answers
+    are integers, never braced), or None. Real answers use :func:`stepwiser_lib.chunks.last_boxed`,
+    which balances nested braces."""
     m = BOXED_RE.findall(text)
     return m[-1].strip() if m else None
 
@@ -419,9 +418,6 @@ def is_correct(problem: Problem, solution: str) -> bool:
 
 
 # ----------------------------------------------------------------------------- teacher
-
-CHUNK_OPEN, CHUNK_CLOSE = "<chunk>", "</chunk>"
-
 
 def _is_fragment(par: str) -> bool:
     """A paragraph with no statement and no answer: it only announces what comes next."""
@@ -611,16 +607,3 @@ def check_example(problem: Problem, rng: random.Random, p_wrong: float = 0.5,
             step = step.replace(f"= {problem.answer},", f"= {max(0, wrong)},")
     return "\n\n".join(history), step, check_text(problem, step)
 
-
-# ----------------------------------------------------------------------------- chunk format
-
-CHUNK_RE = re.compile(r"<chunk>(.*?)</chunk>", re.S)
-
-
-def parse_chunks(text: str) -> list[str]:
-    """Contents of the complete ``<chunk>...</chunk>`` units of ``text`` (stripped)."""
-    return [c.strip() for c in CHUNK_RE.findall(text)]
-
-
-def strip_tags(text: str) -> str:
-    return text.replace(CHUNK_OPEN, "").replace(CHUNK_CLOSE, "")

@@ -1,7 +1,7 @@
 """Chunk-Reset Reasoning with scripted policy and judge fakes (paper §4.4, Table 7)."""
 import pytest
 
-from stepwiser_lib.chunk_reset import ResetConfig, chunk_content, chunk_reset, summarize
+from stepwiser_lib.chunk_reset import ResetConfig, chunk_reset, summarize
 from stepwiser_lib.models import Completion
 
 
@@ -37,11 +37,6 @@ class ScriptedJudge:
 
 T = "solve::{problem}"
 C = lambda s: f"<chunk>{s}</chunk>"  # noqa: E731
-
-
-def test_chunk_content():
-    assert chunk_content("\n<chunk> x = 1 </chunk>") == "x = 1"
-    assert chunk_content("<chunk> unfinished") is None and chunk_content("") is None
 
 
 def test_accept_path_counts_lengths():

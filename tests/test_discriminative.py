@@ -1,6 +1,8 @@
 """The discriminative "+"/"-" baseline: conversation format, verdict-only loss mask, inference."""
 import pytest
 
+from stepwiser_lib.trainers import SFTSettings
+
 from stepwiser_lib import discriminative as disc
 
 
@@ -63,7 +65,7 @@ def test_disc_training_and_inference(toy_base_dir, tmp_path):
     triples = [(e["problem"], e["history"], e["chunk"]) for e in ex[:6]]
     before = disc.DiscJudge.load(toy_base_dir).scores(triples)
     assert all(0.3 < s < 0.7 for s in before)  # the base has no opinion on "+" vs "-"
-    r = disc.train_disc_judge(toy_base_dir, ex, tmp_path, epochs=4, lr=1e-3, batch_size=16, progress=False)
+    r = disc.train_disc_judge(toy_base_dir, ex, tmp_path, SFTSettings(epochs=4, lr=1e-3, global_batch=16, max_length=1024), progress=False)
     assert r["steps"] == 8 and r["records"] == 32
     j = disc.DiscJudge.load(r["model_dir"])
     out = j.judge([(e["problem"], e["history"], e["chunk"]) for e in ex[:6]])

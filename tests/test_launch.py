@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from stepwiser_lib import discriminative, judge, launch, sft
+from stepwiser_lib.trainers import SFTSettings
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "accelerate"
 
@@ -72,8 +73,11 @@ def test_sft_through_accelerate_launch_on_cpu(toy_base_dir, tmp_path, monkeypatc
     monkeypatch.setenv(launch.ENV_CONFIG, str(CONFIGS / "cpu.yaml"))
     monkeypatch.delenv(launch.ENV_CHILD, raising=False)
     recs = [{"prompt": f"a = {i}. b = a + 1. Find b.", "completion": f"b = {i + 1}"} for i in range(8)]
-    r = sft.sft(toy_base_dir, recs, tmp_path / "out", max_steps=2, batch_size=4, progress=False)
+    monkeypatch.setattr(launch, "SPILL_RECORDS", 4)  # 8 records: spilled to a file beside the job
+    r = sft.sft(toy_base_dir, recs, tmp_path / "out", SFTSettings(max_steps=2, global_batch=4), progress=False)
     assert r["steps"] == 2 and r["records"] == 8
     assert (Path(r["model_dir"]) / "config.json").exists()
     job = json.loads((tmp_path / "out" / "launch_job.json").read_text())
-    assert job["target"] == "stepwiser_lib.sft:sft" and len(job["args"][1]) == 8
+    assert job["target"] == "stepwiser_lib.sft:sft"
+    assert job["args"][1] == {"__jsonl__": str(tmp_path / "out" / "launch_arg1.jsonl")}  # a path, not records
+    assert job["args"][3]["global_batch"] == 4  # the typed settings travel as a dict

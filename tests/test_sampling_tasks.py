@@ -44,3 +44,67 @@ def test_toy_task_items_and_checking():
 ])
 def test_math_verify_literal_cases(gold, response, ok):
     assert tasks.math_verify_correct(gold, response) is ok
+
+
+@pytest.mark.parametrize("gold,response,ok", [
+    # an unfinished response whose last number equals the gold is wrong: no box, no answer
+    ("72", "... 9 * 8 = 72 dollars per day, and then we need to", False),
+    ("72", "so 9 * 8 = 72 dollars \\boxed{72}", True),
+    # MATH-500 golds with escaped dollars parse once the \$ is dropped
+    ("\\$32,\\!348", "\\boxed{\\$32,\\!348}", True),
+    ("\\$18.90", "\\boxed{18.90}", True),
+    ("\\$36", "the total is \\boxed{36}", True),
+    # the last balanced box decides, nested braces included
+    ("\\frac{1}{2}", "(1) \\boxed{2} (2) \\boxed{\\frac{1}{2}}", True),
+    ("2", "(1) \\boxed{2} (2) \\boxed{\\frac{1}{2}}", False),
+    # a boxed gold (a NuminaMath reference solution) reads its last box
+    ("so \\boxed{3\\sqrt{2}}", "\\boxed{\\sqrt{18}}", True),
+])
+def test_math_verify_box_rules(gold, response, ok):
+    assert tasks.math_verify_correct(gold, response) is ok
+
+
+def _shared(name):
+    import os
+    import pathlib
+
+    d = pathlib.Path(os.environ.get("STEPWISER_SHARED_DATA", pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"))
+    p = d / name
+    if not p.exists():
+        pytest.skip(f"{p} not found (set STEPWISER_SHARED_DATA to the shared data folder)")
+    return str(p)
+
+
+def test_math500_and_gsm8k_load_from_a_path():
+    m = tasks.load_problems("math500", "eval", 0, seed=0, path=_shared("math500/test.jsonl"))
+    g = tasks.load_problems("gsm8k", "eval", 10, seed=0, path=_shared("gsm8k/test.jsonl"))
+    assert len(m) == 500 and len(g) == 10 and m[0]["id"].startswith("test/")
+    # every MATH-500 reference answer verifies against its own reference solution
+    rows = tasks.read_records(_shared("math500/test.jsonl"))
+    ok = [tasks.math_verify_correct(r["answer"], r["solution"]) for r in rows]
+    assert sum(ok) >= 0.97 * len(rows), sum(ok)
+    assert all(it["answer"].replace(".", "").isdigit() for it in g)
+
+
+def test_numina_pool_from_a_local_file(tmp_path):
+    """The hub path's filter on a local file in NuminaMath-CoT's schema: dedupe, disjoint hash
+    pools, nested boxed answers kept, unparsable ones dropped; the filtered pool is cached."""
+    import json
+
+    rows = [{"source": "t", "problem": f"Problem {i}?", "solution": f"so \\boxed{{\\frac{{{i}}}{{2}}}}",
+             "messages": []} for i in range(300)]
+    rows += [{"source": "t", "problem": "Problem 1?", "solution": "dup \\boxed{9}", "messages": []},
+             {"source": "t", "problem": "No box?", "solution": "it is 3", "messages": []}]
+    f = tmp_path / "numina.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    pools = {s: tasks.numina_pool(s, path=str(f), cache_dir=tmp_path / "cache") for s in tasks.NUMINA_BUCKETS}
+    ids = [set(x["id"] for x in p) for p in pools.values()]
+    assert sum(map(len, ids)) == 300 and len(set().union(*ids)) == 300  # disjoint, all kept
+    assert all(x["answer"].startswith("\\frac{") for p in pools.values() for x in p)
+    assert len(list((tmp_path / "cache").glob("*.jsonl"))) == 4
+    a = tasks.load_problems("numina", "sft", 5, seed=1, path=str(f), cache_dir=tmp_path / "cache")
+    assert a == tasks.load_problems("numina", "sft", 5, seed=1, path=str(f), cache_dir=tmp_path / "cache")
+    assert len(a) == 5 and {x["id"] for x in a} <= ids[0]
+    f.write_text(f.read_text() + json.dumps({"source": "t", "problem": "New?", "solution": "\\boxed{1}"}) + "\n")
+    tasks.numina_pool("sft", path=str(f), cache_dir=tmp_path / "cache")  # a changed file: a new key
+    assert len(list((tmp_path / "cache").glob("sft-*.jsonl"))) == 2

@@ -1,0 +1,142 @@
+"""Our training settings meet TRL's names in one place (stepwiser_lib.trainers): every field
+reaches GRPOConfig/SFTConfig, and the batch semantics hold for the colab and paper profiles."""
+import pytest
+
+from stepwiser_lib import config
+from stepwiser_lib.config import ConfigError
+from stepwiser_lib.trainers import GRPOSettings, SFTSettings, check_lengths
+
+CPU = {"inference": "float32", "train_load": "float32", "bf16": False, "fp16": False}
+
+
+@pytest.mark.parametrize("field,value,trl_name", [
+    ("group_size", 8, "num_generations"),
+    ("lr", 3e-6, "learning_rate"),
+    ("lr_scheduler", "cosine", "lr_scheduler_type"),
+    ("beta", 0.05, "beta"),
+    ("epsilon_low", 0.1, "epsilon"),
+    ("epsilon_high", 0.3, "epsilon_high"),
+    ("max_completion", 77, "max_completion_length"),
+    ("temperature", 0.7, "temperature"),
+    ("top_entropy_quantile", 0.5, "top_entropy_quantile"),
+    ("gradient_checkpointing", True, "gradient_checkpointing"),
+    ("seed", 5, "seed"),
+    ("seed", 5, "data_seed"),
+])
+def test_every_grpo_setting_reaches_trl(tmp_path, field, value, trl_name):
+    args = GRPOSettings(**{field: value}).grpo_args(tmp_path, precision=CPU)
+    assert getattr(args, trl_name) == value
+
+
+def test_grpo_batch_semantics_reach_trl(tmp_path):
+    # paper: 1024 prompts x 4 per step, 4 updates of 256 prompts; 8 GPUs, 8 completions per pass
+    s = GRPOSettings(steps=800, prompts_per_step=1024, group_size=4, updates_per_step=4, micro_batch=8)
+    b = s.batches(8)
+    assert b == {"per_device_train_batch_size": 8, "gradient_accumulation_steps": 16,
+                 "steps_per_generation": 64, "max_steps": 3200, "completions_per_step": 4096}
+    # TRL's own arithmetic: one generation batch = per_device x processes x steps_per_generation
+    assert b["per_device_train_batch_size"] * 8 * b["steps_per_generation"] == 1024 * 4
+    # each update sees 1024 completions = 256 prompts x 4
+    assert b["per_device_train_batch_size"] * 8 * b["gradient_accumulation_steps"] == 1024
+    # colab: 16 x 4 on one T4, 4 per pass; toy: the whole step in one pass, as before
+    assert GRPOSettings(prompts_per_step=16, group_size=4, micro_batch=4).batches(1)["gradient_accumulation_steps"] == 16
+    toy = GRPOSettings(prompts_per_step=8, group_size=4).batches(1)
+    assert (toy["per_device_train_batch_size"], toy["gradient_accumulation_steps"], toy["steps_per_generation"]) == (32, 1, 1)
+    args = GRPOSettings(prompts_per_step=4, group_size=4, updates_per_step=2, micro_batch=4, steps=3
+                        ).grpo_args(tmp_path, precision=CPU)
+    assert (args.per_device_train_batch_size, args.gradient_accumulation_steps, args.steps_per_generation,
+            args.generation_batch_size, args.max_steps) == (4, 2, 4, 16, 6)
+    assert not args.bf16 and not args.fp16 and args.use_cpu
+
+
+def test_grpo_batches_that_do_not_divide_name_the_setting():
+    with pytest.raises(ConfigError, match="UPDATES_PER_STEP"):
+        GRPOSettings(prompts_per_step=3, group_size=1, updates_per_step=2).batches(1)
+    with pytest.raises(ConfigError, match="GRPO_MICRO_BATCH"):
+        GRPOSettings(prompts_per_step=8, group_size=4, micro_batch=5).batches(1)
+    with pytest.raises(ConfigError, match="number of GPUs"):
+        GRPOSettings(prompts_per_step=6, group_size=1).batches(4)
+    with pytest.raises(ValueError, match="loss_tokens"):
+        GRPOSettings(loss_tokens="analysis")
+
+
+def test_the_t4_trains_in_fp16_mixed_precision(tmp_path):
+    from stepwiser_lib.models import precision
+
+    t4, a100 = precision(capability=(7, 5)), precision(capability=(8, 0))
+    assert t4 == {"inference": "float16", "train_load": "float32", "bf16": False, "fp16": True}
+    assert a100["inference"] == "bfloat16" and a100["bf16"] and not a100["fp16"]
+    assert precision("cpu")["inference"] == "float32"
+
+
+@pytest.mark.parametrize("field,value,trl_name", [
+    ("epochs", 3.0, "num_train_epochs"),
+    ("max_steps", 7, "max_steps"),
+    ("lr", 1e-5, "learning_rate"),
+    ("max_length", 1536, "max_length"),
+    ("gradient_checkpointing", True, "gradient_checkpointing"),
+    ("warmup_ratio", 0.1, "warmup_steps"),
+    ("seed", 3, "seed"),
+])
+def test_every_sft_setting_reaches_trl(tmp_path, field, value, trl_name):
+    assert getattr(SFTSettings(**{field: value}).sft_args(tmp_path, precision=CPU), trl_name) == value
+
+
+def test_sft_batch_is_global(tmp_path):
+    s = SFTSettings(global_batch=32, micro_batch=1)
+    assert s.batches(8) == {"per_device_train_batch_size": 1, "gradient_accumulation_steps": 4}
+    assert SFTSettings(global_batch=32).batches(8) == {"per_device_train_batch_size": 4, "gradient_accumulation_steps": 1}
+    args = SFTSettings(global_batch=8, micro_batch=2).sft_args(tmp_path, precision=CPU)
+    assert (args.per_device_train_batch_size, args.gradient_accumulation_steps) == (2, 4)
+    with pytest.raises(ConfigError, match="DISC_MICRO_BATCH"):
+        SFTSettings(global_batch=8, micro_batch=3, name="DISC").batches(1)
+
+
+def _cfg(**values):
+    return config.Config("nb", {"SEED": 0, **values})
+
+
+def test_settings_come_from_the_notebook_config_by_name():
+    cfg = _cfg(GRPO_STEPS=5, PROMPTS_PER_STEP=2, GROUP_SIZE=4, UPDATES_PER_STEP=1, GRPO_MICRO_BATCH=0,
+               GRPO_LR=1e-4, BETA=0.1, EPSILON_LOW=0.2, EPSILON_HIGH=0.28, MAX_COMPLETION=64,
+               TEMPERATURE=1.0, LOSS_TOKENS="all", BALANCED_STEPS=False, USE_LORA=True, LORA_R=8,
+               LORA_ALPHA=16, GRADIENT_CHECKPOINTING=True, EVAL_EVERY=2, VAL_LIMIT=10)
+    s = GRPOSettings.from_config(cfg)
+    assert (s.steps, s.lr, s.lora_r, s.gradient_checkpointing, s.val_limit) == (5, 1e-4, 8, True, 10)
+    with pytest.raises(ConfigError, match="UPDATES_PER_STEP"):  # a renamed parameter fails at once
+        GRPOSettings.from_config(_cfg(**{k: v for k, v in cfg.as_dict().items() if k != "UPDATES_PER_STEP"}))
+    d = SFTSettings.from_config(_cfg(DISC_EPOCHS=1.0, DISC_LR=1e-5, DISC_BATCH=32, USE_LORA=True), "DISC",
+                                use_lora=False)
+    assert (d.global_batch, d.use_lora, d.name) == (32, False, "DISC")
+
+
+def test_the_real_profiles_batch_mapping():
+    """colab and paper values from the profiles themselves, on 1 and 8 processes."""
+    from stepwiser_lib import paths
+    from stepwiser_lib.config import notebook_parameters, profile_values
+
+    nb = paths.NOTEBOOKS_DIR / "04_judge_grpo.ipynb"
+    decl = notebook_parameters(nb)
+    for profile, world in (("colab", 1), ("paper", 8)):
+        p = {k: v.default for k, v in decl.items()}
+        p.update(profile_values(profile, nb.stem, decl))
+        s = GRPOSettings.from_config(config.Config(nb.stem, p))
+        b = s.batches(world)
+        per_update = p["PROMPTS_PER_STEP"] * p["GROUP_SIZE"] // p["UPDATES_PER_STEP"]
+        assert b["per_device_train_batch_size"] * world * b["gradient_accumulation_steps"] == per_update
+        assert b["per_device_train_batch_size"] < p["PROMPTS_PER_STEP"] * p["GROUP_SIZE"]  # never the whole step
+        assert s.gradient_checkpointing
+
+
+def test_check_lengths_warns_then_fails(capsys):
+    assert check_lengths([10, 20, 30], 100, "SFT_MAX_LENGTH")["over_max_length"] == 0
+    r = check_lengths([10] * 99 + [600], 512, "SFT_MAX_LENGTH")
+    assert r["over_max_length"] == 1 and "1 of 100 records (1.0%) exceed SFT_MAX_LENGTH=512" in capsys.readouterr().out
+    with pytest.raises(ConfigError, match="raise JUDGE_MAX_LENGTH"):
+        check_lengths([600, 10], 512, "JUDGE_MAX_LENGTH")
+
+
+def test_duplicate_profile_keys_fail(tmp_path):
+    (tmp_path / "dup.yaml").write_text("shared: {}\nnotebooks:\n  01_x:\n    A: 1\n    A: 2\n")
+    with pytest.raises(ConfigError, match="'A' is given twice"):
+        config.load_profile("dup", tmp_path)
