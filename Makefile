@@ -4,14 +4,18 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 PROCESSBENCH ?= $(abspath $(wildcard ../shared/data/processbench))
+# The real records beside the checkout (read by path, never copied in): MATH-500, GSM8K, ProcessBench.
+SHARED_DATA ?= ../shared/data
 
-.PHONY: help venv reproduce test test-slow lab toy-base toy-processbench bench check-profiles clean
+.PHONY: help venv reproduce test test-slow lab toy-base toy-processbench bench check-profiles clean standin gpu-check
 
 help:
 	@echo "make reproduce [PROFILE=smoke|tiny|colab|paper]  run every notebook headless (default: tiny)"
 	@echo "make reproduce PROFILE=paper DRY_RUN=1           validate and print the plan (models, data, GPU-hours)"
 	@echo "make reproduce PROFILE=paper LAUNCHER=configs/accelerate/zero2.yaml  multi-GPU training (DeepSpeed ZeRO-2)"
-	@echo "make test        unit tests + every notebook at the smoke profile (what CI runs)"
+	@echo "make test        unit tests + every notebook at the smoke and colab-smoke profiles (what CI runs)"
+	@echo "make gpu-check   the colab-smoke notebooks on a CUDA GPU: time and peak GPU memory per stage [GPU_PYTHON=... WHEELS=dir BACKEND=vllm DATA=dir]"
+	@echo "make standin     the real-architecture stand-ins of colab-smoke: random-weight Qwen2 + NuminaMath-schema file (seconds)"
 	@echo "make test-slow   also the slow checks (minutes of CPU)"
 	@echo "make lab         JupyterLab on notebooks/"
 	@echo "make bench       labelling speed: naive vs batched vs adaptive -> results/bench/labelling.json"
@@ -34,17 +38,30 @@ venv: $(VENV)/.installed
 # LAUNCHER=configs/accelerate/zero2.yaml (or ddp.yaml) runs every training call of the notebooks
 # under `accelerate launch` on all GPUs of the box (stepwiser_lib/launch.py); unset: in-process.
 LAUNCHER ?=
-reproduce: venv
+reproduce: venv $(if $(filter colab-smoke,$(PROFILE)),standin,)
 	STEPWISER_LAUNCHER=$(LAUNCHER) STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) $(PY) -m stepwiser_lib.runner --profile $(PROFILE) $(if $(DRY_RUN),--dry-run,)
 
 test: venv
-	STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) $(PY) -m pytest -m "not slow" -q
+	STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) STEPWISER_SHARED_DATA=$(abspath $(SHARED_DATA)) $(PY) -m pytest -m "not slow" -q
 
 test-slow: venv
-	STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) $(PY) -m pytest -q
+	STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) STEPWISER_SHARED_DATA=$(abspath $(SHARED_DATA)) $(PY) -m pytest -q
+
+# The colab-smoke world on a CUDA machine: wall time and peak GPU memory per stage (at most a
+# few minutes). GPU_PYTHON: an interpreter with a CUDA torch already installed (kept as it is);
+# WHEELS: a folder of wheels for the project's other packages, for a machine without an index.
+GPU_PYTHON ?= python3
+gpu-check:
+	$(if $(WHEELS),$(GPU_PYTHON) -m pip install -q --no-index --no-deps $(WHEELS)/*.whl,)
+	PYTHONPATH=$(CURDIR) $(GPU_PYTHON) -m stepwiser_lib.gpucheck $(if $(BACKEND),--backend $(BACKEND),) $(if $(DATA),--data $(DATA),)
+
+# Built in seconds into runs/standin/ (git-ignored); the colab-smoke notebook test builds them too.
+standin: venv
+	$(PY) -m stepwiser_lib.standin --out runs/standin/qwen2-tiny
+	$(PY) -m stepwiser_lib.tasks numina-standin --gsm8k $(SHARED_DATA)/gsm8k/test.jsonl --out runs/standin/numina_gsm8k.jsonl
 
 check-profiles: venv
-	@for p in smoke tiny colab paper; do $(PY) -m stepwiser_lib.runner --profile $$p --check >/dev/null && echo "profile $$p ok"; done
+	@for p in smoke colab-smoke tiny colab paper; do $(PY) -m stepwiser_lib.runner --profile $$p --check >/dev/null && echo "profile $$p ok"; done
 
 lab: venv
 	$(VENV)/bin/jupyter lab notebooks/
@@ -63,4 +80,4 @@ bench: venv
 	$(PY) -m stepwiser_lib.bench --profile $(if $(filter smoke,$(PROFILE)),smoke,tiny)
 
 clean:
-	rm -rf runs/smoke results/smoke figures/smoke
+	rm -rf runs/smoke results/smoke figures/smoke runs/colab-smoke results/colab-smoke figures/colab-smoke

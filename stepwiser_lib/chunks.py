@@ -68,6 +68,20 @@ def split_paragraphs(text: str) -> list[str]:
     return [p for p in (x.strip() for x in text.split("\n\n")) if p]
 
 
+def paragraph_chunks(text: str) -> str:
+    """``text`` with every blank-line paragraph wrapped in chunk tags, the separators kept, so
+    :func:`strip_tags` gives ``text`` back byte for byte. The paper's "split by \\n\\n" steps
+    (Table 4) in the chunk format: a rule teacher for any text, and the format of reference
+    solutions used as stand-in trajectories."""
+    parts: list[str] = []
+    for p in text.split(SEPARATOR):
+        if parts and not p.strip():  # an empty piece (three or more newlines) joins its neighbour
+            parts[-1] += SEPARATOR + p
+        else:
+            parts.append(p)
+    return SEPARATOR.join(CHUNK_OPEN + p + CHUNK_CLOSE for p in parts)
+
+
 def boxed_contents(text: str) -> list[str]:
     """Contents of every ``\\boxed{...}`` in order, nested braces balanced; an unclosed box
     ends the scan (nothing after it can be read reliably)."""

@@ -29,7 +29,7 @@ import yaml
 
 from .paths import PROFILES_DIR
 
-PROFILES = ("smoke", "tiny", "colab", "paper")
+PROFILES = ("smoke", "colab-smoke", "tiny", "colab", "paper")
 
 _TYPES: dict[str, tuple[type, ...]] = {
     "int": (int,), "float": (float, int), "str": (str,), "bool": (bool,), "list": (list,),

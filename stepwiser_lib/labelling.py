@@ -43,7 +43,7 @@ from pathlib import Path
 from . import io
 from .sampling import chunk_format_ok
 from .tasks import is_correct
-from .chunks import chunk_ends, parse_chunks, prefix_ends
+from .chunks import chunk_ends, paragraph_chunks, parse_chunks, prefix_ends
 
 # ----------------------------------------------------------------------------- label rules
 
@@ -136,6 +136,10 @@ class LabelConfig:
     # bound: fewer rollouts, labels can differ from full M)
     shard_size: int = 16  # prompts per shard (the unit of resumption)
     seed: int = 0
+    # [shortcut, colab-smoke only] label each prompt's reference solution (paragraphs as chunks)
+    # and keep every prompt: a random-weight policy solves nothing, so the pre-filter would keep
+    # none and no sample would be a well-formed trajectory. Rollouts still come from the policy.
+    reference_trajectories: bool = False
 
     def digest(self, model: str) -> str:
         """What a shard's content depends on: the config (except the shard size cannot change
@@ -244,12 +248,17 @@ def label_shard(generator, items: list[dict], template: str, cfg: LabelConfig, s
     for it, cands in zip(items, pre):
         res = [(c.text, bool(is_correct(it, c.text))) for c in cands]
         q0 = sum(ok for _, ok in res) / len(res)
-        if not 0 < q0 < 1:
+        if cfg.reference_trajectories:
+            ref = paragraph_chunks(it["solution"])
+            res, names = [(ref, bool(is_correct(it, ref)))], ["ref"]
+        elif not 0 < q0 < 1:
             continue
+        else:
+            names = [f"s{j}" for j in range(len(res))]
         st.kept_prompts += 1
         for j in choose_trajectories(res, cfg.traj_per_prompt, rng):
             trajs.append({"item": it, "q0": q0, "response": res[j][0], "correct": res[j][1],
-                          "sample": j, "ends": cut(res[j][0])})
+                          "sample": names[j], "ends": cut(res[j][0])})
     st.trajectories = len(trajs)
     # Intermediate prefixes (the last chunk's Q is its verified correctness).
     for t in trajs:
@@ -281,7 +290,7 @@ def label_shard(generator, items: list[dict], template: str, cfg: LabelConfig, s
         q = [t["succ"][i] / t["done"][i] for i in range(h - 1)] + [1.0 if t["correct"] else 0.0]
         n_used = t["done"] + [0]
         labels = all_labels(q, t["q0"], cfg.alpha, cfg.gamma, cfg.mu_n)
-        tid = f"{t['item']['id']}/s{t['sample']}"
+        tid = f"{t['item']['id']}/{t['sample']}"
         for i in range(h):
             records.append({
                 "problem_id": t["item"]["id"], "problem": t["item"]["problem"],
@@ -421,7 +430,8 @@ def label_config_from_params(p: dict) -> LabelConfig:
                        traj_per_prompt=p["TRAJ_PER_PROMPT"], alpha=p["ALPHA"], gamma=p["GAMMA"],
                        mu_n=p["MU_N"], adaptive=p["ADAPTIVE"], adaptive_rule=p["ADAPTIVE_RULE"],
                        adaptive_round=p["ADAPTIVE_ROUND"], adaptive_z=p["ADAPTIVE_Z"],
-                       shard_size=p["SHARD_SIZE"], seed=p["SEED"])
+                       shard_size=p["SHARD_SIZE"], seed=p["SEED"],
+                       reference_trajectories=p["REFERENCE_TRAJECTORIES"])
 
 
 def resolve_policy(p: dict, profile: str) -> str:

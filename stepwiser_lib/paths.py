@@ -20,6 +20,11 @@ PROFILES_DIR = ROOT / "configs" / "profiles"
 NOTEBOOKS_DIR = ROOT / "notebooks"
 DATA_DIR = ROOT / "data"
 TOY_BASE_DIR = DATA_DIR / "toy_base"
+#: The real-architecture stand-ins (`make standin`, :mod:`stepwiser_lib.standin`), built here on
+#: demand, never committed: a random-weight Qwen2 with the real vocabulary and Qwen2-compatible
+#: tokenizer, and a NuminaMath-schema file made from GSM8K.
+STANDIN_DIR = ROOT / "runs" / "standin"
+STANDIN_MODEL = "qwen2_standin"
 
 
 def run_dir(profile: str) -> Path:
@@ -46,10 +51,15 @@ def figures_dir(profile: str) -> Path:
 
 
 def resolve_model(name: str) -> str:
-    """``"toy_base"`` -> the committed toy checkpoint; anything else (a hub id or a local path)
+    """``"toy_base"`` -> the committed toy checkpoint; ``"qwen2_standin"`` -> the random-weight
+    Qwen2 stand-in (built in seconds the first time); anything else (a hub id or a local path)
     is returned unchanged."""
     if name == "toy_base":
         return str(TOY_BASE_DIR)
+    if name == STANDIN_MODEL:
+        from .standin import build_model
+
+        return build_model(STANDIN_DIR / "qwen2-tiny")
     return name
 
 

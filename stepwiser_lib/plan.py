@@ -50,6 +50,10 @@ def resolve_model(name: str, role: str) -> dict:
         return {"role": role, "model": "data/toy_base (committed)", "ok": ok}
     if name == "rule":
         return {"role": role, "model": "rule-based teacher (toy)", "ok": True}
+    if name == "paragraphs":
+        return {"role": role, "model": "paragraph teacher (every blank-line paragraph a chunk)", "ok": True}
+    if name == "qwen2_standin":
+        return {"role": role, "model": "runs/standin/qwen2-tiny (random-weight Qwen2 stand-in)", "ok": True}
     return {"role": role, "model": name, "ok": bool(HUB_ID.match(name)), "size_b": model_size_b(name)}
 
 

@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from .config import ConfigError, check_profile_file, notebook_parameters
+from .config import ConfigError, check_profile_file, notebook_parameters, type_ok
 from .paths import NOTEBOOKS_DIR, PROFILES_DIR, ROOT, run_dir
 
 
@@ -67,11 +67,21 @@ def _failure(nb_path: Path) -> str:
 def run(profile: str, only: list[str] | None = None, check_only: bool = False,
         notebooks_dir: Path = NOTEBOOKS_DIR, out_dir: Path | None = None,
         profiles_dir: Path = PROFILES_DIR, log_output: bool = False,
-        dry_run: bool = False) -> dict[str, float]:
+        dry_run: bool = False, overrides: dict | None = None) -> dict[str, float]:
+    """Run (or check, or plan) the notebooks at ``profile``; ``overrides`` set parameters on top
+    of the profile in every selected notebook that declares them (``make gpu-check``'s backend
+    and data paths), type-checked like profile values."""
     notebooks = list_notebooks(notebooks_dir, only)
     if not notebooks:
         raise ConfigError(f"no notebooks in {notebooks_dir}")
     params = plan(profile, notebooks, profiles_dir)
+    for nb in notebooks:
+        decl = notebook_parameters(nb)
+        for k, v in (overrides or {}).items():
+            if k in decl:
+                if not type_ok(v, decl[k].type):
+                    raise ConfigError(f"override {k} = {v!r} is not a {decl[k].type}")
+                params[nb.stem][k] = v
     print(f"[runner] profile {profile}: {len(notebooks)} notebook(s), parameters checked", flush=True)
     if dry_run:
         from .plan import dry_run as make_plan, render

@@ -26,6 +26,22 @@ def sample_solutions(generator, items: list[dict], template: str, n: int, temper
     return recs
 
 
+def reference_samples(items: list[dict], chunked: bool) -> list[dict]:
+    """Each problem's reference ``solution`` as one more sample record (``sample`` = "ref"),
+    scored by the task's checker like any response; in chunk format (paragraphs as chunks) when
+    ``chunked``. [shortcut: the ``colab-smoke`` profile's random-weight policy solves nothing,
+    so these stand in for the correct samples later stages need; never used at other profiles]"""
+    from .chunks import paragraph_chunks
+
+    out = []
+    for it in items:
+        text = paragraph_chunks(it["solution"]) if chunked else it["solution"]
+        out.append({"problem_id": it["id"], "problem": it["problem"], "sample": "ref",
+                    "response": text, "correct": bool(is_correct(it, text)), "n_tokens": 0,
+                    "finished": True})
+    return out
+
+
 #: A chunk-policy response that keeps the Table 11 contract (:func:`stepwiser_lib.chunks.format_ok`).
 chunk_format_ok = format_ok
 

@@ -14,7 +14,8 @@ def _lengths(tok, dataset) -> list[int]:
     around a conversational prompt/completion pair."""
     if "input_ids" in dataset.column_names:
         return [len(x) for x in dataset["input_ids"]]
-    return [len(tok.apply_chat_template(r["prompt"] + r["completion"], tokenize=True)) for r in dataset]
+    texts = [tok.apply_chat_template(r["prompt"] + r["completion"], tokenize=False) for r in dataset]
+    return [len(tok(t, add_special_tokens=False)["input_ids"]) for t in texts]
 
 
 def train_sft(base_model: str, dataset, out_dir: str | Path, settings: SFTSettings | dict,

