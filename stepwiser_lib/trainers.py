@@ -75,6 +75,8 @@ class GRPOSettings:
     lora_r: int = 16
     lora_alpha: int = 32
     gradient_checkpointing: bool = False  # on for real models on a GPU (memory), off for toy CPU runs (speed)
+    use_vllm: bool = False            # generate the groups with vLLM colocated in the trainer (paper scale)
+    vllm_gpu_memory: float = 0.3      # share of each GPU the colocated vLLM engine takes
     eval_every: int = 10              # validation every N GRPO steps (0: never)
     val_limit: int = 0                # validation chunks judged during training (0: all)
     seed: int = 0
@@ -86,7 +88,8 @@ class GRPOSettings:
               "max_completion": "MAX_COMPLETION", "temperature": "TEMPERATURE",
               "loss_tokens": "LOSS_TOKENS", "balanced_steps": "BALANCED_STEPS",
               "use_lora": "USE_LORA", "lora_r": "LORA_R", "lora_alpha": "LORA_ALPHA",
-              "gradient_checkpointing": "GRADIENT_CHECKPOINTING", "eval_every": "EVAL_EVERY",
+              "gradient_checkpointing": "GRADIENT_CHECKPOINTING", "use_vllm": "GRPO_VLLM",
+              "vllm_gpu_memory": "GRPO_VLLM_GPU_MEMORY", "eval_every": "EVAL_EVERY",
               "val_limit": "VAL_LIMIT", "seed": "SEED"}
 
     def __post_init__(self):
@@ -140,6 +143,7 @@ class GRPOSettings:
             repetition_penalty=1.0, top_k=0, top_p=1.0,  # the policy's own distribution
             shuffle_dataset=not self.balanced_steps,  # balanced steps: our order (judge.balanced_order)
             gradient_checkpointing=self.gradient_checkpointing,
+            use_vllm=self.use_vllm, vllm_mode="colocate", vllm_gpu_memory_utilization=self.vllm_gpu_memory,
             use_cpu=not (prec["bf16"] or prec["fp16"]),
             bf16=prec["bf16"], fp16=prec["fp16"],
             logging_steps=1, save_strategy="no", report_to=[], disable_tqdm=not progress,

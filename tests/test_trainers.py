@@ -20,6 +20,8 @@ CPU = {"inference": "float32", "train_load": "float32", "bf16": False, "fp16": F
     ("temperature", 0.7, "temperature"),
     ("top_entropy_quantile", 0.5, "top_entropy_quantile"),
     ("gradient_checkpointing", True, "gradient_checkpointing"),
+    ("use_vllm", True, "use_vllm"),
+    ("vllm_gpu_memory", 0.25, "vllm_gpu_memory_utilization"),
     ("seed", 5, "seed"),
     ("seed", 5, "data_seed"),
 ])
@@ -100,7 +102,8 @@ def test_settings_come_from_the_notebook_config_by_name():
     cfg = _cfg(GRPO_STEPS=5, PROMPTS_PER_STEP=2, GROUP_SIZE=4, UPDATES_PER_STEP=1, GRPO_MICRO_BATCH=0,
                GRPO_LR=1e-4, BETA=0.1, EPSILON_LOW=0.2, EPSILON_HIGH=0.28, MAX_COMPLETION=64,
                TEMPERATURE=1.0, LOSS_TOKENS="all", BALANCED_STEPS=False, USE_LORA=True, LORA_R=8,
-               LORA_ALPHA=16, GRADIENT_CHECKPOINTING=True, EVAL_EVERY=2, VAL_LIMIT=10)
+               LORA_ALPHA=16, GRADIENT_CHECKPOINTING=True, GRPO_VLLM=False, GRPO_VLLM_GPU_MEMORY=0.3,
+               EVAL_EVERY=2, VAL_LIMIT=10)
     s = GRPOSettings.from_config(cfg)
     assert (s.steps, s.lr, s.lora_r, s.gradient_checkpointing, s.val_limit) == (5, 1e-4, 8, True, 10)
     with pytest.raises(ConfigError, match="UPDATES_PER_STEP"):  # a renamed parameter fails at once
@@ -140,3 +143,16 @@ def test_duplicate_profile_keys_fail(tmp_path):
     (tmp_path / "dup.yaml").write_text("shared: {}\nnotebooks:\n  01_x:\n    A: 1\n    A: 2\n")
     with pytest.raises(ConfigError, match="'A' is given twice"):
         config.load_profile("dup", tmp_path)
+
+
+def test_real_profiles_set_what_the_toy_defaults_would_get_wrong():
+    """The colab and paper profiles set every RS-FT, variant-grid and Maj@k setting of notebook
+    04 themselves (review finding 16: the paper profile inherited the toy RSFT_LR 5e-4)."""
+    from stepwiser_lib import paths
+    from stepwiser_lib.config import load_profile, notebook_parameters
+
+    decl = notebook_parameters(paths.NOTEBOOKS_DIR / "04_judge_grpo.ipynb")
+    must = {k for k in decl if k.startswith("RSFT_")} | {"VARIANTS", "AUC_K", "JUDGE_MAX_LENGTH", "JUDGE_BATCH"}
+    for profile in ("colab", "paper"):
+        own = load_profile(profile)["notebooks"]["04_judge_grpo"]
+        assert must <= set(own), (profile, sorted(must - set(own)))
