@@ -124,9 +124,135 @@ def dry_run(profile: str, params: dict[str, dict]) -> dict:
     launch = ("in-process (set STEPWISER_LAUNCHER / make LAUNCHER=... for accelerate)" if cfg is None
               else " ".join(command(cfg, "<job.json>")))
     return {"profile": profile, "stages": stages, "models": models, "training_launch": launch,
+            "memory": memory_plan(profile, params),
             "datasets": {d: DATASETS.get(d, d) for d in sorted(datasets)},
             "estimated_a100_hours": round(total, 1),
             "note": "estimate scaled from the paper's reported costs (notes §1.3); order of magnitude only"}
+
+
+# ----------------------------------------------------------------------------- GPU memory
+
+#: The device each profile is planned for: (GPU, processes, ZeRO stage of its launcher). colab:
+#: one T4; paper: 8 x A100 80 GB under ``LAUNCHER=configs/accelerate/zero2.yaml``; the CPU
+#: profiles: host memory of this machine.
+TARGETS = {"colab": ("T4", 1, 0), "paper": ("A100_80GB", 8, 2)}
+#: Token lengths the plan assumes where the data decides them: a policy prompt (the Table 11
+#: prompt and a NuminaMath / MATH-500 problem) and characters per token of a judge prompt.
+POLICY_PROMPT_TOKENS = 512
+CHARS_PER_TOKEN = 4
+TABLE3_TOKENS = 300  # the Table 3 judge instructions around problem, history and chunk
+#: Which setting to change when a part of an estimate is what does not fit.
+REMEDY = {"logits": "the batch of that phase (GEN_BATCH / JUDGE_BATCH / *_MICRO_BATCH)",
+          "kv_cache": "GEN_BATCH or JUDGE_BATCH (or the new-token limit)",
+          "activations": "*_MICRO_BATCH, GRADIENT_CHECKPOINTING: true or the max length",
+          "attention_mask": "GEN_BATCH or JUDGE_BATCH",
+          "weights": "USE_LORA: true, a smaller model, or VLLM_TP",
+          "master_fp32": "USE_LORA: true or a ZeRO launcher", "optimizer": "USE_LORA: true or a ZeRO launcher",
+          "gradients": "USE_LORA: true or a ZeRO launcher", "working_copy": "USE_LORA: true",
+          "reference_model": "BETA: 0 or USE_LORA: true",
+          "vllm_reservation": "VLLM_GPU_MEMORY / GRPO_VLLM_GPU_MEMORY"}
+STANDIN_SHAPE = dict(vocab_size=151936, hidden_size=64, num_layers=2, num_heads=4, num_kv_heads=2,
+                     intermediate_size=128, tie_word_embeddings=True)
+
+
+def _shape(name: str):
+    from . import memory
+
+    if name == "qwen2_standin":
+        return memory.ModelShape(**STANDIN_SHAPE)
+    if name == "toy_base":
+        return memory.shape_for(ROOT / "data" / "toy_base")
+    try:
+        return memory.shape_for(name)
+    except (KeyError, FileNotFoundError, OSError):
+        return None  # a model of unknown size: the plan says so instead of guessing
+
+
+def memory_plan(profile: str, params: dict[str, dict]) -> dict:
+    """Estimated peak GPU memory of every phase of every stage for the profile's target
+    (:data:`TARGETS`), from :mod:`stepwiser_lib.memory`: ``{"gpu", "rows": [{stage, phase, gib,
+    fits, detail, change}]}``. A phase that does not fit names the setting to change."""
+    from . import memory
+
+    gpu_name, world, zero = TARGETS.get(profile, ("CPU", 1, 0))
+    gpu = getattr(memory, gpu_name)
+    p_bytes = gpu.dtype_bytes
+    rows: list[dict] = []
+    p01 = params.get("01_self_segmentation", {})
+    policy = _shape(p01.get("BASE_MODEL", "toy_base"))
+
+    infer_remedy = {"activations": "GEN_BATCH or JUDGE_BATCH (or the prompt length)"}
+
+    def add(stage, phase, b, inference_phase=False):
+        if b is None:
+            rows.append({"stage": stage, "phase": phase, "gib": None, "fits": True,
+                         "detail": "model size unknown: not estimated", "change": ""})
+            return
+        ok, msg = memory.fits(b, gpu)
+        remedy = {**REMEDY, **(infer_remedy if inference_phase else {})}
+        rows.append({"stage": stage, "phase": phase, "gib": round(b.gib, 2), "fits": ok,
+                     "detail": f"{msg}; {b.describe()}", "change": "" if ok else remedy.get(b.largest(), "")})
+
+    def gen(shape, p, batch, prompt, new, tp=1):
+        if shape is None:
+            return None
+        if p.get("BACKEND") == "vllm" and not gpu.is_cpu:
+            return memory.vllm_reservation(gpu, p["VLLM_GPU_MEMORY"])
+        return memory.inference(shape, p_bytes, batch, prompt, new, 1, tensor_parallel=tp, sampling=False)
+
+    def sft(shape, p, prefix, max_length, lora):
+        if shape is None:
+            return None
+        micro = p.get(f"{prefix}_MICRO_BATCH") or max(1, p[f"{prefix}_BATCH"] // world)
+        return memory.training(shape, lora_rank=p.get("LORA_R", 16) if lora else None, micro_batch=micro,
+                               seq_len=max_length, gradient_checkpointing=p.get("GRADIENT_CHECKPOINTING", False),
+                               master_fp32=True, dtype_bytes=p_bytes, fused_lm_head=True,
+                               zero_stage=zero, world_size=world)
+
+    judge_prompt = params.get("03_balancing", {}).get("MAX_CHARS", 4000) // CHARS_PER_TOKEN + TABLE3_TOKENS
+    for stem, p in params.items():
+        if stem.startswith("01"):
+            add(stem, "sample the base policy", gen(policy, p, p["GEN_BATCH"], POLICY_PROMPT_TOKENS, p["MAX_NEW_TOKENS"]), inference_phase=True)
+            if p.get("TEACHER") not in ("rule", "paragraphs"):
+                from .segmentation import teacher_budget
+
+                add(stem, "segmentation teacher", gen(_shape(p["TEACHER"]), p, p["GEN_BATCH"],
+                    POLICY_PROMPT_TOKENS + p["MAX_NEW_TOKENS"], teacher_budget(p["MAX_NEW_TOKENS"]), p.get("VLLM_TP", 1)), True)
+            add(stem, "SFT of the chunk policy", sft(policy, p, "SFT", p["SFT_MAX_LENGTH"], p.get("USE_LORA")))
+        elif stem.startswith("02"):
+            add(stem, "rollouts", gen(policy, p, p["GEN_BATCH"], POLICY_PROMPT_TOKENS + p["MAX_NEW_TOKENS"], p["MAX_NEW_TOKENS"]), inference_phase=True)
+        elif stem.startswith("04"):
+            if policy is not None:
+                mb = p["GRPO_MICRO_BATCH"] or None
+                add(stem, "GRPO step", memory.grpo_step(
+                    policy, lora_rank=p["LORA_R"] if p["USE_LORA"] else None, prompts_per_step=p["PROMPTS_PER_STEP"],
+                    group_size=p["GROUP_SIZE"], world_size=world, steps_per_generation=p["UPDATES_PER_STEP"],
+                    prompt_len=judge_prompt, completion_len=p["MAX_COMPLETION"],
+                    gradient_checkpointing=p["GRADIENT_CHECKPOINTING"], master_fp32=True,
+                    reference_model=p["BETA"] > 0, dtype_bytes=p_bytes, zero_stage=zero, pass_batch=mb,
+                    vllm_gpu_memory_utilization=p["GRPO_VLLM_GPU_MEMORY"] if p["GRPO_VLLM"] and not gpu.is_cpu else None,
+                    gpu=gpu))
+            else:
+                add(stem, "GRPO step", None)
+            kinds = {v.split(":")[0] for v in p["VARIANTS"]}
+            if "disc_sft" in kinds:
+                add(stem, "discriminative SFT", sft(policy, p, "DISC", p["JUDGE_MAX_LENGTH"], False))
+            if "rsft" in kinds:
+                add(stem, "RS-FT judge SFT", sft(policy, p, "RSFT", p["JUDGE_MAX_LENGTH"], p["USE_LORA"]))
+            add(stem, "judging (validation)", gen(policy, {**p, "BACKEND": "hf"}, p["JUDGE_BATCH"], judge_prompt, p["MAX_COMPLETION"]), inference_phase=True)
+        elif stem.startswith("05"):
+            add(stem, "judging", gen(policy, {**p, "BACKEND": "hf"}, p["JUDGE_BATCH"], judge_prompt, p["MAX_COMPLETION"]), inference_phase=True)
+        elif stem.startswith("06"):
+            chunks_so_far = POLICY_PROMPT_TOKENS + p["MAX_CHUNKS"] * p["MAX_CHUNK_TOKENS"]
+            pol = gen(policy, p, p["GEN_BATCH"], chunks_so_far, p["MAX_CHUNK_TOKENS"])
+            jud = gen(policy, {**p, "BACKEND": "hf"}, p["JUDGE_BATCH"], judge_prompt, p["MAX_COMPLETION"])
+            add(stem, "policy and judge together", None if pol is None or jud is None else pol + jud, True)
+        elif stem.startswith("07"):
+            add(stem, "sample the chunk policy", gen(policy, p, p["GEN_BATCH"], POLICY_PROMPT_TOKENS, p["MAX_NEW_TOKENS"]), inference_phase=True)
+            add(stem, "judge scoring", gen(policy, {**p, "BACKEND": "hf"}, p["JUDGE_BATCH"], judge_prompt, p["MAX_COMPLETION"]), inference_phase=True)
+            add(stem, "SFT on the selected set", sft(policy, p, "SFT", p["SFT_MAX_LENGTH"], p.get("USE_LORA")))
+    label = gpu.name if gpu.is_cpu else f"{world} x {gpu.name} ({gpu.usable_gib} GiB usable each)"
+    return {"gpu": label, "world_size": world, "zero_stage": zero, "rows": rows}
 
 
 def render(plan: dict) -> str:
@@ -139,5 +265,12 @@ def render(plan: dict) -> str:
         rest = {k: (round(v, 1) if isinstance(v, float) else v) for k, v in s.items() if k != "notebook"}
         lines.append(f"  {s['notebook']:22s} " + ", ".join(f"{k}={v}" for k, v in rest.items()))
     lines.append(f"training stages run: {plan['training_launch']}")
+    mem = plan.get("memory")
+    if mem:
+        lines.append(f"estimated peak memory per device on {mem['gpu']} (stepwiser_lib/memory.py; estimates):")
+        for r in mem["rows"]:
+            flag = "" if r["fits"] else f"   DOES NOT FIT: change {r['change']}"
+            gib = "   ?" if r["gib"] is None else f"{r['gib']:7.2f} GiB"
+            lines.append(f"  {r['stage']:22s} {r['phase']:28s} {gib}{flag}")
     lines.append(f"estimated A100-hours in all: {plan['estimated_a100_hours']} ({plan['note']})")
     return "\n".join(lines)

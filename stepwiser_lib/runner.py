@@ -93,6 +93,10 @@ def run(profile: str, only: list[str] | None = None, check_only: bool = False,
         bad = [m["model"] for m in p["models"] if not m["ok"]]
         if bad:
             raise ConfigError(f"invalid model reference(s): {bad}")
+        over = [r for r in p["memory"]["rows"] if not r["fits"]]
+        if over:
+            raise ConfigError("estimated not to fit on " + p["memory"]["gpu"] + ": " + "; ".join(
+                f"{r['stage']} / {r['phase']}: {r['detail']}; change {r['change']}" for r in over))
         return {}
     if check_only:
         for nb, vals in params.items():

@@ -3,7 +3,7 @@ import json
 import nbformat
 import pytest
 
-from stepwiser_lib import paths, runner
+from stepwiser_lib import config, paths, runner
 
 
 def _nb(path, body):
@@ -68,6 +68,9 @@ def test_dry_run_plans_without_downloading(profile, capsys):
     assert "Qwen/Qwen2.5" in out and "AI-MO/NuminaMath-CoT" in out
     for stem in ("01_self_segmentation", "02_rollout_labelling", "04_judge_grpo", "07_rsft"):
         assert stem in out
+    gpu = {"colab": "1 x T4", "paper": "8 x A100_80GB"}[profile]
+    assert f"estimated peak memory per device on {gpu}" in out and "GRPO step" in out
+    assert "DOES NOT FIT" not in out  # the shipped profiles fit their target
     assert not list((paths.ROOT / "runs").glob(f"{profile}/*.ipynb"))  # nothing was executed
 
 
@@ -78,8 +81,43 @@ def test_plan_numbers_and_model_resolution():
     assert plan.model_size_b("meta-llama/Llama-3.1-70B-Instruct") == 70.0
     assert plan.resolve_model("not a model id", "judge")["ok"] is False
     assert plan.resolve_model("Qwen/Qwen2.5-7B-Instruct", "policy")["ok"] is True
-    p = plan.dry_run("x", {"04_judge_grpo": {"VARIANTS": ["stepwiser:rel_ratio", "disc_sft:abs_q"],
-                                             "REPEAT_SEEDS": [], "GRPO_STEPS": 800, "PROMPTS_PER_STEP": 1024,
-                                             "GROUP_SIZE": 4}})
+    nb = paths.NOTEBOOKS_DIR / "04_judge_grpo.ipynb"
+    p04 = {k: d.default for k, d in config.notebook_parameters(nb).items()}
+    p04.update({"VARIANTS": ["stepwiser:rel_ratio", "disc_sft:abs_q"], "REPEAT_SEEDS": [], "GRPO_STEPS": 800,
+                "PROMPTS_PER_STEP": 1024, "GROUP_SIZE": 4})
+    p = plan.dry_run("x", {"04_judge_grpo": p04})
     st = p["stages"][0]
     assert st["rl_runs"] == 1 and st["rl_completions"] == 800 * 1024 * 4
+
+
+def test_dry_run_fails_when_a_stage_would_not_fit_and_names_the_setting(tmp_path, capsys):
+    """A colab profile whose Chunk-Reset batch is too large for a T4: the plan fails before any
+    compute and says what to change."""
+    import shutil
+
+    import yaml
+
+    for f in paths.PROFILES_DIR.glob("*.yaml"):
+        shutil.copy(f, tmp_path / f.name)
+    prof = yaml.safe_load((tmp_path / "colab.yaml").read_text())
+    prof["notebooks"]["06_chunk_reset"].update(GEN_BATCH=64, MAX_CHUNK_TOKENS=512, MAX_CHUNKS=16)
+    (tmp_path / "colab.yaml").write_text(yaml.safe_dump(prof))
+    with pytest.raises(config.ConfigError, match="06_chunk_reset / policy and judge together.*GEN_BATCH"):
+        runner.run("colab", dry_run=True, profiles_dir=tmp_path)
+    assert "DOES NOT FIT: change GEN_BATCH" in capsys.readouterr().out
+
+
+def test_memory_plan_follows_the_batch_settings():
+    """Halving the GRPO pass batch lowers the GRPO step estimate; LoRA shrinks the SFT's."""
+    from stepwiser_lib import plan
+
+    decl = {nb.stem: {k: d.default for k, d in config.notebook_parameters(nb).items()} for nb in runner.list_notebooks()}
+    vals = config.check_profile_file("colab", {k: config.notebook_parameters(paths.NOTEBOOKS_DIR / f"{k}.ipynb") for k in decl})
+    full = {k: {**decl[k], **vals[k]} for k in decl}
+    gib = lambda p: {(r["stage"], r["phase"]): r["gib"] for r in plan.memory_plan("colab", p)["rows"]}
+    a = gib(full)
+    full["04_judge_grpo"]["GRPO_MICRO_BATCH"] = 2
+    full["07_rsft"]["USE_LORA"] = True
+    b = gib(full)
+    assert b[("04_judge_grpo", "GRPO step")] <= a[("04_judge_grpo", "GRPO step")]
+    assert b[("07_rsft", "SFT on the selected set")] < a[("07_rsft", "SFT on the selected set")]
