@@ -54,8 +54,8 @@ def main(case: str) -> dict:
             from stepwiser_lib.sft import sft
             from stepwiser_lib.trainers import SFTSettings
 
-            recs = [{"prompt": problem, "completion": "x = 1. " * 60} for _ in range(8)]
-            r = sft(d, recs, os.environ["PROBE_OUT"], SFTSettings(max_steps=2, global_batch=4, micro_batch=2,
+            recs = [{"prompt": problem, "completion": "x = 1. " * 60} for _ in range(4)]
+            r = sft(d, recs, os.environ["PROBE_OUT"], SFTSettings(max_steps=1, global_batch=4, micro_batch=2,
                     max_length=1024, use_lora=True, gradient_checkpointing=True), progress=False)
             n = r["lengths"]["longest"]
             est = m.training(shape, lora_rank=16, micro_batch=2, seq_len=n, gradient_checkpointing=True,
