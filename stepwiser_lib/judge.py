@@ -160,23 +160,42 @@ class Judge:
     Returns, per triple, the majority ``verdict`` ("Positive"/"Negative"/None when no sample
     parsed), the first sample's ``analysis`` text, and ``score`` = fraction of the ``k`` samples
     judged Positive (k > 1 with temperature > 0 gives Maj@k, paper Table 5).
+
+    It runs on any generator of :mod:`stepwiser_lib.models` (``HFGenerator``, ``VLLMGenerator``):
+    :meth:`load` picks the backend. The verdict readout (:meth:`verdict_probs`) needs next-token
+    probabilities, which only the HF backend gives; on vLLM it returns None for every output.
     """
 
-    def __init__(self, model, tokenizer, family: str = "toy", max_new_tokens: int = 96,
-                 batch_size: int = 128, style: str = "cot"):
-        from .models import HFGenerator
-
-        self.gen = HFGenerator(model, tokenizer, batch_size=batch_size)
+    def __init__(self, generator, family: str = "toy", max_new_tokens: int = 96, style: str = "cot"):
+        self.gen = generator
         self.family, self.max_new_tokens, self.style = family, max_new_tokens, style
 
     @classmethod
-    def load(cls, base: str, adapter: str | None = None, **kw) -> "Judge":
-        from .models import load_model
+    def from_model(cls, model, tokenizer, batch_size: int = 128, **kw) -> "Judge":
+        """A judge on a model already in memory (e.g. the live model inside GRPO training)."""
+        from .models import HFGenerator
 
+        return cls(HFGenerator(model, tokenizer, batch_size=batch_size), **kw)
+
+    @classmethod
+    def load(cls, base: str, adapter: str | None = None, backend: str = "hf", batch_size: int = 128,
+             engine: dict | None = None, **kw) -> "Judge":
+        """A judge from disk on ``backend`` ("hf" or "vllm"; ``engine``: vLLM's
+        :func:`~stepwiser_lib.models.engine_settings`). A LoRA adapter is folded into the weights
+        (on vLLM from a merged copy written once beside the adapter)."""
+        from .models import load_model, make_generator, merged_model_dir
+
+        if backend == "vllm":
+            path = merged_model_dir(base, adapter) if adapter else base
+            return cls(make_generator(path, backend="vllm", **(engine or {})), **kw)
         model, tok = load_model(base, adapter=adapter)
         if adapter:  # inference only: fold LoRA into the weights (faster generation)
             model = model.merge_and_unload()
-        return cls(model, tok, **kw)
+        return cls.from_model(model, tok, batch_size=batch_size, **kw)
+
+    def close(self) -> None:
+        if hasattr(self.gen, "close"):
+            self.gen.close()
 
     def judge(self, triples: list[tuple[str, list[str], str]], k: int = 1,
               temperature: float | None = None, seed: int = 0, progress: bool | str = False) -> list[dict]:
@@ -184,12 +203,9 @@ class Judge:
 
         temperature = (0.0 if k == 1 else 1.0) if temperature is None else temperature
         ps = [judge_prompt(self.family, p, h, c, self.style) for p, h, c in triples]
-        was_training = self.gen.model.training
-        self.gen.model.eval()
-        outs = self.gen.generate(ps, n=k, temperature=temperature, max_new_tokens=self.max_new_tokens,
-                                 seed=seed, progress=progress)
-        if was_training:
-            self.gen.model.train()
+        with _eval_mode(getattr(self.gen, "model", None)):
+            outs = self.gen.generate(ps, n=k, temperature=temperature,
+                                     max_new_tokens=self.max_new_tokens, seed=seed, progress=progress)
         res = []
         for cands in outs:
             vs = [parse_verdict(c.text) for c in cands]
@@ -207,21 +223,37 @@ class Judge:
         follows the analysis, and gives a score that needs no sampling. [not in paper]"""
         from .prompts import judge_prompt
 
+        res: list[float | None] = [None] * len(outputs)
+        if not hasattr(self.gen, "next_token_probs"):  # vLLM: no next-token probabilities here
+            return res
         ids = [self.gen.tok.encode(v, add_special_tokens=False)[0] for v in VERDICTS]
         keep = [i for i, o in enumerate(outputs) if "\\boxed{" in o]
-        res: list[float | None] = [None] * len(outputs)
         if not keep:
             return res
         ps = [judge_prompt(self.family, *triples[i], self.style) for i in keep]
         cut = [outputs[i][: outputs[i].rfind("\\boxed{") + len("\\boxed{")] for i in keep]
-        was_training = self.gen.model.training
-        self.gen.model.eval()
-        probs = self.gen.next_token_probs(ps, cut, ids)
-        if was_training:
-            self.gen.model.train()
+        with _eval_mode(self.gen.model):
+            probs = self.gen.next_token_probs(ps, cut, ids)
         for i, (p_pos, p_neg) in zip(keep, probs):
             res[i] = p_pos / (p_pos + p_neg) if p_pos + p_neg > 0 else 0.5
         return res
+
+
+class _eval_mode:
+    """``model.eval()`` for a block, then the training flag back as it was (a judge may run on the
+    live model inside GRPO training); a no-op without a model (vLLM)."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def __enter__(self):
+        self.was = bool(self.model is not None and self.model.training)
+        if self.model is not None:
+            self.model.eval()
+
+    def __exit__(self, *exc):
+        if self.was:
+            self.model.train()
 
 
 def verdict_readout(judge: "Judge", examples: list[dict], judged: list[dict]) -> dict:
@@ -409,7 +441,7 @@ def train_grpo_judge(model_dir: str, train: list[dict], out_dir, settings: dict,
     curve: list[dict] = []
 
     def validate(model_, step: int) -> None:
-        j = Judge(model_, tok, family, max_new_tokens=s.max_completion, style=style)
+        j = Judge.from_model(model_, tok, family=family, max_new_tokens=s.max_completion, style=style)
         curve.append({"step": step, **step_accuracy(j.judge([_triple(e) for e in val]), val)})
 
     class _Val(TrainerCallback):
@@ -524,18 +556,21 @@ def evaluate_judge(judge, examples: list[dict], k: int = 1, seed: int = 0,
     return res, judged
 
 
-def load_judge(entry: dict, family: str = "toy", max_new_tokens: int = 64, batch_size: int = 128):
+def load_judge(entry: dict, family: str = "toy", max_new_tokens: int = 64, batch_size: int = 128,
+               backend: str = "hf", engine: dict | None = None):
     """A trained judge from its registry entry (``style``, ``base``, optional ``adapter``). A
     direct-verdict judge reads only a box, so it keeps the output limit it was trained with
-    (``entry["max_new_tokens"]``) whatever ``max_new_tokens`` says."""
+    (``entry["max_new_tokens"]``) whatever ``max_new_tokens`` says. Generative judges run on
+    ``backend`` ("hf" or "vllm", with ``engine`` settings); a discriminative judge reads
+    next-token logits and always runs on HF."""
     if entry["style"] == "direct":
         max_new_tokens = entry.get("max_new_tokens", max_new_tokens)
     if entry["style"] == "disc":
         from .discriminative import DiscJudge
 
         return DiscJudge.load(entry["base"], batch_size=batch_size)
-    j = Judge.load(entry["base"], entry.get("adapter"), family=family,
-                   max_new_tokens=max_new_tokens, batch_size=batch_size, style=entry["style"])
+    j = Judge.load(entry["base"], entry.get("adapter"), backend=backend, batch_size=batch_size,
+                   engine=engine, family=family, max_new_tokens=max_new_tokens, style=entry["style"])
     return j
 
 
@@ -605,7 +640,7 @@ def train_variant(name: str, data: dict, out_dir, *, base_model: str, warmups: d
         start = warmups.get("cot") or base_model
         train = d["train_balanced"]
         model, tok = load_model(start)
-        j = Judge(model, tok, family, max_new_tokens=rl.max_completion, style="cot")
+        j = Judge.from_model(model, tok, family=family, max_new_tokens=rl.max_completion, style="cot")
         ps = [judge_prompt_of(e, family, "cot") for e in train]
         outs = j.gen.generate(ps, n=recipe["rsft_samples"], temperature=rl.temperature,
                               max_new_tokens=rl.max_completion, seed=seed, progress=progress)

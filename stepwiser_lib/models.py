@@ -410,6 +410,26 @@ def make_generator(model_path: str, backend: str = "hf", adapter: str | None = N
     return HFGenerator(model, tok, batch_size=batch_size)
 
 
+def merged_model_dir(base: str, adapter: str) -> str:
+    """A full model folder for ``base`` + a LoRA ``adapter`` (``<adapter>/merged``, written once
+    and reused while the adapter is unchanged), for engines that load plain checkpoints (vLLM)."""
+    import json
+    from pathlib import Path
+
+    from .paths import model_fingerprint
+
+    out = Path(adapter) / "merged"
+    stamp = {"base": str(base), "adapter": model_fingerprint(adapter)}
+    if (out / "merged_from.json").exists() and json.loads((out / "merged_from.json").read_text()) == stamp:
+        return str(out)
+    model, tok = load_model(base, adapter=adapter, device="cpu", dtype="float32")
+    model = model.merge_and_unload()
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    (out / "merged_from.json").write_text(json.dumps(stamp))
+    return str(out)
+
+
 def lora_config(r: int = 16, alpha: int = 32):
     """A PEFT LoRA config on every linear layer of a causal LM (used by SFT and GRPO)."""
     from peft import LoraConfig

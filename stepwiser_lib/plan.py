@@ -239,17 +239,17 @@ def memory_plan(profile: str, params: dict[str, dict]) -> dict:
                 add(stem, "discriminative SFT", sft(policy, p, "DISC", p["JUDGE_MAX_LENGTH"], False))
             if "rsft" in kinds:
                 add(stem, "RS-FT judge SFT", sft(policy, p, "RSFT", p["JUDGE_MAX_LENGTH"], p["USE_LORA"]))
-            add(stem, "judging (validation)", gen(policy, {**p, "BACKEND": "hf"}, p["JUDGE_BATCH"], judge_prompt, p["MAX_COMPLETION"]), inference_phase=True)
+            add(stem, "judging (validation)", gen(policy, {**p, "BACKEND": p.get("JUDGE_BACKEND", "hf")}, p["JUDGE_BATCH"], judge_prompt, p["MAX_COMPLETION"]), inference_phase=True)
         elif stem.startswith("05"):
-            add(stem, "judging", gen(policy, {**p, "BACKEND": "hf"}, p["JUDGE_BATCH"], judge_prompt, p["MAX_COMPLETION"]), inference_phase=True)
+            add(stem, "judging", gen(policy, {**p, "BACKEND": p.get("JUDGE_BACKEND", "hf")}, p["JUDGE_BATCH"], judge_prompt, p["MAX_COMPLETION"]), inference_phase=True)
         elif stem.startswith("06"):
             chunks_so_far = POLICY_PROMPT_TOKENS + p["MAX_CHUNKS"] * p["MAX_CHUNK_TOKENS"]
             pol = gen(policy, p, p["GEN_BATCH"], chunks_so_far, p["MAX_CHUNK_TOKENS"])
-            jud = gen(policy, {**p, "BACKEND": "hf"}, p["JUDGE_BATCH"], judge_prompt, p["MAX_COMPLETION"])
+            jud = gen(policy, {**p, "BACKEND": p.get("JUDGE_BACKEND", "hf")}, p["JUDGE_BATCH"], judge_prompt, p["MAX_COMPLETION"])
             add(stem, "policy and judge together", None if pol is None or jud is None else pol + jud, True)
         elif stem.startswith("07"):
             add(stem, "sample the chunk policy", gen(policy, p, p["GEN_BATCH"], POLICY_PROMPT_TOKENS, p["MAX_NEW_TOKENS"]), inference_phase=True)
-            add(stem, "judge scoring", gen(policy, {**p, "BACKEND": "hf"}, p["JUDGE_BATCH"], judge_prompt, p["MAX_COMPLETION"]), inference_phase=True)
+            add(stem, "judge scoring", gen(policy, {**p, "BACKEND": p.get("JUDGE_BACKEND", "hf")}, p["JUDGE_BATCH"], judge_prompt, p["MAX_COMPLETION"]), inference_phase=True)
             add(stem, "SFT on the selected set", sft(policy, p, "SFT", p["SFT_MAX_LENGTH"], p.get("USE_LORA")))
     label = gpu.name if gpu.is_cpu else f"{world} x {gpu.name} ({gpu.usable_gib} GiB usable each)"
     return {"gpu": label, "world_size": world, "zero_stage": zero, "rows": rows}

@@ -1,7 +1,7 @@
 """One stage's peak host memory on the Qwen2 stand-in against stepwiser_lib.memory's estimate.
 
-Run as ``python tests/memory_probe.py CASE`` (a fresh process per case, so peaks do not mix);
-prints one JSON line. Protocol: ``MALLOC_MMAP_THRESHOLD_=65536`` (else glibc keeps freed
+Run as ``python tests/memory_probe.py CASE [CASE ...]``: one ``PROBE <json>`` line per case, in one process
+(the peak is reset before each case, so peaks do not mix). Protocol: ``MALLOC_MMAP_THRESHOLD_=65536`` (else glibc keeps freed
 buffers and peaks read high), and the peak is read from ``VmHWM`` after resetting it
 (``/proc/self/clear_refs``) once the libraries, and for inference a warm-up call, have loaded
 their code pages, which are host-only and not tensors."""
@@ -55,7 +55,7 @@ def main(case: str) -> dict:
             from stepwiser_lib.trainers import SFTSettings
 
             recs = [{"prompt": problem, "completion": "x = 1. " * 60} for _ in range(4)]
-            r = sft(d, recs, os.environ["PROBE_OUT"], SFTSettings(max_steps=1, global_batch=4, micro_batch=2,
+            r = sft(d, recs, os.environ["PROBE_OUT"] + "/sft", SFTSettings(max_steps=1, global_batch=4, micro_batch=2,
                     max_length=1024, use_lora=True, gradient_checkpointing=True), progress=False)
             n = r["lengths"]["longest"]
             est = m.training(shape, lora_rank=16, micro_batch=2, seq_len=n, gradient_checkpointing=True,
@@ -68,7 +68,7 @@ def main(case: str) -> dict:
             ex = [{"problem": problem, "history": [], "chunk": "x = 1", "label": i % 2 == 0} for i in range(4)]
             s = GRPOSettings(steps=1, prompts_per_step=2, group_size=2, max_completion=16, eval_every=0,
                              beta=0.04, gradient_checkpointing=True, lr=1e-5)
-            train_grpo_judge(d, ex, os.environ["PROBE_OUT"], s, family="paper", progress=False)
+            train_grpo_judge(d, ex, os.environ["PROBE_OUT"] + "/grpo", s, family="paper", progress=False)
             n = len(tok(models.render_prompt(tok, judge_prompt("paper", problem, [], "x = 1")),
                         add_special_tokens=False)["input_ids"])
             est = m.grpo_step(shape, lora_rank=16, prompts_per_step=2, group_size=2, world_size=1,
@@ -82,4 +82,6 @@ def main(case: str) -> dict:
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(sys.argv[1])))
+    for c in sys.argv[1:]:
+        print("PROBE", json.dumps(main(c)), flush=True)
+        gc.collect()

@@ -89,20 +89,25 @@ def test_every_notebook_has_expectations():
 
 @pytest.mark.notebook
 def test_labelling_cli_matches_and_resumes(tmp_path):
-    """`python -m stepwiser_lib.labelling` (needs notebook 01's smoke chunk policy, made above)."""
+    """`python -m stepwiser_lib.labelling` resumes notebook 02's smoke shards and writes the same
+    labels; a truncated shard is redone, and the labels stay identical."""
+    import shutil
     import subprocess
     import sys
 
-    if not (paths.run_dir("smoke") / "artifacts/01_self_segmentation/chunk_policy/model").exists():
-        runner.run("smoke", only=["01"])
+    nb_art = paths.run_dir("smoke") / "artifacts" / "02_rollout_labelling"
+    if not (nb_art / "labels.jsonl").exists():
+        runner.run("smoke", only=["01", "02"])
+    shutil.copytree(nb_art / "shards", tmp_path / "shards")
     cmd = [sys.executable, "-m", "stepwiser_lib.labelling", "--profile", "smoke", "--out", str(tmp_path)]
     first = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=paths.ROOT)
     labels = (tmp_path / "labels.jsonl").read_text()
+    assert labels == (nb_art / "labels.jsonl").read_text()  # the CLI and the notebook agree
     (tmp_path / "shards" / "shard_00001.jsonl").write_text("truncated")
     second = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=paths.ROOT)
     out1 = json.loads(first.stdout[first.stdout.index("{"):])
     out2 = json.loads(second.stdout[second.stdout.index("{"):])
-    assert out1["resumed_shards"] == 0 and out2["resumed_shards"] == 1 and len(out2["redone_shards"]) == 1
+    assert out1["resumed_shards"] == 2 and out2["resumed_shards"] == 1 and len(out2["redone_shards"]) == 1
     assert (tmp_path / "labels.jsonl").read_text() == labels  # identical after the redo
 
 

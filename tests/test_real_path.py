@@ -121,3 +121,73 @@ def test_vllm_context_check_names_the_setting():
     with pytest.raises(ValueError, match="VLLM_MAX_MODEL_LEN=100"):
         models.check_context([[1] * 60, [1] * 10], 50, 100, "VLLM_MAX_MODEL_LEN")
     models.check_context([[1] * 50], 50, 100, "VLLM_MAX_MODEL_LEN")
+
+
+class _FakeVLLM:
+    """A stand-in `vllm` module that records what VLLMGenerator asks of vLLM 0.32's API."""
+
+    def __init__(self, tok):
+        self.calls, fake = {}, self
+
+        class SamplingParams:
+            def __init__(self, **kw):
+                self.kw = kw
+
+        class _Out:
+            def __init__(self, n):
+                self.outputs = [type("O", (), {"text": "<chunk>x</chunk>", "token_ids": [1, 2],
+                                               "finish_reason": "stop"})() for _ in range(n)]
+
+        class LLM:
+            def __init__(self, **kw):
+                fake.calls["LLM"] = kw
+
+            def get_tokenizer(self):
+                return tok
+
+            def generate(self, prompts, params, use_tqdm=False):
+                fake.calls["generate"] = (prompts, params)
+                return [_Out(p.kw["n"]) for p in params]
+
+        self.LLM, self.SamplingParams = LLM, SamplingParams
+
+
+def test_vllm_generator_call_shapes(qwen, monkeypatch):
+    """Engine settings from the profile, token-id prompts without a second BOS, explicit sampling
+    settings, a context check before the call, and an engine that can be shut down."""
+    import sys
+
+    model, tok = qwen
+    fake = _FakeVLLM(tok)
+    monkeypatch.setitem(sys.modules, "vllm", fake)
+    cfg = {"VLLM_TP": 2, "VLLM_GPU_MEMORY": 0.4, "VLLM_MAX_MODEL_LEN": 600}
+    gen = models.make_generator("some/model", backend="vllm", **models.engine_settings(cfg))
+    assert fake.calls["LLM"] == {"model": "some/model", "tensor_parallel_size": 2, "gpu_memory_utilization": 0.4,
+                                 "enable_prefix_caching": True, "max_model_len": 600, "seed": 0}
+    out = gen.generate(["What is 1+1?"], n=3, temperature=1.0, max_new_tokens=16, stop=["</chunk>"], seed=1)
+    prompts, params = fake.calls["generate"]
+    want = tok(models.render_prompt(tok, "What is 1+1?"), add_special_tokens=False)["input_ids"]
+    assert prompts == [{"prompt_token_ids": want}]
+    kw = params[0].kw
+    assert kw["repetition_penalty"] == 1.0 and kw["top_k"] == 0 and kw["n"] == 3 and kw["stop"] == ["</chunk>"]
+    assert len(out[0]) == 3 and out[0][0].finished and gen.cut_after_separator
+    with pytest.raises(ValueError, match="VLLM_MAX_MODEL_LEN=600"):
+        gen.generate(["x " * 700], max_new_tokens=16)
+    gen.close()
+    assert gen.llm is None
+
+
+def test_judges_run_on_any_generator(qwen, monkeypatch):
+    """One generation interface: a generative judge on vLLM (here the recording fake) judges the
+    same way; the verdict readout, which needs next-token probabilities, says None there."""
+    import sys
+
+    model, tok = qwen
+    monkeypatch.setitem(sys.modules, "vllm", _FakeVLLM(tok))
+    j = judge.Judge.load("some/model", backend="vllm", engine={"max_model_len": 4096}, family="paper",
+                         max_new_tokens=8)
+    res = j.judge([("What is 1+1?", [], "1+1 = 2")])
+    assert res[0]["verdict"] is None and res[0]["n_unparsed"] == 1  # the fake writes no verdict
+    assert j.verdict_probs([("p", [], "c")], ["\\boxed{"]) == [None]
+    hf = judge.Judge.from_model(model, tok, family="paper", max_new_tokens=4)
+    assert hf.verdict_probs([("p", [], "c")], ["so \\boxed{"])[0] is not None
