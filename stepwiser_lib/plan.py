@@ -32,6 +32,8 @@ DATASETS = {"numina": "AI-MO/NuminaMath-CoT", "math500": "HuggingFaceH4/MATH-500
             "gsm8k": "openai/gsm8k", "toy": "toy world (generated, offline)",
             "processbench": "Qwen/ProcessBench"}
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+#: Hub owners whose instruct models need an accepted licence and a token to download.
+GATED_OWNERS = {"meta-llama"}
 
 
 def model_size_b(name: str) -> float:
@@ -54,7 +56,10 @@ def resolve_model(name: str, role: str) -> dict:
         return {"role": role, "model": "paragraph teacher (every blank-line paragraph a chunk)", "ok": True}
     if name == "qwen2_standin":
         return {"role": role, "model": "runs/standin/qwen2-tiny (random-weight Qwen2 stand-in)", "ok": True}
-    return {"role": role, "model": name, "ok": bool(HUB_ID.match(name)), "size_b": model_size_b(name)}
+    out = {"role": role, "model": name, "ok": bool(HUB_ID.match(name)), "size_b": model_size_b(name)}
+    if name.split("/")[0] in GATED_OWNERS:
+        out["note"] = "gated on the hub: needs an HF token (huggingface-cli login) and the accepted licence"
+    return out
 
 
 def _cost(seqs: float, size_b: float) -> float:
@@ -259,7 +264,7 @@ def render(plan: dict) -> str:
     lines = [f"DRY RUN, profile {plan['profile']}: nothing is downloaded or run", "models:"]
     for m in plan["models"]:
         flag = "ok" if m["ok"] else "NOT A VALID MODEL REFERENCE"
-        lines.append(f"  {m['role']:22s} {m['model']}  [{flag}]")
+        lines.append(f"  {m['role']:22s} {m['model']}  [{flag}]" + (f"  ({m['note']})" if m.get("note") else ""))
     lines.append("datasets: " + ", ".join(f"{k} -> {v}" for k, v in plan["datasets"].items()))
     for s in plan["stages"]:
         rest = {k: (round(v, 1) if isinstance(v, float) else v) for k, v in s.items() if k != "notebook"}

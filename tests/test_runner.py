@@ -81,6 +81,7 @@ def test_plan_numbers_and_model_resolution():
     assert plan.model_size_b("meta-llama/Llama-3.1-70B-Instruct") == 70.0
     assert plan.resolve_model("not a model id", "judge")["ok"] is False
     assert plan.resolve_model("Qwen/Qwen2.5-7B-Instruct", "policy")["ok"] is True
+    assert "gated" in plan.resolve_model("meta-llama/Llama-3.1-70B-Instruct", "teacher")["note"]
     nb = paths.NOTEBOOKS_DIR / "04_judge_grpo.ipynb"
     p04 = {k: d.default for k, d in config.notebook_parameters(nb).items()}
     p04.update({"VARIANTS": ["stepwiser:rel_ratio", "disc_sft:abs_q"], "REPEAT_SEEDS": [], "GRPO_STEPS": 800,
