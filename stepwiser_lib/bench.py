@@ -144,7 +144,7 @@ def run(profile: str = "tiny", n_prompts: int = 12, m: int = 16, batch: int = 12
                     "processor": platform.processor() or platform.machine()},
         "seconds": {"naive": round(dt_n, 1), "batched": round(dt_b, 1)},
     }
-    io.write_json(paths.ROOT / "results" / "bench" / "labelling.json", out)
+    io.write_result(paths.ROOT / "results" / "bench" / "labelling.json", out)
     return out
 
 

@@ -34,6 +34,30 @@ def write_json(path: str | Path, obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
 
 
+def repo_relative(obj: Any, root: str | Path | None = None) -> Any:
+    """``obj`` with every string that is a path inside the repository made relative to it
+    (``/home/u/stepwiser-companion/runs/tiny/x`` -> ``runs/tiny/x``), so committed results hold
+    no machine's absolute paths."""
+    if root is None:
+        from .paths import ROOT as root
+    prefix = str(root).rstrip("/") + "/"
+    if isinstance(obj, str):
+        return obj[len(prefix):] if obj.startswith(prefix) else obj
+    if isinstance(obj, dict):
+        return {k: repo_relative(v, root) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [repo_relative(v, root) for v in obj]
+    if isinstance(obj, Path):
+        return repo_relative(str(obj), root)
+    return obj
+
+
+def write_result(path: str | Path, obj: Any) -> None:
+    """:func:`write_json` for the committed outputs (``results/``, ``data/`` manifests): paths
+    inside the repository are written relative to it (:func:`repo_relative`)."""
+    write_json(path, repo_relative(obj))
+
+
 def read_json(path: str | Path) -> Any:
     return json.loads(Path(path).read_text())
 

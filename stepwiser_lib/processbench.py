@@ -235,7 +235,7 @@ def build_toy(out_dir: str = TOY_DIR_DEFAULT, model_dir: str | None = None, per_
     import time
 
     from . import prompts, toyworld
-    from .io import write_json, write_jsonl
+    from .io import write_jsonl, write_result
     from .models import HFGenerator, load_model, set_threads
     from .paths import TOY_BASE_DIR
 
@@ -300,7 +300,7 @@ def build_toy(out_dir: str = TOY_DIR_DEFAULT, model_dir: str | None = None, per_
             "sha256": hashlib.sha256((out / f"{split}.jsonl").read_bytes()).hexdigest()}
         print(f"{split}: {manifest['splits'][split]}", flush=True)
     manifest["seconds"] = round(time.time() - t0, 1)
-    write_json(out / "manifest.json", manifest)
+    write_result(out / "manifest.json", manifest)
     return manifest
 
 

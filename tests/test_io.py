@@ -81,3 +81,17 @@ def test_has_cached_and_model_fingerprint(tmp_path):
     (d / "model.safetensors").write_bytes(b"weights-2")
     assert model_fingerprint(str(d)) != f1  # retrained weights at the same path
     assert model_fingerprint("Qwen/Qwen2.5-1.5B-Instruct") == "Qwen/Qwen2.5-1.5B-Instruct"
+
+
+def test_committed_results_hold_repository_relative_paths(tmp_path):
+    from stepwiser_lib import io
+
+    root = tmp_path / "repo"
+    obj = {"model_dir": f"{root}/runs/tiny/m", "n": 3, "list": [f"{root}/data/x", "/elsewhere/y"],
+           "near": f"{root}-other/z"}
+    assert io.repo_relative(obj, root) == {"model_dir": "runs/tiny/m", "n": 3,
+                                           "list": ["data/x", "/elsewhere/y"], "near": f"{root}-other/z"}
+    from stepwiser_lib import paths
+
+    io.write_result(tmp_path / "r.json", {"p": str(paths.ROOT / "runs" / "a")})
+    assert io.read_json(tmp_path / "r.json") == {"p": "runs/a"}
