@@ -22,14 +22,15 @@ help:
 	@echo "make toy-base    rebuild the committed toy base model data/toy_base (~40 min on 2 cores)"
 	@echo "make toy-processbench  rebuild data/toy_processbench from the toy base model (~2 min)"
 
-# The environment: created once, refreshed when pyproject.toml changes. torch is installed first
-# and pinned, so that pip takes the CPU wheel where one is on disk (no multi-GB CUDA download).
-$(VENV)/.installed: pyproject.toml
+# The environment: created once, refreshed when pyproject.toml or constraints.txt changes. torch is
+# installed first and pinned, so that pip takes the CPU wheel where one is on disk (no multi-GB
+# CUDA download); everything else comes at the exact tested versions of constraints.txt.
+$(VENV)/.installed: pyproject.toml constraints.txt
 	@test -x $(PY) || { echo "[make] creating $(VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }
-	@echo "[make] installing torch==2.13.0, then the project (about 1-3 minutes on a fresh machine)"
+	@echo "[make] installing torch==2.13.0, then the project at the tested pins of constraints.txt (about 1-3 minutes on a fresh machine)"
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m pip install -q -c constraints.txt -e ".[dev,notebook]"
 	@touch $@
 
 venv: $(VENV)/.installed

@@ -7,21 +7,57 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _pins():
-    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-    return {re.split(r"[=<>]", d)[0]: d for d in deps}
+def _constraints() -> dict[str, str]:
+    """The exact tested pins of constraints.txt, by package name."""
+    lines = (ROOT / "constraints.txt").read_text().splitlines()
+    return {re.split(r"==", x)[0].strip().lower(): x.strip() for x in lines if x.strip() and not x.startswith("#")}
 
 
-def test_environment_yml_mirrors_pyproject_pins():
+def _requirements() -> dict[str, list[str]]:
+    """pyproject's dependency ranges by package name: the core list and every extra."""
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    out: dict[str, list[str]] = {}
+    for req in meta["dependencies"] + [r for extra in meta["optional-dependencies"].values() for r in extra]:
+        out.setdefault(re.split(r"[=<>!~\[; ]", req)[0].lower(), []).append(req)
+    return out
+
+
+def test_the_pin_set_satisfies_the_ranges():
+    """Every exact pin that make and CI install lies inside pyproject's range, and every
+    dependency (gpu extra aside: vllm and deepspeed never install here) has a pin."""
+    from packaging.requirements import Requirement
+
+    pins, reqs = _constraints(), _requirements()
+    for name, pin in pins.items():
+        version = pin.split("==")[1]
+        assert name in reqs, f"{name} is pinned but no longer a dependency"
+        for r in reqs[name]:
+            assert Requirement(r).specifier.contains(version), (pin, r)
+    gpu_only = {"vllm", "deepspeed"}
+    assert set(reqs) - gpu_only <= set(pins), sorted(set(reqs) - gpu_only - set(pins))
+
+
+def test_python_3_11_to_3_13_and_notebook_tooling_is_an_extra():
+    from packaging.specifiers import SpecifierSet
+
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    spec = SpecifierSet(meta["requires-python"])
+    assert all(spec.contains(v) for v in ("3.11.7", "3.12.1", "3.13.0")) and not spec.contains("3.10.0")
+    core = {re.split(r"[=<>]", d)[0] for d in meta["dependencies"]}
+    assert not core & {"papermill", "nbclient", "jupyterlab", "ipykernel"}  # Colab's server stays
+    assert {re.split(r"[=<>]", d)[0] for d in meta["optional-dependencies"]["notebook"]} >= {"papermill", "ipykernel"}
+    assert "-c constraints.txt" in (ROOT / "Makefile").read_text()
+
+
+def test_environment_yml_mirrors_the_pin_set():
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
-    env_pins = {re.split(r"[=<>]", d)[0]: d for d in pip if not d.startswith("-")}
-    for name, spec in _pins().items():
-        assert env_pins.get(name) == spec, name
+    env_pins = {x.split("==")[0].lower(): x for x in pip if not x.startswith("-")}
+    assert env_pins == _constraints()
 
 
 def test_gpu_pins_are_compatible():
-    pins = _pins()
+    pins = _constraints()
     assert pins["torch"] == "torch==2.13.0"  # vllm 0.32.0 pins exactly this torch
     v = tuple(int(x) for x in pins["transformers"].split("==")[1].split("."))
     assert (5, 16, 1) <= v < (5, 20, 0)  # vllm 0.32.0: transformers>=5.16.1,<5.20
