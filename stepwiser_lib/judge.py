@@ -239,6 +239,11 @@ class Judge:
         return res
 
 
+def _triple(e: dict) -> tuple[str, list[str], str]:
+    """The (problem, history, chunk) a judge reads, from a stage-03 judge example."""
+    return e["problem"], e["history"], e["chunk"]
+
+
 class _eval_mode:
     """``model.eval()`` for a block, then the training flag back as it was (a judge may run on the
     live model inside GRPO training); a no-op without a model (vLLM)."""
@@ -266,7 +271,7 @@ def verdict_readout(judge: "Judge", examples: list[dict], judged: list[dict]) ->
     against the analysis' own implied verdict: 0.5 means the verdict ignores the analysis, 1.0
     that it reads it perfectly) and the mean p_positive after analyses that imply right/wrong.
     """
-    triples = [(e["problem"], e["history"], e["chunk"]) for e in examples]
+    triples = [_triple(e) for e in examples]
     probs = judge.verdict_probs(triples, [j["analysis"] for j in judged])
     for j, p in zip(judged, probs):
         j["p_positive"] = p
@@ -472,10 +477,6 @@ def train_grpo_judge(model_dir: str, train: list[dict], out_dir, settings: dict,
             "batches": s.batches(world)}
 
 
-def _triple(e: dict) -> tuple[str, list[str], str]:
-    return e["problem"], e["history"], e["chunk"]
-
-
 # ----------------------------------------------------------------------------- variants (nb 04)
 
 #: Judge variants of paper Tables 5 and 6: ``kind`` -> the paper's row name.
@@ -538,7 +539,7 @@ def evaluate_judge(judge, examples: list[dict], k: int = 1, seed: int = 0,
     ``auc_k`` sampled verdicts that are Positive (Maj@k score, paper Table 5), a measure of how
     well the judge tells steps apart whatever its Positive rate. With ``readout`` (generative
     judges only) also :func:`verdict_readout`'s metrics. [not in paper]"""
-    triples = [(e["problem"], e["history"], e["chunk"]) for e in examples]
+    triples = [_triple(e) for e in examples]
     judged = judge.judge(triples, k=k, seed=seed)
     res = step_accuracy(judged, examples)
     truth = [chunk_truth(e) for e in examples]

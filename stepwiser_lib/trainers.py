@@ -13,7 +13,7 @@ dicts (:func:`dataclasses.asdict`), so ``accelerate launch`` sees exactly what t
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from .config import ConfigError
@@ -244,8 +244,3 @@ def check_lengths(lengths: list[int], max_length: int, setting: str,
         raise ConfigError(f"{over} of {n} records ({100 * over / n:.1f}%) exceed {setting}="
                           f"{max_length} tokens (longest {res['longest']}); raise {setting}")
     return res
-
-
-def as_dict(settings) -> dict:
-    """Plain-data form for a launched process (settings are rebuilt from it there)."""
-    return asdict(settings)
