@@ -187,6 +187,11 @@ class Config:
     def __setattr__(self, name, value):
         raise AttributeError("the config is frozen; change the parameters cell or the profile")
 
+    @property
+    def notebook(self) -> str:
+        """The notebook stem this config belongs to (``"02_rollout_labelling"``)."""
+        return self._notebook
+
     def as_dict(self) -> dict[str, Any]:
         return dict(self._values)
 

@@ -37,19 +37,28 @@ def write_json(path: str | Path, obj: Any) -> None:
 def repo_relative(obj: Any, root: str | Path | None = None) -> Any:
     """``obj`` with every string that is a path inside the repository made relative to it
     (``/home/u/stepwiser-companion/runs/tiny/x`` -> ``runs/tiny/x``), so committed results hold
-    no machine's absolute paths."""
+    no machine's absolute paths. With no ``root``, paths under ``$STEPWISER_OUTPUT_ROOT`` (the
+    Colab bootstrap's Drive folder) are made relative to it the same way."""
     if root is None:
-        from .paths import ROOT as root
-    prefix = str(root).rstrip("/") + "/"
-    if isinstance(obj, str):
-        return obj[len(prefix):] if obj.startswith(prefix) else obj
-    if isinstance(obj, dict):
-        return {k: repo_relative(v, root) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [repo_relative(v, root) for v in obj]
-    if isinstance(obj, Path):
-        return repo_relative(str(obj), root)
-    return obj
+        from .paths import ROOT, output_root
+
+        roots = sorted({str(ROOT), str(output_root())}, key=len, reverse=True)
+    else:
+        roots = [str(root)]
+    prefixes = [r.rstrip("/") + "/" for r in roots]
+
+    def rel(v):
+        if isinstance(v, str):
+            return next((v[len(p):] for p in prefixes if v.startswith(p)), v)
+        if isinstance(v, dict):
+            return {k: rel(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [rel(x) for x in v]
+        if isinstance(v, Path):
+            return rel(str(v))
+        return v
+
+    return rel(obj)
 
 
 def write_result(path: str | Path, obj: Any) -> None:

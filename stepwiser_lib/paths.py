@@ -8,6 +8,12 @@
 
 The repository root is found from the package location (an editable install), or from
 ``STEPWISER_ROOT``; so notebooks behave the same from JupyterLab, papermill or Colab.
+
+``STEPWISER_OUTPUT_ROOT`` moves the three output folders (``runs/``, ``results/``, ``figures/``)
+under another folder. The Colab bootstrap sets it to a folder on Google Drive, because each
+notebook opened from its badge runs in a fresh VM: notebook N then finds what notebooks 1..N-1
+wrote. Unset (every local run), they are the repository's own. It is read at every call, so
+setting it in a running kernel takes effect at once.
 """
 
 from __future__ import annotations
@@ -27,8 +33,23 @@ STANDIN_DIR = ROOT / "runs" / "standin"
 STANDIN_MODEL = "qwen2_standin"
 
 
+#: Environment variable naming the folder that holds ``runs/``, ``results/`` and ``figures/``.
+OUTPUT_ROOT_ENV = "STEPWISER_OUTPUT_ROOT"
+
+
+def output_root() -> Path:
+    """Where ``runs/``, ``results/`` and ``figures/`` live: ``$STEPWISER_OUTPUT_ROOT`` (Colab:
+    Google Drive) or the repository."""
+    v = os.environ.get(OUTPUT_ROOT_ENV, "").strip()
+    return Path(v).expanduser() if v else ROOT
+
+
+def runs_root() -> Path:
+    return output_root() / "runs"
+
+
 def run_dir(profile: str) -> Path:
-    return ROOT / "runs" / profile
+    return runs_root() / profile
 
 
 def artifacts(profile: str, stage: str) -> Path:
@@ -39,13 +60,13 @@ def artifacts(profile: str, stage: str) -> Path:
 
 
 def results_dir(profile: str) -> Path:
-    p = ROOT / "results" / profile
+    p = output_root() / "results" / profile
     p.mkdir(parents=True, exist_ok=True)
     return p
 
 
 def figures_dir(profile: str) -> Path:
-    p = ROOT / "figures" / profile
+    p = output_root() / "figures" / profile
     p.mkdir(parents=True, exist_ok=True)
     return p
 

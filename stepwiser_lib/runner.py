@@ -46,6 +46,12 @@ def plan(profile: str, notebooks: list[Path], profiles_dir: Path = PROFILES_DIR)
     return {p.stem: checked[p.stem] for p in notebooks}
 
 
+def with_defaults(notebooks: list[Path], params: dict[str, dict]) -> dict[str, dict]:
+    """Every parameter of each notebook: the cell's defaults, then ``params`` (the profile's)."""
+    return {nb.stem: {**{k: d.default for k, d in notebook_parameters(nb).items()}, **params[nb.stem]}
+            for nb in notebooks}
+
+
 def _failure(nb_path: Path) -> str:
     """The failing cell of an executed notebook: its number in the source notebook (1-based,
     papermill's injected cells not counted), first line and error."""
@@ -86,9 +92,7 @@ def run(profile: str, only: list[str] | None = None, check_only: bool = False,
     if dry_run:
         from .plan import dry_run as make_plan, render
 
-        full = {nb.stem: {**{k: d.default for k, d in notebook_parameters(nb).items()}, **params[nb.stem]}
-                for nb in notebooks}  # defaults, then the profile's values
-        p = make_plan(profile, full)
+        p = make_plan(profile, with_defaults(notebooks, params))
         print(render(p), flush=True)
         bad = [m["model"] for m in p["models"] if not m["ok"]]
         if bad:

@@ -156,7 +156,7 @@ def numina_pool(split: str, path: str | None = None, revision: str | None = None
 
     if split not in NUMINA_BUCKETS:
         raise ValueError(f"unknown NuminaMath pool {split!r}; valid: {', '.join(NUMINA_BUCKETS)}")
-    cache = Path(cache_dir or paths.ROOT / "runs" / "cache" / "numina")
+    cache = Path(cache_dir or paths.runs_root() / "cache" / "numina")
     key = io.digest(_source_key("numina", path, revision), split, POOL_VERSION)
     hit = cache / f"{split}-{key}.jsonl"
     if hit.exists():

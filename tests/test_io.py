@@ -95,3 +95,13 @@ def test_committed_results_hold_repository_relative_paths(tmp_path):
 
     io.write_result(tmp_path / "r.json", {"p": str(paths.ROOT / "runs" / "a")})
     assert io.read_json(tmp_path / "r.json") == {"p": "runs/a"}
+
+
+def test_paths_under_the_output_root_are_written_relative_to_it(tmp_path, monkeypatch):
+    """On Colab, runs/ lives on Drive ($STEPWISER_OUTPUT_ROOT): results name it as runs/..., too."""
+    monkeypatch.setenv(paths.OUTPUT_ROOT_ENV, str(tmp_path / "drive"))
+    assert paths.run_dir("colab") == tmp_path / "drive" / "runs" / "colab"
+    obj = {"a": str(paths.run_dir("colab") / "m"), "b": str(paths.ROOT / "data" / "x"), "c": "/elsewhere"}
+    assert io.repo_relative(obj) == {"a": "runs/colab/m", "b": "data/x", "c": "/elsewhere"}
+    monkeypatch.delenv(paths.OUTPUT_ROOT_ENV)
+    assert paths.run_dir("colab") == paths.ROOT / "runs" / "colab"
