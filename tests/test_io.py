@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from stepwiser_lib import io
+from stepwiser_lib import io, paths
 
 
 def test_read_jsonl_names_line_and_field(tmp_path):
