@@ -39,9 +39,20 @@ def judge_examples(records: list[dict], rule: str, min_chars: int = 0, max_chars
 
 def balance(examples: list[dict], label_key: str = "label", seed: int = 0) -> list[dict]:
     """Down-sample the majority class so positives and negatives are equal; the minority class is
-    kept whole; deterministic for a seed; the original order is kept."""
+    kept whole; deterministic for a seed; the original order is kept. Labels must be True/False
+    (a string "False" would count as positive); when one class is empty nothing can be kept and
+    a warning says so."""
+    for n, e in enumerate(examples):
+        if not isinstance(e.get(label_key), bool):
+            raise ValueError(f"balance: example {n} has {label_key} = {e.get(label_key, '<missing>')!r}; "
+                             "want True or False")
     pos = [i for i, e in enumerate(examples) if e[label_key]]
     neg = [i for i, e in enumerate(examples) if not e[label_key]]
+    if examples and not (pos and neg):
+        import warnings
+
+        warnings.warn(f"balance: all {len(examples)} examples are {'positive' if pos else 'negative'}; "
+                      "a balanced set of them is empty", stacklevel=2)
     small, big = (pos, neg) if len(pos) <= len(neg) else (neg, pos)
     keep = set(small) | set(random.Random(seed).sample(big, len(small)))
     return [e for i, e in enumerate(examples) if i in keep]
@@ -50,6 +61,9 @@ def balance(examples: list[dict], label_key: str = "label", seed: int = 0) -> li
 def split_by_problem(examples: list[dict], val_fraction: float, seed: int = 0
                      ) -> tuple[list[dict], list[dict]]:
     """Train/validation split by ``problem_id`` (a seeded hash decides each problem's side)."""
+    if not 0 < val_fraction < 1:
+        raise ValueError(f"split_by_problem: val_fraction = {val_fraction!r} must be in (0, 1)")
+
     def side(pid: str) -> bool:
         h = int(hashlib.sha256(f"{seed}:{pid}".encode()).hexdigest(), 16)
         return (h % 10_000) / 10_000 < val_fraction

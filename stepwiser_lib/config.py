@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -27,39 +28,43 @@ from typing import Any
 
 import yaml
 
+from .checks import ConfigError, Spec, parse, problem
+from .checks import type_ok as _type_ok
 from .paths import PROFILES_DIR
 
+#: The shipped profiles (tests check each; any other valid ``configs/profiles/*.yaml`` works too).
 PROFILES = ("smoke", "colab-smoke", "tiny", "colab", "paper")
 
-_TYPES: dict[str, tuple[type, ...]] = {
-    "int": (int,), "float": (float, int), "str": (str,), "bool": (bool,), "list": (list,),
-    "dict": (dict,),
-}
-
-
-class ConfigError(ValueError):
-    """A profile or parameter problem, reported before any compute starts."""
 
 
 @dataclass(frozen=True)
 class Param:
     name: str
-    type: str  # one of _TYPES, e.g. "int", "list"
+    type: str  # the base type, one of checks.TYPES: "int", "list", ...
     default: Any
     comment: str
+    spec: Spec | None = None  # what is allowed (stepwiser_lib.checks); None: any value of the type
+
+    def problem(self, value: Any) -> str | None:
+        """Why ``value`` is not allowed for this parameter (None if it is)."""
+        return problem(value, self.spec or parse(self.type))
 
 
-def _base_type(annotation: str) -> str:
-    t = annotation.split("[", 1)[0].strip()
-    if t not in _TYPES:
-        raise ConfigError(f"parameter type {annotation!r} is not one of {sorted(_TYPES)}")
-    return t
+def _annotation_text(annotation: Any) -> str:
+    """The text of a runtime annotation: ``"int >= 1"`` as written, ``int`` -> "int",
+    ``list[str]`` -> "list[str]"."""
+    if isinstance(annotation, str):
+        return annotation
+    return annotation.__name__ if isinstance(annotation, type) else str(annotation)
+
+
+def _param(name: str, annotation: str, default: Any = None, comment: str = "") -> Param:
+    spec = parse(annotation)
+    return Param(name, spec.base, default, comment, spec)
 
 
 def type_ok(value: Any, type_name: str) -> bool:
-    if type_name in ("int", "float") and isinstance(value, bool):
-        return False  # True is an int in Python, but never a sensible count or rate
-    return isinstance(value, _TYPES[type_name])
+    return _type_ok(value, type_name)
 
 
 def parse_parameters_source(source: str) -> dict[str, Param]:
@@ -78,12 +83,13 @@ def parse_parameters_source(source: str) -> dict[str, Param]:
             default = ast.literal_eval(node.value)
         except ValueError as e:
             raise ConfigError(f"parameter {name}: the default must be a literal") from e
-        tname = _base_type(ast.unparse(node.annotation))
-        if not type_ok(default, tname):
-            raise ConfigError(f"parameter {name}: default {default!r} is not a {tname}")
         line = lines[node.lineno - 1]
         comment = line.split("#", 1)[1].strip() if "#" in line else ""
-        out[name] = Param(name, tname, default, comment)
+        param = _param(name, ast.unparse(node.annotation), default, comment)
+        why = param.problem(default)
+        if why:
+            raise ConfigError(f"parameter {name}: default {default!r} {why}")
+        out[name] = param
     return out
 
 
@@ -115,21 +121,56 @@ def _unique_mapping(loader, node, deep=False):
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
 
 
-def load_profile(profile: str, profiles_dir: Path = PROFILES_DIR) -> dict:
-    """``{"shared": {...}, "notebooks": {stem: {...}}}`` of a profile file."""
-    path = Path(profiles_dir) / f"{profile}.yaml"
-    if not path.exists():
-        valid = sorted(p.stem for p in Path(profiles_dir).glob("*.yaml"))
+#: A profile name: a file ``configs/profiles/<name>.yaml``, letters, digits, ``-`` and ``_`` only
+#: (no path: ``--profile ../x`` must not read a file elsewhere or write ``runs/../x``).
+PROFILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+
+
+def profile_names(profiles_dir: Path = PROFILES_DIR) -> list[str]:
+    """The valid profiles: every ``*.yaml`` of the profiles folder with a valid name. The runner,
+    the labelling CLI and the notebooks all use this one rule."""
+    return sorted(p.stem for p in Path(profiles_dir).glob("*.yaml") if PROFILE_NAME.fullmatch(p.stem))
+
+
+def check_profile_name(profile: Any, profiles_dir: Path = PROFILES_DIR) -> str:
+    valid = profile_names(profiles_dir)
+    if not isinstance(profile, str) or profile not in valid:
         raise ConfigError(f"unknown profile {profile!r}; valid profiles: {', '.join(valid)}")
-    data = yaml.load(path.read_text(), Loader=_UniqueKeyLoader) or {}
+    return profile
+
+
+def load_profile(profile: str, profiles_dir: Path = PROFILES_DIR) -> dict:
+    """``{"shared": {...}, "notebooks": {stem: {...}}}`` of a profile file. Bad YAML, a section
+    that is not a mapping and a key given twice are :class:`ConfigError` naming file and line."""
+    check_profile_name(profile, profiles_dir)
+    path = Path(profiles_dir) / f"{profile}.yaml"
+    where = str(path.relative_to(path.parents[2])) if len(path.parents) > 2 else str(path)
+    try:
+        data = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f", line {mark.line + 1} column {mark.column + 1}" if mark else ""
+        raise ConfigError(f"{where}{at}: not valid YAML ({getattr(e, 'problem', None) or e})") from None
+    except ConfigError as e:
+        raise ConfigError(f"{where}, {e}") from None
+    data = {} if data is None else data
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: a profile is a mapping with 'description', 'shared' and 'notebooks', "
+                          f"not a {type(data).__name__}")
     extra = set(data) - {"shared", "notebooks", "description"}
     if extra:
-        raise ConfigError(f"{path}: unknown top-level keys {sorted(extra)}; "
+        raise ConfigError(f"{where}: unknown top-level keys {sorted(map(str, extra))}; "
                           "use 'description', 'shared' and 'notebooks'")
-    data.setdefault("shared", {})
-    data.setdefault("notebooks", {})
-    data["shared"] = data["shared"] or {}
-    data["notebooks"] = {k: (v or {}) for k, v in (data["notebooks"] or {}).items()}
+    for key in ("shared", "notebooks"):
+        data[key] = data.get(key) or {}
+        if not isinstance(data[key], dict):
+            raise ConfigError(f"{where}: '{key}' must be a mapping of names to values, not a "
+                              f"{type(data[key]).__name__}")
+    for nb, section in data["notebooks"].items():
+        if section is not None and not isinstance(section, dict):
+            raise ConfigError(f"{where}: notebooks.{nb} must be a mapping of parameters to values, "
+                              f"not a {type(section).__name__}")
+    data["notebooks"] = {k: (v or {}) for k, v in data["notebooks"].items()}
     return data
 
 
@@ -149,9 +190,12 @@ def profile_values(profile: str, notebook: str, declared: dict[str, Param],
                           f"{unknown}; declared: {sorted(declared)}")
     vals.update(own)
     for k, v in vals.items():
-        if not type_ok(v, declared[k].type):
-            raise ConfigError(f"profile {profile!r}, notebook {notebook}: {k} = {v!r} is not a "
-                              f"{declared[k].type} (declared `{k}: {declared[k].type}`)")
+        why = declared[k].problem(v)
+        if why:
+            hint = (" (YAML reads 3e-3 as a string: write 3.0e-3)" if isinstance(v, str) and declared[k].type == "float"
+                    and re.fullmatch(r"-?[\d.]+e-?\d+", v) else "")
+            raise ConfigError(f"profile {profile!r}, notebook {notebook}: {k} = {v!r} {why}{hint} "
+                              f"(declared `{k}: {declared[k].spec.text if declared[k].spec else declared[k].type}`)")
     vals["PROFILE"] = profile if "PROFILE" in declared else vals.get("PROFILE")
     return {k: v for k, v in vals.items() if k in declared}
 
@@ -211,8 +255,7 @@ def resolve(namespace: dict, notebook: str, profiles_dir: Path = PROFILES_DIR,
     :class:`ConfigError`.
     """
     ann = namespace.get("__annotations__", {})
-    declared = {k: Param(k, _base_type(v if isinstance(v, str) else getattr(v, "__name__", str(v))),
-                         None, "") for k, v in ann.items() if k.isupper()}
+    declared = {k: _param(k, _annotation_text(v)) for k, v in ann.items() if k.isupper()}
     if "PROFILE" not in declared:
         raise ConfigError(f"{notebook}: the parameters cell must declare PROFILE: str")
     known_other = {"In", "Out"}
@@ -223,13 +266,13 @@ def resolve(namespace: dict, notebook: str, profiles_dir: Path = PROFILES_DIR,
                           f"{sorted(declared)})")
     values = {k: namespace[k] for k in declared}
     profile = values["PROFILE"]
-    if profile not in PROFILES:
-        raise ConfigError(f"unknown profile {profile!r}; valid profiles: {', '.join(PROFILES)}")
+    check_profile_name(profile, profiles_dir)
     for k, v in profile_values(profile, notebook, declared, profiles_dir).items():
         if values[k] != v and verbose:
             print(f"profile {profile}: {k} = {v!r} (cell had {values[k]!r})")
         values[k] = v
     for k, v in values.items():
-        if not type_ok(v, declared[k].type):
-            raise ConfigError(f"{notebook}: {k} = {v!r} is not a {declared[k].type}")
+        why = declared[k].problem(v)
+        if why:
+            raise ConfigError(f"{notebook}: {k} = {v!r} {why} (declared `{k}: {declared[k].spec.text}`)")
     return Config(notebook, values)

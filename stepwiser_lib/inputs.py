@@ -27,7 +27,7 @@ STAGES = ("01_self_segmentation", "02_rollout_labelling", "03_balancing", "04_ju
 #: producer that tells whether it has run: the chain to suggest when something is missing.
 UPSTREAM = {STAGES[1]: (STAGES[0],), STAGES[2]: (STAGES[1],), STAGES[3]: (STAGES[0], STAGES[2]),
             STAGES[4]: (STAGES[3],), STAGES[5]: (STAGES[0], STAGES[3]), STAGES[6]: (STAGES[0], STAGES[3])}
-PRODUCES = {STAGES[0]: "chunk_policy/model/config.json", STAGES[1]: "labels.jsonl",
+PRODUCES = {STAGES[0]: "chunk_policy/model", STAGES[1]: "labels.jsonl",
             STAGES[2]: "", STAGES[3]: "judges.json"}
 
 
@@ -40,6 +40,10 @@ class Need:
     producer: str
     what: str
     schema: str
+    model: bool = False  # a saved model or adapter folder: needs its config and its weights
+
+    def present(self) -> bool:
+        return paths.model_complete(self.path) if self.model else self.path.exists()
 
 
 class MissingInputs(FileNotFoundError):
@@ -54,19 +58,19 @@ def _policy(profile: str, key: str, value: str) -> list[Need]:
     """Notebook 01's chunk policy when ``key`` asks for it, else the model ``key`` names."""
     if (key, value) not in (("POLICY_MODEL", "artifact"), ("JUDGE_INIT", "chunk_policy")):
         return _local_model(value, key)
-    return [Need(_art(profile, STAGES[0]) / "chunk_policy" / "model" / "config.json", STAGES[0],
-                 f"the chunk policy ({key} = {value!r})", "Stage 01")]
+    return [Need(_art(profile, STAGES[0]) / "chunk_policy" / "model", STAGES[0],
+                 f"the chunk policy ({key} = {value!r})", "Stage 01", model=True)]
 
 
 def _local_model(name: str, key: str) -> list[Need]:
     """A model named by a local path must exist; a hub id is downloaded by the notebook."""
     if name == "toy_base":
-        return [Need(paths.TOY_BASE_DIR / "config.json", "the repository (data/toy_base is committed; "
-                     "rebuild it with make toy-base)", f"the toy base model ({key})", "Committed inputs")]
+        return [Need(paths.TOY_BASE_DIR, "the repository (data/toy_base is committed; "
+                     "rebuild it with make toy-base)", f"the toy base model ({key})", "Committed inputs", model=True)]
     if name.startswith(("/", "./", "../", "~")) or (paths.ROOT / name).exists():
         p = Path(name).expanduser()
         p = p if p.is_absolute() else paths.ROOT / p
-        return [Need(p / "config.json", f"you ({key} names a local folder)", f"the model of {key}", "")]
+        return [Need(p, f"you ({key} names a local folder)", f"the model of {key}", "", model=True)]
     return []
 
 
@@ -88,7 +92,7 @@ def _registry(profile: str, judges: list[str]) -> list[Need]:
                     v = e.get(key)
                     if v and (os.path.isabs(v) or v.startswith("runs/")):
                         p = Path(v) if os.path.isabs(v) else paths.output_root() / v
-                        needs.append(Need(p, STAGES[3], f"judge {e.get('name')!r} ({key})", "Stage 04"))
+                        needs.append(Need(p, STAGES[3], f"judge {e.get('name')!r} ({key})", "Stage 04", model=True))
     return needs
 
 
@@ -122,6 +126,8 @@ def _show(path: Path) -> str:
 
 def _has_run(stage: str, profile: str) -> bool:
     out = _art(profile, stage) / PRODUCES[stage]
+    if stage == STAGES[0]:
+        return paths.model_complete(out)
     return out.exists() and (out.is_file() or any(out.iterdir()))
 
 
@@ -148,7 +154,8 @@ def message(notebook: str, profile: str, missing: list[Need]) -> str:
     lines = [f"{notebook} cannot start at profile {profile!r}: what earlier notebooks write is missing:"]
     for n in missing:
         schema = f"; schema: data/README.md, \"{n.schema}\"" if n.schema else ""
-        lines.append(f"  - {_show(n.path)}: {n.what}; written by {n.producer}{schema}")
+        half = " (incomplete: config or weights missing, as when a run stops while saving)" if n.path.exists() else ""
+        lines.append(f"  - {_show(n.path)}: {n.what}{half}; written by {n.producer}{schema}")
     chain = to_run(missing, profile)
     if chain:
         lines.append(f"Run notebook {chain[0]}.ipynb first, at PROFILE = {profile!r}"
@@ -170,7 +177,7 @@ def check(cfg) -> list[Need]:
     notebook = cfg.notebook
     want = needs(notebook, cfg)
     want = list({n.path: n for n in want}.values())  # one line per path
-    missing = [n for n in want if not n.path.exists()]
+    missing = [n for n in want if not n.present()]
     if missing:
         raise MissingInputs(message(notebook, cfg.PROFILE, missing))
     for n in want:

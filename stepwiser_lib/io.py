@@ -13,16 +13,26 @@ class RecordError(ValueError):
     """A malformed record in a data file (the message names file, line and field)."""
 
 
+def _umask_mode() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+_FILE_MODE = _umask_mode()  # what open() would give: 0644 under the usual umask
+
+
 def atomic_write_text(path: str | Path, text: str) -> None:
     """Write to a temporary file and rename: a reader never sees half a file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as f:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, _FILE_MODE)  # mkstemp makes 0600; outputs are read by others (shared or mounted folders)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -61,10 +71,45 @@ def repo_relative(obj: Any, root: str | Path | None = None) -> Any:
     return rel(obj)
 
 
+def is_timing(key: str) -> bool:
+    """A wall-clock measurement (``seconds``, ``train_seconds``, ``rollouts_per_s``): it differs
+    on every run, so results keep it apart."""
+    return key == "seconds" or key.endswith("_seconds") or key.endswith("_per_s")
+
+
+def split_timings(obj: Any) -> tuple[Any, dict[str, Any]]:
+    """``obj`` without its timing leaves, and those leaves by dotted path
+    (``{"stats": {"seconds": 3}}`` -> ``({"stats": {}}, {"stats.seconds": 3})``)."""
+    timings: dict[str, Any] = {}
+
+    def strip(v, path):
+        if isinstance(v, dict):
+            out = {}
+            for k, x in v.items():
+                here = f"{path}.{k}" if path else str(k)
+                number = isinstance(x, (int, float)) and not isinstance(x, bool)
+                if is_timing(str(k)) and (number or isinstance(x, dict) and x and all(
+                        isinstance(y, (int, float)) and not isinstance(y, bool) for y in x.values())):
+                    timings[here] = x
+                else:
+                    out[k] = strip(x, here)
+            return out
+        if isinstance(v, list):
+            return [strip(x, f"{path}.{i}") for i, x in enumerate(v)]
+        return v
+
+    return strip(obj, ""), timings
+
+
 def write_result(path: str | Path, obj: Any) -> None:
     """:func:`write_json` for the committed outputs (``results/``, ``data/`` manifests): paths
-    inside the repository are written relative to it (:func:`repo_relative`)."""
-    write_json(path, repo_relative(obj))
+    inside the repository are written relative to it (:func:`repo_relative`), and every timing
+    goes to one ``timings`` object at the end, so that two runs' results differ only there
+    (``diff`` of everything but ``timings`` answers "did anything change?")."""
+    clean, timings = split_timings(repo_relative(obj))
+    if isinstance(clean, dict) and timings:
+        clean = {**{k: v for k, v in clean.items() if k != "timings"}, "timings": {**clean.get("timings", {}), **timings}}
+    write_json(path, clean)
 
 
 def read_json(path: str | Path) -> Any:
@@ -75,19 +120,35 @@ def write_jsonl(path: str | Path, records: Iterable[dict]) -> None:
     atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
 
 
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def loads_strict(text: str) -> Any:
+    """``json.loads`` that refuses ``NaN`` and ``Infinity`` (Python writes them, JSON has no such
+    values, and a NaN label or Q silently becomes a negative)."""
+    return json.loads(text, parse_constant=_no_constant)
+
+
 def iter_jsonl(path: str | Path, where: str | None = None):
-    """``(line number, object)`` for each non-blank line; a bad line raises :class:`RecordError`
-    naming ``where`` (default: the path) and the line."""
+    """``(line number, object)`` for each non-blank line; a bad line (bad JSON, bad UTF-8, NaN
+    or Infinity) raises :class:`RecordError` naming ``where`` (default: the path) and the line."""
     path = Path(path)
     where = where or str(path)
-    with path.open() as f:
-        for n, line in enumerate(f, 1):
+    with path.open("rb") as f:
+        for n, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise RecordError(f"{where}, line {n}: not UTF-8 (byte {raw[e.start]:#04x} at column {e.start + 1})") from None
             if not line.strip():
                 continue
             try:
-                rec = json.loads(line)
+                rec = loads_strict(line)
             except json.JSONDecodeError as e:
                 raise RecordError(f"{where}, line {n}: bad JSON ({e.msg})") from None
+            except ValueError as e:
+                raise RecordError(f"{where}, line {n}: {e}") from None
             yield n, rec
 
 
@@ -121,27 +182,30 @@ def file_sha256(path: str | Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+def _read_cached(path: Path) -> Any:
+    """A cache record, or None when it cannot be read back (missing, truncated, not UTF-8, not
+    JSON): the caller recomputes it rather than crashing on a damaged file."""
+    try:
+        return loads_strict(Path(path).read_bytes().decode("utf-8"))
+    except (OSError, ValueError):  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        return None
+
+
 def has_cached(path: str | Path, key: str) -> bool:
     """True if :func:`cached_json` would return the record at ``path`` without computing."""
-    try:
-        return json.loads(Path(path).read_text()).get("_key") == key
-    except (OSError, json.JSONDecodeError, AttributeError):
-        return False
+    old = _read_cached(path)
+    return isinstance(old, dict) and old.get("_key") == key
 
 
 def cached_json(path: str | Path, key: str, compute) -> dict:
     """Resume helper for long jobs: return the record at ``path`` if it was written for the same
     ``key`` (e.g. :func:`digest` of the config and inputs); otherwise run ``compute()``, write its
     result with the key (atomically, so an interrupted job leaves nothing half-written) and
-    return it."""
+    return it. A record that cannot be read back is recomputed."""
     path = Path(path)
-    if path.exists():
-        try:
-            old = json.loads(path.read_text())
-        except json.JSONDecodeError:
-            old = None
-        if isinstance(old, dict) and old.get("_key") == key:
-            return old
+    old = _read_cached(path) if path.exists() else None
+    if isinstance(old, dict) and old.get("_key") == key:
+        return old
     rec = compute()
     rec = {**rec, "_key": key}
     write_json(path, rec)

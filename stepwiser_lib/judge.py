@@ -18,7 +18,9 @@ VERDICTS = ("Positive", "Negative")
 
 def parse_verdict(text: str) -> str | None:
     """``"Positive"``/``"Negative"`` from the content of the **last** ``\\boxed{...}``
-    (whitespace-stripped, case-insensitive); None if there is no box or another word."""
+    (whitespace-stripped, case-insensitive); None if there is no box or another word (or no text)."""
+    if text is not None and not isinstance(text, str):
+        raise TypeError(f"parse_verdict reads a judge's output text, not a {type(text).__name__}")
     boxes = boxed_contents(text or "")
     if not boxes:
         return None
@@ -40,11 +42,16 @@ def verdict_reward(completions: list, label: list | None = None, labels: list | 
     labels = label if label is not None else labels
     if labels is None:
         raise ValueError("verdict_reward needs the label column")
+    if len(labels) != len(completions):
+        raise ValueError(f"verdict_reward: {len(completions)} completions but {len(labels)} labels")
+    bad = next((y for y in labels if not isinstance(y, bool)), None)
+    if bad is not None:  # "False" is truthy: a string label would reward the wrong verdict
+        raise ValueError(f"verdict_reward: labels must be True/False, got {bad!r} ({type(bad).__name__})")
     out = []
     for c, y in zip(completions, labels):
         text = c[-1]["content"] if isinstance(c, list) else c
-        v = parse_verdict(text)
-        out.append(1.0 if v is not None and (v == "Positive") == bool(y) else 0.0)
+        v = parse_verdict(text) if isinstance(text, str) else None
+        out.append(1.0 if v is not None and (v == "Positive") == y else 0.0)
     return out
 
 
@@ -429,7 +436,7 @@ def train_grpo_judge(model_dir: str, train: list[dict], out_dir, settings: dict,
     from transformers import AutoModelForCausalLM, TrainerCallback
     from trl import GRPOTrainer
 
-    from .models import load_tokenizer, lora_config, neutral_generation_config
+    from .models import load_tokenizer, lora_config, neutral_generation_config, save_atomically
     from .trainers import GRPOSettings, world_size
 
     s = settings if isinstance(settings, GRPOSettings) else GRPOSettings(**settings)
@@ -469,8 +476,7 @@ def train_grpo_judge(model_dir: str, train: list[dict], out_dir, settings: dict,
     trainer.train()
     save_dir = out_dir / ("adapter" if s.use_lora else "model")
     if trainer.accelerator.is_main_process:  # one writer under accelerate launch (DDP, ZeRO-2)
-        trainer.model.save_pretrained(save_dir)
-        tok.save_pretrained(save_dir)
+        save_atomically(trainer.model, tok, save_dir)
     trainer.accelerator.wait_for_everyone()
     return {"dir": str(save_dir), "log_history": trainer.state.log_history, "val_curve": curve,
             "seconds": round(time.time() - t0, 1), "steps": trainer.state.global_step // s.updates_per_step,
@@ -497,11 +503,32 @@ def parse_variant(name: str) -> tuple[str, str]:
     """``"stepwiser:rel_ratio"`` -> ``("stepwiser", "rel_ratio")``, with clear errors."""
     from .labelling import RULES
 
+    if not isinstance(name, str):
+        raise ValueError(f"bad judge variant {name!r}: use KIND:RULE strings, not a {type(name).__name__}")
     kind, sep, rule = name.partition(":")
     if not sep or kind not in KINDS or rule not in RULES:
         raise ValueError(f"bad judge variant {name!r}: use KIND:RULE with KIND in "
                          f"{', '.join(KINDS)} and RULE in {', '.join(RULES)}")
     return kind, rule
+
+
+#: The registry name of the format-warm-up judge (notebook 04's ``start_entry``).
+WARMUP_NAME = "warm-up (before RL)"
+
+
+def parse_judge_name(name: str) -> str:
+    """A notebook 04 registry name as notebooks 05-07 select judges by: ``"all"``, the warm-up
+    judge, a variant (``"stepwiser:rel_ratio"``) or a repeat seed of one (``"...@seed1"``)."""
+    if name in ("all", WARMUP_NAME):
+        return name
+    base, at, seed = name.partition("@seed") if isinstance(name, str) else (name, "", "")
+    if at and not seed.isdigit():
+        raise ValueError(f"bad judge name {name!r}: a repeat seed is written VARIANT@seedN")
+    try:
+        parse_variant(base)
+    except ValueError:
+        raise ValueError(f"bad judge name {name!r}: use all, {WARMUP_NAME!r}, KIND:RULE or KIND:RULE@seedN") from None
+    return name
 
 
 def variant_slug(name: str) -> str:

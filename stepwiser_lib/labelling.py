@@ -22,8 +22,10 @@ Engineering beyond the paper (all parameters, off where it changes results):
   outcome of its remaining rollouts could change any label that depends on it under the chosen
   rule (exact interval bound, so labels equal what full M would give on the same rollout stream).
 * **Resumable shards**: prompts are processed in fixed shards, each written atomically with a
-  footer (record count, checksum, config hash). A restarted run skips valid shards, redoes
-  missing, truncated or corrupt ones, and ends with the labels of an uninterrupted run.
+  footer (record count, checksum, the key of what its rollouts depend on). A restarted run
+  skips valid shards, sets aside and redoes missing, truncated, corrupt or other-config ones, and
+  ends with the labels of an uninterrupted run. Labels are recomputed from the stored Q when a
+  shard is loaded, so a threshold change (``GAMMA``, ``ALPHA``, ``MU_N``) costs no rollout.
 
 Command line (same function as the notebook)::
 
@@ -55,8 +57,17 @@ def mu(x: float, n: int = 4) -> float:
     return 1.0 - (1.0 - x) ** n
 
 
+def check_q(values, what: str = "Q") -> None:
+    """A success rate is a number in [0, 1]: NaN, None, a string or 1.5 is an error, not a label
+    (a NaN would otherwise become a negative)."""
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
+            raise ValueError(f"{what} must be a success rate in [0, 1], got {v!r}")
+
+
 def abs_q_labels(q: list[float]) -> list[bool]:
     """Abs-Q: positive iff Q_i > 0. ``q`` is the list of Q after each chunk."""
+    check_q(q)
     return [qi > 0 for qi in q]
 
 
@@ -70,6 +81,8 @@ def rel_effective_labels(q: list[float], q0: float, alpha: float, n: int = 4) ->
     The paper writes "- if ... = 0"; since the score can be negative we read negative as
     score <= 0 (notes §2). Paper alpha: 0.4 (1.5B), 0.8 (7B).
     """
+    check_q(q)
+    check_q([q0], "q0")
     prev = [q0] + list(q[:-1])
     return [rel_effective_label(a, b, alpha, n) for a, b in zip(q, prev)]
 
@@ -83,6 +96,8 @@ def rel_ratio_label(qi: float, qprev: float, gamma: float) -> bool:
 def rel_ratio_labels(q: list[float], q0: float, gamma: float) -> list[bool]:
     """Rel-Ratio: positive iff Q_i / Q_{i-1} > gamma, Q_0 := q0; when Q_{i-1} = 0 positive iff
     Q_i > 0 (not in paper). Paper gamma: 0.8 (1.5B), 0.7 (7B)."""
+    check_q(q)
+    check_q([q0], "q0")
     prev = [q0] + list(q[:-1])
     return [rel_ratio_label(a, b, gamma) for a, b in zip(q, prev)]
 
@@ -141,15 +156,52 @@ class LabelConfig:
     # none and no sample would be a well-formed trajectory. Rollouts still come from the policy.
     reference_trajectories: bool = False
 
+    #: What each field allows (stepwiser_lib.checks): the same as notebook 02's parameters.
+    SPECS = {"n_prefilter": "int >= 1", "m_rollouts": "int >= 1", "temperature": "float > 0",
+             "max_new_tokens": "int >= 1", "traj_per_prompt": "int >= 1", "alpha": "float >= 0",
+             "gamma": "float >= 0", "mu_n": "int >= 1", "adaptive_rule": "str in {abs_q, rel_effective, rel_ratio}",
+             "adaptive_round": "int >= 1", "adaptive_z": "float >= 0", "shard_size": "int >= 1", "seed": "int >= 0"}
+
+    def __post_init__(self):
+        from .checks import check_fields
+
+        check_fields(self, self.SPECS, {k: k.upper() for k in self.SPECS})
+
+    #: Label-rule settings adaptive sampling reads to decide when a prefix may stop.
+    ADAPTIVE_READS = {"abs_q": (), "rel_effective": ("alpha", "mu_n"), "rel_ratio": ("gamma",)}
+
+    def rollout_fields(self) -> dict:
+        """What a shard's rollouts depend on: sampling settings, the prompts' shard layout and
+        seed, and the adaptive settings only when adaptive sampling is on (they decide which
+        rollouts exist; the threshold of the rule it preserves too). Not the label thresholds
+        otherwise: labels are recomputed from the stored Q when a shard is loaded."""
+        keys = ["n_prefilter", "m_rollouts", "temperature", "max_new_tokens", "traj_per_prompt",
+                "shard_size", "seed", "reference_trajectories"]
+        if self.adaptive:
+            keys += ["adaptive", "adaptive_rule", "adaptive_round", "adaptive_z",
+                     *self.ADAPTIVE_READS.get(self.adaptive_rule, ())]
+        return {k: getattr(self, k) for k in keys}
+
     def digest(self, model: str) -> str:
-        """What a shard's content depends on: the config (except the shard size cannot change
-        silently either) and the policy: its path and, for a local model, the fingerprint of its
-        weights (a retrained policy at the same path must not reuse old labels)."""
+        """The key of a shard: :meth:`rollout_fields` and the policy, by path and, for a local
+        model, by the fingerprint of its weights (a retrained policy at the same path must not
+        reuse old rollouts)."""
         from .paths import model_fingerprint
 
-        blob = json.dumps({**asdict(self), "model": model, "weights": model_fingerprint(model)},
+        blob = json.dumps({**self.rollout_fields(), "model": model, "weights": model_fingerprint(model)},
                           sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def chunk_labels(q: float, q_prev: float, cfg: LabelConfig) -> dict[str, bool]:
+    """The three labels of one chunk from its Q and the Q before it (``q0`` for the first)."""
+    return {f"label_{r}": rule_label(r, q, q_prev, cfg.alpha, cfg.gamma, cfg.mu_n) for r in RULES}
+
+
+def relabel(records: list[dict], cfg: LabelConfig) -> list[dict]:
+    """Records with their labels recomputed from the stored ``q`` and ``q_prev`` under ``cfg``'s
+    thresholds: changing ``GAMMA``, ``ALPHA`` or ``MU_N`` alone costs no rollout."""
+    return [{**r, **chunk_labels(r["q"], r["q_prev"], cfg)} for r in records]
 
 
 # ----------------------------------------------------------------------------- shards
@@ -166,28 +218,74 @@ def write_shard(path: Path, records: list[dict], meta: dict) -> None:
     io.atomic_write_text(path, body + json.dumps(footer) + "\n")
 
 
+#: Fields every shard record must hold (what :func:`relabel` and notebook 03 read).
+SHARD_RECORD = {"problem_id": str, "problem": str, "traj_id": str, "chunk_index": int, "history": list,
+                "chunk": str, "q": (int, float), "q_prev": (int, float), "q0": (int, float)}
+
+
 def read_shard(path: Path, config_hash: str | None = None) -> tuple[list[dict], dict]:
-    """Records and footer of a complete shard; :class:`ShardError` if missing, truncated,
-    corrupt or made with another configuration."""
+    """Records and footer of a complete shard; :class:`ShardError` (so the shard is redone) if it
+    is missing, unreadable, not UTF-8, truncated, corrupt, has a malformed footer or record, or
+    was made with another configuration."""
     if not path.exists():
         raise ShardError(f"{path.name}: missing")
-    text = path.read_text()
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ShardError(f"{path.name}: not UTF-8 at byte {e.start} (corrupt)") from None
+    except OSError as e:
+        raise ShardError(f"{path.name}: unreadable ({e.strerror})") from None
     lines = text.splitlines(keepends=True)
     if not lines or not text.endswith("\n"):
         raise ShardError(f"{path.name}: truncated (no complete footer)")
     try:
-        footer = json.loads(lines[-1])["_footer"]
-    except (json.JSONDecodeError, KeyError, TypeError):
+        footer = io.loads_strict(lines[-1])["_footer"]
+    except (ValueError, KeyError, TypeError):
         raise ShardError(f"{path.name}: truncated or corrupt (no footer)") from None
+    if not isinstance(footer, dict):
+        raise ShardError(f"{path.name}: corrupt footer (not an object)")
     body = "".join(lines[:-1])
     if hashlib.sha256(body.encode()).hexdigest() != footer.get("sha256"):
         raise ShardError(f"{path.name}: checksum mismatch (corrupt)")
     if config_hash is not None and footer.get("config") != config_hash:
         raise ShardError(f"{path.name}: made with another configuration")
-    recs = [json.loads(x) for x in lines[:-1]]
+    recs = []
+    for n, line in enumerate(lines[:-1], 1):
+        try:
+            r = io.loads_strict(line)
+        except ValueError:
+            raise ShardError(f"{path.name}, line {n}: bad JSON (corrupt)") from None
+        bad = ("not an object" if not isinstance(r, dict) else
+               next((f"field {k!r}" for k, t in SHARD_RECORD.items()
+                     if not isinstance(r.get(k), t) or isinstance(r.get(k), bool)), None))
+        if not bad and not all(0 <= r[k] <= 1 for k in ("q", "q_prev", "q0")):
+            bad = "a Q outside [0, 1]"
+        if bad:
+            raise ShardError(f"{path.name}, line {n}: malformed record ({bad})")
+        recs.append(r)
     if len(recs) != footer.get("n"):
         raise ShardError(f"{path.name}: record count mismatch")
+    if not isinstance(footer.get("stats"), dict) or not isinstance(footer.get("prompt_ids"), list):
+        raise ShardError(f"{path.name}: corrupt footer (no stats or prompt ids)")
     return recs, footer
+
+
+#: Why a shard was set aside, from the start of its ShardError (the suffix of the moved file).
+_ASIDE = (("made with another configuration", "other-config"), ("holds other prompts", "other-prompts"),
+          ("truncated", "truncated"))
+
+
+def set_aside(path: Path, reason: str) -> Path:
+    """Move a shard that cannot be used out of the way, never overwriting it: to
+    ``<name>.<why>`` (``shard_00003.jsonl.other-config``), numbered if that exists."""
+    why = next((tag for text, tag in _ASIDE if text in reason), "corrupt")
+    dest = path.with_name(f"{path.name}.{why}")
+    k = 2
+    while dest.exists():
+        dest = path.with_name(f"{path.name}.{why}-{k}")
+        k += 1
+    path.rename(dest)
+    return dest
 
 
 # ----------------------------------------------------------------------------- one shard
@@ -289,7 +387,6 @@ def label_shard(generator, items: list[dict], template: str, cfg: LabelConfig, s
         h = len(chunks)
         q = [t["succ"][i] / t["done"][i] for i in range(h - 1)] + [1.0 if t["correct"] else 0.0]
         n_used = t["done"] + [0]
-        labels = all_labels(q, t["q0"], cfg.alpha, cfg.gamma, cfg.mu_n)
         tid = f"{t['item']['id']}/{t['sample']}"
         for i in range(h):
             records.append({
@@ -299,7 +396,7 @@ def label_shard(generator, items: list[dict], template: str, cfg: LabelConfig, s
                 "q": q[i], "q_prev": q[i - 1] if i else t["q0"], "q0": t["q0"],
                 "n_rollouts": n_used[i], "is_final": i == h - 1,
                 "traj_correct": t["correct"],
-                **{f"label_{r}": labels[r][i] for r in RULES},
+                **chunk_labels(q[i], q[i - 1] if i else t["q0"], cfg),
             })
     st.seconds = time.time() - t0
     return records, st
@@ -349,6 +446,8 @@ def label_prompts(generator, items: list[dict], template: str, cfg: LabelConfig,
 
     out = Path(out_dir) / "shards"
     out.mkdir(parents=True, exist_ok=True)
+    for tmp in out.glob(".shard_*.tmp"):  # left by a process killed while writing
+        tmp.unlink()
     h = cfg.digest(model_id)
     shards = [items[i:i + cfg.shard_size] for i in range(0, len(items), cfg.shard_size)]
     records, stats, resumed, redone, written = [], [], 0, [], 0
@@ -360,11 +459,13 @@ def label_prompts(generator, items: list[dict], template: str, cfg: LabelConfig,
             recs, footer = read_shard(path, h)
             if footer.get("prompt_ids") != [it["id"] for it in shard]:
                 raise ShardError(f"{path.name}: holds other prompts")
-            resumed += 1
             st = ShardStats(**footer["stats"])
-        except ShardError as e:
+            recs = relabel(recs, cfg)  # the thresholds of this run, on the stored Q
+            resumed += 1
+        except (ShardError, TypeError) as e:  # TypeError: footer stats of another version
             if path.exists():
-                redone.append(str(e))
+                moved = set_aside(path, str(e))
+                redone.append(f"{e} -> set aside as {moved.name}")
             recs, st = label_shard(generator, shard, template, cfg, sid)
             write_shard(path, recs, {"config": h, "shard": sid, "stats": asdict(st),
                                      "prompt_ids": [it["id"] for it in shard]})
@@ -397,31 +498,46 @@ def label_summary(records: list[dict]) -> dict:
             "mean_q": round(sum(x["q"] for x in records) / n, 4)}
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Run the labelling of notebook 02 outside a kernel, with a profile's parameters."""
+def main(argv: list[str] | None = None, profiles_dir: str | Path | None = None) -> int:
+    """Run the labelling of notebook 02 outside a kernel, with a profile's parameters. The whole
+    profile is checked first, as the runner does (a bad value: exit 2, before any model loads)."""
+    import sys
+
     from . import paths, prompts, tasks
-    from .config import notebook_parameters, profile_values
-    from .models import engine_settings, make_generator, set_threads
+    from .config import ConfigError, notebook_parameters
+    from .runner import list_notebooks, plan
 
     ap = argparse.ArgumentParser(description="Monte-Carlo rollout labelling (notebook 02)")
     ap.add_argument("--profile", default="tiny")
     ap.add_argument("--out", default=None, help="output folder (default: the notebook's artifact folder)")
     a = ap.parse_args(argv)
     nb = paths.NOTEBOOKS_DIR / "02_rollout_labelling.ipynb"
-    decl = notebook_parameters(nb)
-    p = {k: v.default for k, v in decl.items()}
-    p.update(profile_values(a.profile, nb.stem, decl))
+    try:
+        p = {k: v.default for k, v in notebook_parameters(nb).items()}
+        p.update(plan(a.profile, list_notebooks(only=["02"]), **({"profiles_dir": Path(profiles_dir)}
+                                                                if profiles_dir else {}))[nb.stem])
+        cfg = label_config_from_params(p)
+        policy = resolve_policy(p, a.profile)
+    except (ConfigError, FileNotFoundError) as e:
+        print(f"[labelling] configuration error: {e}", file=sys.stderr)
+        return 2
+    from .models import engine_settings, make_generator, set_threads
+
     set_threads()
-    cfg = label_config_from_params(p)
-    policy = resolve_policy(p, a.profile)
     gen = make_generator(policy, backend=p["BACKEND"], batch_size=p["GEN_BATCH"], **engine_settings(p))
     items = tasks.load_problems(p["TASK"], "label", p["N_PROMPTS"], seed=p["SEED"],
                                 **tasks.file_kw(p["DATA_FILES"], p["TASK"]))
     out = Path(a.out or paths.artifacts(a.profile, nb.stem))
-    res = label_prompts(gen, items, prompts.get(p["PROMPT_FAMILY"], "chunk_policy"), cfg, out, policy)
+    try:
+        res = label_prompts(gen, items, prompts.get(p["PROMPT_FAMILY"], "chunk_policy"), cfg, out, policy)
+    except KeyboardInterrupt:
+        print(f"[labelling] interrupted; the finished shards are in {out / 'shards'} and the next run resumes "
+              "from them", file=sys.stderr)
+        return 130
     io.write_jsonl(out / "labels.jsonl", res["records"])
     print(json.dumps({**res["stats"], **label_summary(res["records"]), "resumed_shards": res["resumed"],
                       "redone_shards": res["redone"], "labels": str(out / "labels.jsonl")}, indent=1))
+    return 0
 
 
 def label_config_from_params(p: dict) -> LabelConfig:
@@ -441,11 +557,12 @@ def resolve_policy(p: dict, profile: str) -> str:
     if p["POLICY_MODEL"] != "artifact":
         return paths.resolve_model(p["POLICY_MODEL"])
     d = paths.run_dir(profile) / "artifacts" / "01_self_segmentation" / "chunk_policy" / "model"
-    if not (d / "config.json").exists():
-        raise FileNotFoundError(f"no chunk policy at {d}: run notebook 01 at profile {profile!r} "
+    if not paths.model_complete(d):
+        what = "an incomplete chunk policy (config or weights missing)" if d.exists() else "no chunk policy"
+        raise FileNotFoundError(f"{what} at {d}: run notebook 01 at profile {profile!r} "
                                 f"first (make reproduce PROFILE={profile})")
     return str(d)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

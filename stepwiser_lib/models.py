@@ -95,12 +95,22 @@ def load_model(name_or_path: str, adapter: str | None = None, device: str = "aut
     if not (os.path.isdir(name_or_path) or "/" in name_or_path):
         raise FileNotFoundError(
             f"model {name_or_path!r} is neither a local directory nor a hub id (owner/name)")
-    tok = load_tokenizer(name_or_path)
-    model = AutoModelForCausalLM.from_pretrained(name_or_path, dtype=torch_dtype)
-    if adapter:
-        from peft import PeftModel
+    where = name_or_path
+    try:
+        tok = load_tokenizer(name_or_path)
+        model = AutoModelForCausalLM.from_pretrained(name_or_path, dtype=torch_dtype)
+        if adapter:
+            from peft import PeftModel
 
-        model = PeftModel.from_pretrained(model, adapter, is_trainable=trainable)
+            where = adapter
+            model = PeftModel.from_pretrained(model, adapter, is_trainable=trainable)
+    except Exception as e:
+        if not os.path.isdir(where):
+            raise
+        # a local checkpoint that does not load: half-written or damaged (a truncated safetensors)
+        raise RuntimeError(f"cannot load the saved model in {where} ({type(e).__name__}: {str(e)[:200]}); it is "
+                           "incomplete or damaged: re-run the notebook that wrote it (its folder under "
+                           "runs/<profile>/artifacts/ names the notebook)") from e
     model.to(device)
     if not trainable:
         model.eval()
@@ -424,10 +434,34 @@ def merged_model_dir(base: str, adapter: str) -> str:
         return str(out)
     model, tok = load_model(base, adapter=adapter, device="cpu", dtype="float32")
     model = model.merge_and_unload()
-    model.save_pretrained(out)
-    tok.save_pretrained(out)
-    (out / "merged_from.json").write_text(json.dumps(stamp))
+    save_atomically(model, tok, out, marker=("merged_from.json", json.dumps(stamp)))
     return str(out)
+
+
+def save_atomically(model, tok, dest, marker: tuple[str, str] | None = None) -> None:
+    """``save_pretrained`` of ``model`` and ``tok`` into a hidden ``.<name>.partial`` folder beside
+    ``dest``, then one rename: a stage killed while saving leaves no half-written model where the
+    next stage looks (``save_pretrained`` writes ``config.json`` before the weights)."""
+    import shutil
+    from pathlib import Path
+
+    dest = Path(dest)
+    tmp = dest.with_name(f".{dest.name}.partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    if tok is not None:
+        tok.save_pretrained(tmp)
+    if marker:
+        (tmp / marker[0]).write_text(marker[1])
+    if dest.exists():
+        old = dest.with_name(f".{dest.name}.old")
+        shutil.rmtree(old, ignore_errors=True)
+        dest.rename(old)
+        tmp.rename(dest)
+        shutil.rmtree(old)
+    else:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp.rename(dest)
 
 
 def lora_config(r: int = 16, alpha: int = 32):

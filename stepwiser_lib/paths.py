@@ -84,6 +84,14 @@ def resolve_model(name: str) -> str:
     return name
 
 
+def model_complete(d) -> bool:
+    """Whether ``d`` holds a whole saved model or adapter: its config and weights."""
+    d = Path(d)
+    has_config = (d / "config.json").exists() or (d / "adapter_config.json").exists()
+    has_weights = any(d.glob("*.safetensors")) or any(d.glob("*.bin"))
+    return has_config and has_weights
+
+
 def model_fingerprint(name_or_path: str) -> str:
     """What identifies a model's weights in a resume key: for a local directory, the sha256 of its
     weight files (size and mtime for files over 200 MB, where hashing would be slow); a hub id

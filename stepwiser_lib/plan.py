@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 from .paths import ROOT
 
@@ -48,6 +49,15 @@ def model_size_b(name: str) -> float:
     return float(m.group(1)) if m else 0.0
 
 
+def _in_hf_cache(repo_id: str) -> bool:
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+    except Exception:  # noqa: BLE001 - an old hub library or a malformed id: just "not cached"
+        return False
+
+
 def resolve_model(name: str, role: str) -> dict:
     """A model reference checked without downloading: local artifact, toy model or hub id."""
     if name in ("artifact", "chunk_policy"):
@@ -61,9 +71,20 @@ def resolve_model(name: str, role: str) -> dict:
         return {"role": role, "model": "paragraph teacher (every blank-line paragraph a chunk)", "ok": True}
     if name == "qwen2_standin":
         return {"role": role, "model": "runs/standin/qwen2-tiny (random-weight Qwen2 stand-in)", "ok": True}
+    if name.startswith(("/", "./", "../", "~")) or (ROOT / name).exists():
+        from .paths import model_complete
+
+        d = Path(name).expanduser()
+        d = d if d.is_absolute() else ROOT / d
+        ok = model_complete(d)
+        return {"role": role, "model": name, "ok": ok, "size_b": model_size_b(name),
+                **({} if ok else {"note": "a local folder without a saved model (config and weights)"})}
     out = {"role": role, "model": name, "ok": bool(HUB_ID.match(name)), "size_b": model_size_b(name)}
+    if out["ok"] and not _in_hf_cache(name):
+        out["note"] = "hub id: its form is checked, not its existence (not in the local HF cache)"
     if name.split("/")[0] in GATED_OWNERS:
-        out["note"] = "gated on the hub: needs an HF token (huggingface-cli login) and the accepted licence"
+        gated = "gated on the hub: needs an HF token (huggingface-cli login) and the accepted licence"
+        out["note"] = f"{out['note']}; {gated}" if "note" in out else gated
     return out
 
 
@@ -103,6 +124,7 @@ def dry_run(profile: str, params: dict[str, dict]) -> dict:
             st.update(sequences=samples + evals, teacher_calls=int(seg),
                       a100_hours=_cost(samples + evals, policy_b) + _cost(seg, teacher.get("size_b", 0.0)))
         elif stem.startswith("02"):
+            models.append(resolve_model(p.get("POLICY_MODEL", "artifact"), "chunk policy (02)"))
             datasets.add(p.get("TASK", "toy"))
             kept = p["N_PROMPTS"] * KEEP_RATE
             rollouts = kept * p["TRAJ_PER_PROMPT"] * (CHUNKS_PER_SOLUTION - 1) * p["M_ROLLOUTS"]
@@ -113,6 +135,7 @@ def dry_run(profile: str, params: dict[str, dict]) -> dict:
                       adaptive_fraction=frac if p.get("ADAPTIVE") else None,
                       a100_hours=_cost(pre + rollouts, policy_b))
         elif stem.startswith("04"):
+            models.append(resolve_model(p.get("JUDGE_INIT", "chunk_policy"), "judge initialisation (04)"))
             n_var = len(p["VARIANTS"]) + len(p.get("REPEAT_SEEDS", []))
             rl = sum(1 for v in p["VARIANTS"] if v.split(":")[0] in ("stepwiser", "no_cot_rl", "no_balance_rl"))
             rl += len(p.get("REPEAT_SEEDS", []))
@@ -126,11 +149,13 @@ def dry_run(profile: str, params: dict[str, dict]) -> dict:
             st.update(solutions=n, judge_calls_per_judge=calls,
                       a100_hours_per_judge=_cost(calls * p["MAJ_K"], policy_b))
         elif stem.startswith("06"):
+            models.append(resolve_model(p.get("POLICY_MODEL", "artifact"), "chunk policy (06)"))
             datasets |= set(p["EVAL_TASKS"])
             n = p["N_PROBLEMS"] * len(p["EVAL_TASKS"]) * p["RUNS"] * (len(p["JUDGES"]) + 1)
             calls = n * CHUNKS_PER_SOLUTION * 2  # chunks plus resets, judge calls about as many
             st.update(problems_x_runs_x_judges=n, sequences=int(calls * 2), a100_hours=_cost(calls * 2, policy_b))
         elif stem.startswith("07"):
+            models.append(resolve_model(p.get("POLICY_MODEL", "artifact"), "chunk policy (07)"))
             datasets |= {p.get("TASK", "toy"), *p["EVAL_TASKS"]}
             samples = p["N_PROMPTS"] * p["SAMPLES"]
             calls = samples * CHUNKS_PER_SOLUTION * len(p["JUDGES"])
@@ -145,7 +170,12 @@ def dry_run(profile: str, params: dict[str, dict]) -> dict:
             s["t4_minutes"] = round(per * T4_PER_A100 * 60)
     from .launch import command, launcher
 
-    cfg = launcher()  # validates STEPWISER_LAUNCHER (a missing config file fails the dry run)
+    try:
+        cfg = launcher()  # validates STEPWISER_LAUNCHER (a missing config file fails the dry run)
+    except FileNotFoundError as e:
+        from .config import ConfigError
+
+        raise ConfigError(str(e)) from None
     launch = ("in-process (set STEPWISER_LAUNCHER / make LAUNCHER=... for accelerate)" if cfg is None
               else " ".join(command(cfg, "<job.json>")))
     return {"profile": profile, "stages": stages, "models": models, "training_launch": launch,

@@ -48,6 +48,11 @@ def validate_record(rec, split: str, line: int) -> dict:
             raise ProcessBenchError(f"{where}: field {k!r} should be {t.__name__}, got {type(v).__name__}")
     if not rec["steps"] or not all(isinstance(s, str) for s in rec["steps"]):
         raise ProcessBenchError(f"{where}: field 'steps' must be a non-empty list of strings")
+    blank = [i for i, s in enumerate(rec["steps"]) if not s.strip()]
+    if blank:  # a judge would be asked about nothing; the real data has none
+        raise ProcessBenchError(f"{where}: step(s) {blank} are blank")
+    if rec["label"] == -1 and rec.get("final_answer_correct") is False:
+        raise ProcessBenchError(f"{where}: label -1 (no erroneous step) but final_answer_correct is false")
     if not -1 <= rec["label"] <= len(rec["steps"]) - 1:
         raise ProcessBenchError(f"{where}: field 'label' = {rec['label']} is outside -1..{len(rec['steps']) - 1}")
     return rec
@@ -85,6 +90,11 @@ def load_split(split: str, local_dir: str | None = None, fix_math_688: bool = Fa
 
         ds = load_dataset(HF_DATASET, split=split, revision=revision)
         recs = [validate_record(dict(r), split, i + 1) for i, r in enumerate(ds)]
+    seen: dict[str, int] = {}
+    for i, r in enumerate(recs, 1):
+        if r["id"] in seen:
+            raise ProcessBenchError(f"ProcessBench {split}: id {r['id']!r} appears twice (records {seen[r['id']]} and {i})")
+        seen[r["id"]] = i
     if fix_math_688:
         for r in recs:
             if r["id"] == "math-688":
@@ -108,6 +118,8 @@ def score(labels: list[int], predictions: list[int | None]) -> dict:
     (0 when both are 0). None (unparseable) never matches; an empty group scores 0."""
     if len(labels) != len(predictions):
         raise ValueError("labels and predictions differ in length")
+    if not labels:
+        raise ValueError("ProcessBench score of no samples is undefined")
     err = [p == y for y, p in zip(labels, predictions) if y != -1]
     cor = [p == y for y, p in zip(labels, predictions) if y == -1]
     ea = 100.0 * sum(err) / len(err) if err else 0.0

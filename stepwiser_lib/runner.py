@@ -19,12 +19,17 @@ import sys
 import time
 from pathlib import Path
 
-from .config import ConfigError, check_profile_file, notebook_parameters, type_ok
+from .config import ConfigError, check_profile_file, notebook_parameters
 from .paths import NOTEBOOKS_DIR, PROFILES_DIR, ROOT, run_dir
 
 
 def list_notebooks(notebooks_dir: Path = NOTEBOOKS_DIR, only: list[str] | None = None) -> list[Path]:
+    """The numbered notebooks, or those whose names start with one of ``only`` (an empty list or
+    an empty prefix is an error: an unset shell variable must not select everything)."""
     nbs = sorted(p for p in Path(notebooks_dir).glob("[0-9][0-9]_*.ipynb"))
+    if only is not None and (not only or any(not o.strip() for o in only)):
+        raise ConfigError(f"--only needs notebook number prefixes (e.g. --only 01 02), got {only!r}; "
+                          "leave it out to run every notebook")
     if only:
         sel = [p for p in nbs if any(p.stem.startswith(o) for o in only)]
         missing = [o for o in only if not any(p.stem.startswith(o) for p in nbs)]
@@ -85,8 +90,9 @@ def run(profile: str, only: list[str] | None = None, check_only: bool = False,
         decl = notebook_parameters(nb)
         for k, v in (overrides or {}).items():
             if k in decl:
-                if not type_ok(v, decl[k].type):
-                    raise ConfigError(f"override {k} = {v!r} is not a {decl[k].type}")
+                why = decl[k].problem(v)
+                if why:
+                    raise ConfigError(f"{nb.stem}: override {k} = {v!r} {why}")
                 params[nb.stem][k] = v
     print(f"[runner] profile {profile}: {len(notebooks)} notebook(s), parameters checked", flush=True)
     if dry_run:
@@ -120,6 +126,8 @@ def run(profile: str, only: list[str] | None = None, check_only: bool = False,
         try:
             pm.execute_notebook(str(nb), str(dest), parameters=params[nb.stem], kernel_name="python3",
                                 cwd=str(ROOT), progress_bar=False, log_output=log_output)
+        except KeyboardInterrupt:
+            raise KeyboardInterrupt(nb.name) from None
         except pm.PapermillExecutionError as e:
             where = _failure(dest) or f"cell {e.exec_count}: {e.ename}: {e.evalue}"
             raise RuntimeError(f"notebook {nb.name} failed at {where}\n"
@@ -149,6 +157,10 @@ def main(argv: list[str] | None = None) -> int:
     except RuntimeError as e:
         print(f"[runner] FAILED: {e}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt as e:
+        print(f"[runner] interrupted{' in ' + e.args[0] if e.args else ''}; the next run resumes from what "
+              f"is on disk (runs/{a.profile}/artifacts)", file=sys.stderr)
+        return 130
     if t:
         print(f"[runner] all done: {sum(t.values()):.0f} s in total", flush=True)
     return 0

@@ -31,7 +31,7 @@ def train_sft(base_model: str, dataset, out_dir: str | Path, settings: SFTSettin
     from transformers import AutoModelForCausalLM
     from trl import SFTTrainer
 
-    from .models import load_tokenizer, lora_config, neutral_generation_config
+    from .models import load_tokenizer, lora_config, neutral_generation_config, save_atomically
 
     s = settings if isinstance(settings, SFTSettings) else SFTSettings(**settings)
     datasets.disable_progress_bars()  # keep notebook output readable
@@ -51,8 +51,7 @@ def train_sft(base_model: str, dataset, out_dir: str | Path, settings: SFTSettin
     model_dir = out_dir / "model"
     tok.padding_side = "left"
     if trainer.accelerator.is_main_process:  # one writer under accelerate launch (DDP, ZeRO-2)
-        model.save_pretrained(model_dir)
-        tok.save_pretrained(model_dir)
+        save_atomically(model, tok, model_dir)
     trainer.accelerator.wait_for_everyone()
     logs = [h for h in trainer.state.log_history if "loss" in h]
     return {"model_dir": str(model_dir), "train_seconds": round(time.time() - t0, 1),

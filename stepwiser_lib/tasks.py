@@ -31,6 +31,8 @@ def load_problems(task: str, split: str, n: int, seed: int, **kw) -> list[dict]:
     """``n`` problems of ``task``; for the toy world ``split`` is one of
     :data:`toyworld.SPLIT_BUCKETS` and ``kw`` may set ``steps``/``distractors``; for real tasks
     ``kw`` may give ``path`` (a local file in the hub's schema) and ``revision``."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"load_problems: n = {n!r} must be a count (an int >= 0)")
     if task == "toy":
         ps = toyworld.generate_problems(split, n, seed=seed, **kw)
         return [{"id": p.id, "problem": p.text, "answer": str(p.answer), "toy": p.to_dict()}
@@ -63,7 +65,12 @@ def toy_problem(item: dict) -> toyworld.Problem:
 
 def is_correct(item: dict, response: str) -> bool:
     """Outcome reward r* (paper: Math-Verify on the final answer). The one API every stage uses:
-    the toy world's exact integer check, or :func:`math_verify_correct` on real problems."""
+    the toy world's exact integer check, or :func:`math_verify_correct` on real problems. A
+    missing response (``None``) is wrong on both paths; an item without an answer is an error."""
+    if not isinstance(item, dict) or ("toy" not in item and not isinstance(item.get("answer"), str)):
+        raise ValueError(f"is_correct: a problem needs a 'toy' spec or a string 'answer', got {item!r:.120}")
+    if not isinstance(response, str):
+        return False
     if "toy" in item:
         return toyworld.is_correct(toy_problem(item), response)
     return math_verify_correct(item["answer"], response)

@@ -16,6 +16,7 @@ import os
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
+from .checks import check_fields
 from .config import ConfigError
 
 
@@ -92,12 +93,18 @@ class GRPOSettings:
               "vllm_gpu_memory": "GRPO_VLLM_GPU_MEMORY", "eval_every": "EVAL_EVERY",
               "val_limit": "VAL_LIMIT", "seed": "SEED"}
 
+    #: What each field allows (stepwiser_lib.checks), the same as the notebook parameter it comes
+    #: from in PARAMS declares (a test checks), so both give the same message.
+    SPECS = {"steps": "int >= 1", "prompts_per_step": "int >= 1", "group_size": "int >= 2",
+             "updates_per_step": "int >= 1", "micro_batch": "int >= 0", "lr": "float > 0",
+             "beta": "float >= 0", "epsilon_low": "float >= 0", "epsilon_high": "float >= 0",
+             "max_completion": "int >= 1", "temperature": "float > 0", "loss_tokens": "str in {all, verdict}",
+             "lora_r": "int >= 1", "lora_alpha": "int >= 1", "vllm_gpu_memory": "float in (0, 1]",
+             "eval_every": "int >= 0", "val_limit": "int >= 0", "seed": "int >= 0",
+             "top_entropy_quantile": "float in (0, 1]"}
+
     def __post_init__(self):
-        if self.loss_tokens not in ("all", "verdict"):
-            raise ValueError(f"loss_tokens must be 'all' (paper) or 'verdict', not {self.loss_tokens!r}")
-        for name in ("steps", "prompts_per_step", "group_size", "updates_per_step"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{self.PARAMS[name]} must be at least 1")
+        check_fields(self, self.SPECS, self.PARAMS)
 
     @classmethod
     def from_config(cls, cfg, **overrides) -> "GRPOSettings":
@@ -175,9 +182,16 @@ class SFTSettings:
     seed: int = 0
     name: str = "SFT"
 
+    SPECS = {"epochs": "float > 0", "max_steps": "int >= -1", "lr": "float > 0", "global_batch": "int >= 1",
+             "micro_batch": "int >= 0", "max_length": "int >= 1", "lora_r": "int >= 1", "lora_alpha": "int >= 1",
+             "warmup_ratio": "float in [0, 1)", "max_truncated": "float in [0, 1]", "seed": "int >= 0"}
+
     def __post_init__(self):
-        if self.global_batch < 1:
-            raise ConfigError(f"{self.name}_BATCH must be at least 1")
+        p = self.name
+        check_fields(self, self.SPECS, {"epochs": f"{p}_EPOCHS", "max_steps": f"{p}_MAX_STEPS", "lr": f"{p}_LR",
+                                        "global_batch": f"{p}_BATCH", "micro_batch": f"{p}_MICRO_BATCH",
+                                        "max_length": f"{p}_MAX_LENGTH", "lora_r": "LORA_R",
+                                        "lora_alpha": "LORA_ALPHA", "seed": "SEED"})
 
     @classmethod
     def from_config(cls, cfg, prefix: str = "SFT", **overrides) -> "SFTSettings":

@@ -53,7 +53,7 @@ def test_every_notebook_names_the_notebook_to_run_first(stem, profile, empty_out
 
 def test_notebook_01_needs_nothing_from_earlier_notebooks(empty_outputs, capsys):
     first_cells("01_self_segmentation")
-    assert "input ok: data/toy_base/config.json" in capsys.readouterr().out
+    assert "input ok: data/toy_base (the toy base model" in capsys.readouterr().out
     with pytest.raises(inputs.MissingInputs, match="BASE_MODEL names a local folder"):
         first_cells("01_self_segmentation", BASE_MODEL=str(empty_outputs / "no_model"))
 
@@ -63,6 +63,9 @@ def test_the_chain_to_run_skips_what_is_there(empty_outputs):
     model = empty_outputs / "runs/smoke/artifacts/01_self_segmentation/chunk_policy/model"
     model.mkdir(parents=True)
     (model / "config.json").write_text("{}")
+    with pytest.raises(inputs.MissingInputs, match="chunk_policy/model: the chunk policy .* \\(incomplete: config or weights missing"):
+        first_cells("07_rsft")  # a model folder without weights: notebook 01 stopped while saving
+    (model / "model.safetensors").write_bytes(b"weights")
     with pytest.raises(inputs.MissingInputs) as e:
         first_cells("07_rsft")
     assert ("Run notebook 02_rollout_labelling.ipynb first, at PROFILE = 'smoke', then 03_balancing, "

@@ -105,3 +105,27 @@ def test_paths_under_the_output_root_are_written_relative_to_it(tmp_path, monkey
     assert io.repo_relative(obj) == {"a": "runs/colab/m", "b": "data/x", "c": "/elsewhere"}
     monkeypatch.delenv(paths.OUTPUT_ROOT_ENV)
     assert paths.run_dir("colab") == paths.ROOT / "runs" / "colab"
+
+
+def test_results_keep_timings_apart_so_two_runs_diff_cleanly(tmp_path):
+    run = {"n": 3, "seconds": 12.5, "stats": {"rollouts": 10, "prefilter_seconds": 1.0},
+           "table": [{"acc": 50.0, "seconds": 2.0}], "rollouts_per_s": 31.0, "flag_seconds": "x"}
+    io.write_result(tmp_path / "r.json", run)
+    assert io.read_json(tmp_path / "r.json") == {
+        "n": 3, "stats": {"rollouts": 10}, "table": [{"acc": 50.0}], "flag_seconds": "x",
+        "timings": {"seconds": 12.5, "stats.prefilter_seconds": 1.0, "table.0.seconds": 2.0, "rollouts_per_s": 31.0}}
+
+
+def test_bad_bytes_nan_and_damaged_caches_are_named_or_recomputed(tmp_path):
+    p = tmp_path / "x.jsonl"
+    p.write_bytes(b'{"a": 1}\n{"a": "\xff"}\n')
+    with pytest.raises(io.RecordError, match=r"x.jsonl, line 2: not UTF-8 \(byte 0xff at column 8\)"):
+        io.read_jsonl(p)
+    p.write_text('{"a": NaN}\n')
+    with pytest.raises(io.RecordError, match="line 1: NaN is not JSON"):
+        io.read_jsonl(p)
+    c = tmp_path / "cache.json"
+    c.write_bytes(b"\x00\xff garbage")
+    assert not io.has_cached(c, "k")
+    assert io.cached_json(c, "k", lambda: {"v": 1}) == {"v": 1, "_key": "k"}
+    assert oct(c.stat().st_mode & 0o777) == oct(io._FILE_MODE)  # not mkstemp's 0600

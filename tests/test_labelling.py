@@ -163,3 +163,71 @@ def test_shard_config_hash_follows_the_policy_weights(tmp_path):
     assert cfg.digest(str(d)) == h1
     (d / "model.safetensors").write_bytes(b"new weights")
     assert cfg.digest(str(d)) != h1
+
+
+def _shards(d):
+    return sorted((d / "shards").glob("shard_*.jsonl"))
+
+
+def test_every_detectable_corruption_is_named_set_aside_and_redone(tmp_path):
+    """Bad bytes, a footer that is not an object, a malformed record behind a valid checksum,
+    a leftover temporary file: each shard is named, moved aside (never overwritten) and redone."""
+    import hashlib
+    import json
+
+    items = fake_items(12)
+    ref = L.label_prompts(FakeToyPolicy(), items, TEMPLATE, _cfg(), tmp_path, "m", progress=False)
+    s0, s1, s2, s3 = _shards(tmp_path)
+    raw = s0.read_bytes()
+    s0.write_bytes(raw[:100] + b"\xff\xfe\xff" + raw[103:])  # invalid UTF-8
+    lines = s1.read_text().splitlines(keepends=True)
+    s1.write_text("".join(lines[:-1]) + json.dumps({"_footer": 5}) + "\n")
+    body = lines and s2.read_text().splitlines(keepends=True)
+    rec = json.loads(body[0])
+    rec["q"] = "0.5"  # a record of the wrong type, checksum recomputed so only validation can see it
+    new_body = json.dumps(rec) + "\n" + "".join(body[1:-1])
+    footer = json.loads(body[-1])
+    footer["_footer"]["sha256"] = hashlib.sha256(new_body.encode()).hexdigest()
+    s2.write_text(new_body + json.dumps(footer) + "\n")
+    (s3.parent / ".shard_00003.jsonl.abc.tmp").write_text("half")
+    res = L.label_prompts(FakeToyPolicy(), items, TEMPLATE, _cfg(), tmp_path, "m", progress=False)
+    assert res["resumed"] == 1 and len(res["redone"]) == 3
+    assert "shard_00000.jsonl: not UTF-8 at byte 100 (corrupt) -> set aside as shard_00000.jsonl.corrupt" in res["redone"]
+    assert any("shard_00001.jsonl: corrupt footer (not an object)" in r for r in res["redone"])
+    assert any("shard_00002.jsonl, line 1: malformed record (field 'q')" in r for r in res["redone"])
+    assert res["records"] == ref["records"]
+    assert (s1.parent / "shard_00001.jsonl.corrupt").read_text().endswith('{"_footer": 5}\n')
+    assert not list(s3.parent.glob(".shard_*.tmp"))
+
+
+def test_a_threshold_change_relabels_the_stored_q_without_a_rollout(tmp_path):
+    """GAMMA, ALPHA or MU_N alone (full-M sampling, the paper profile): no generate call, every
+    label equals the rule applied to the stored Q, and nothing is set aside."""
+    items = fake_items(6)
+    L.label_prompts(FakeToyPolicy(), items, TEMPLATE, _cfg(), tmp_path, "m", progress=False)
+    gen = FakeToyPolicy()
+    new = _cfg(gamma=0.5, alpha=0.1, mu_n=2)
+    res = L.label_prompts(gen, items, TEMPLATE, new, tmp_path, "m", progress=False)
+    assert gen.calls == [] and res["resumed"] == len(_shards(tmp_path)) and res["redone"] == []
+    for r in res["records"]:
+        assert r["label_rel_ratio"] == L.rel_ratio_label(r["q"], r["q_prev"], 0.5)
+        assert r["label_rel_effective"] == L.rel_effective_label(r["q"], r["q_prev"], 0.1, 2)
+        assert r["label_abs_q"] == (r["q"] > 0)
+    fresh = L.label_prompts(FakeToyPolicy(), items, TEMPLATE, new, tmp_path / "fresh", "m", progress=False)
+    assert res["records"] == fresh["records"]  # the same as labelling from scratch with the new thresholds
+    # a rollout setting does change the shards: the old ones are moved aside, not overwritten
+    res2 = L.label_prompts(FakeToyPolicy(), items, TEMPLATE, _cfg(m_rollouts=4), tmp_path, "m", progress=False)
+    assert res2["resumed"] == 0 and all("set aside as" in r and ".other-config" in r for r in res2["redone"])
+    assert len(list((tmp_path / "shards").glob("shard_*.jsonl.other-config"))) == len(_shards(tmp_path))
+
+
+def test_the_shard_key_covers_exactly_what_the_rollouts_depend_on():
+    base = L.LabelConfig()
+    assert base.digest("m") == L.LabelConfig(gamma=0.5, alpha=0.9, mu_n=2, adaptive_rule="abs_q").digest("m")
+    for change in ({"m_rollouts": 8}, {"temperature": 0.7}, {"seed": 1}, {"n_prefilter": 8},
+                   {"max_new_tokens": 10}, {"traj_per_prompt": 2}, {"shard_size": 4}):
+        assert L.LabelConfig(**change).digest("m") != base.digest("m"), change
+    ad = L.LabelConfig(adaptive=True, adaptive_rule="rel_ratio")
+    assert ad.digest("m") != base.digest("m")
+    assert L.LabelConfig(adaptive=True, adaptive_rule="rel_ratio", gamma=0.7).digest("m") != ad.digest("m")
+    assert L.LabelConfig(adaptive=True, adaptive_rule="rel_ratio", alpha=0.9).digest("m") == ad.digest("m")

@@ -12,7 +12,7 @@ NOTEBOOKS = [p.stem for p in runner.list_notebooks()]
 # What each notebook must leave behind (results/smoke/...), checked beyond "it ran".
 EXPECTED = {
     "01_self_segmentation": ("self_segmentation.json", ["table4", "data", "sft"]),
-    "02_rollout_labelling": ("labelling.json", ["stats", "summary", "rollouts_per_s"]),
+    "02_rollout_labelling": ("labelling.json", ["stats", "summary", "timings"]),
     "03_balancing": ("balancing.json", ["stats"]),
     "04_judge_grpo": ("judges.json", ["before_rl", "variants", "main_summary"]),
     "05_processbench": ("processbench.json", ["judges", "baselines", "error_kinds"]),

@@ -53,11 +53,11 @@ def test_grpo_batch_semantics_reach_trl(tmp_path):
 
 def test_grpo_batches_that_do_not_divide_name_the_setting():
     with pytest.raises(ConfigError, match="UPDATES_PER_STEP"):
-        GRPOSettings(prompts_per_step=3, group_size=1, updates_per_step=2).batches(1)
+        GRPOSettings(prompts_per_step=3, group_size=2, updates_per_step=4).batches(1)
     with pytest.raises(ConfigError, match="GRPO_MICRO_BATCH"):
         GRPOSettings(prompts_per_step=8, group_size=4, micro_batch=5).batches(1)
     with pytest.raises(ConfigError, match="number of GPUs"):
-        GRPOSettings(prompts_per_step=6, group_size=1).batches(4)
+        GRPOSettings(prompts_per_step=3, group_size=2).batches(4)
     with pytest.raises(ValueError, match="loss_tokens"):
         GRPOSettings(loss_tokens="analysis")
 
