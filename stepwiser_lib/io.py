@@ -191,6 +191,18 @@ def _read_cached(path: Path) -> Any:
         return None
 
 
+def set_aside(path: str | Path, why: str) -> Path:
+    """Move ``path`` to ``<name>.<why>`` beside it (numbered if that exists), never overwriting."""
+    path = Path(path)
+    dest = path.with_name(f"{path.name}.{why}")
+    k = 2
+    while dest.exists():
+        dest = path.with_name(f"{path.name}.{why}-{k}")
+        k += 1
+    path.rename(dest)
+    return dest
+
+
 def has_cached(path: str | Path, key: str) -> bool:
     """True if :func:`cached_json` would return the record at ``path`` without computing."""
     old = _read_cached(path)
@@ -206,6 +218,11 @@ def cached_json(path: str | Path, key: str, compute) -> dict:
     old = _read_cached(path) if path.exists() else None
     if isinstance(old, dict) and old.get("_key") == key:
         return old
+    if path.exists() and not isinstance(old, dict):  # damaged: kept for a look, then recomputed
+        import warnings
+
+        aside = set_aside(path, "corrupt")
+        warnings.warn(f"{path} could not be read back (damaged); moved to {aside.name} and recomputed", stacklevel=2)
     rec = compute()
     rec = {**rec, "_key": key}
     write_json(path, rec)

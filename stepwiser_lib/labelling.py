@@ -278,14 +278,7 @@ _ASIDE = (("made with another configuration", "other-config"), ("holds other pro
 def set_aside(path: Path, reason: str) -> Path:
     """Move a shard that cannot be used out of the way, never overwriting it: to
     ``<name>.<why>`` (``shard_00003.jsonl.other-config``), numbered if that exists."""
-    why = next((tag for text, tag in _ASIDE if text in reason), "corrupt")
-    dest = path.with_name(f"{path.name}.{why}")
-    k = 2
-    while dest.exists():
-        dest = path.with_name(f"{path.name}.{why}-{k}")
-        k += 1
-    path.rename(dest)
-    return dest
+    return io.set_aside(path, next((tag for text, tag in _ASIDE if text in reason), "corrupt"))
 
 
 # ----------------------------------------------------------------------------- one shard

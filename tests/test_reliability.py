@@ -177,12 +177,17 @@ def test_bad_jsonl_names_file_and_line(tmp_path, case, data, match):
         io.read_jsonl(p, required={"a": int})
 
 
-def test_damaged_caches_are_recomputed_I9_I10(tmp_path):
-    for data in (b"\x00\xff\xfe binary", b'{"_key": "k", "v"', b"[1, 2]"):
+def test_damaged_caches_are_named_set_aside_and_recomputed_I9_I10(tmp_path):
+    for n, data in enumerate((b"\x00\xff\xfe binary", b'{"_key": "k", "v"', b"[1, 2]")):
         c = tmp_path / "c.json"
         c.write_bytes(data)
         assert io.has_cached(c, "k") is False
-        assert io.cached_json(c, "k", lambda: {"v": 2}) == {"v": 2, "_key": "k"}
+        with pytest.warns(UserWarning, match=r"c.json could not be read back \(damaged\); moved to c.json.corrupt"):
+            assert io.cached_json(c, "k", lambda: {"v": 2}) == {"v": 2, "_key": "k"}
+        kept = tmp_path / ("c.json.corrupt" if n == 0 else f"c.json.corrupt-{n + 1}")
+        assert kept.read_bytes() == data  # kept, not overwritten
+    c.write_text('{"_key": "old", "v": 1}')  # another key is a normal recompute: no warning
+    assert io.cached_json(c, "k", lambda: {"v": 3})["v"] == 3
 
 
 # ----------------------------------------------------------------------------- balancing and labels
