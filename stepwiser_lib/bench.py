@@ -5,7 +5,9 @@ Measured in one run, on the same prefixes with the same model:
 * **naive**: one generate call per prefix with its M rollouts as the batch (the simple
   ``num_return_sequences=M`` loop most implementations start from);
 * **batched**: every rollout of every prefix in sorted, left-padded batches of ``GEN_BATCH``
-  (what :func:`stepwiser_lib.labelling.label_shard` does);
+  through ``model.generate`` (what :func:`stepwiser_lib.labelling.label_shard` does by default);
+* **loop**: the same rollouts through :mod:`stepwiser_lib.decoding` (``HFGenerator(engine="loop")``:
+  each prefix prefilled once for its M samples, finished rows leave, new prefixes join);
 * **adaptive**: the exact-bound early stopping of ``labelling`` for Rel-Ratio; we report the
   fraction of full-M rollouts it used and its label agreement with full M; and the same for the
   confidence-bound variant (Wilson interval, z = 1; keys ``adaptive_z1_*``). Agreement is measured
@@ -19,10 +21,12 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import statistics
 import time
+from pathlib import Path
 
 from . import chunks, io, labelling, paths, prompts, tasks
-from .models import make_generator, set_threads
+from .models import HFGenerator, make_generator, set_threads
 
 
 def _prefixes(gen, items, template, cfg, seed):
@@ -46,7 +50,8 @@ def _prefixes(gen, items, template, cfg, seed):
 
 
 def _outcomes(gen, trajs, template, m, seed, per_prefix: bool, max_new_tokens: int):
-    """0/1 outcomes of m rollouts for every prefix; one call per prefix or one call for all."""
+    """0/1 outcomes of m rollouts for every prefix; one call per prefix or one call for all;
+    also the seconds taken and the new tokens generated."""
     flat = [(t["item"], p) for t in trajs for p in t["prefixes"]]
     t0 = time.time()
     if per_prefix:
@@ -60,7 +65,23 @@ def _outcomes(gen, trajs, template, m, seed, per_prefix: bool, max_new_tokens: i
                             prefixes=[p for _, p in flat])
     dt = time.time() - t0
     res = [[int(tasks.is_correct(it, p + c.text)) for c in cs] for (it, p), cs in zip(flat, outs)]
-    return res, dt
+    return res, dt, sum(c.n_tokens for cs in outs for c in cs)
+
+
+def _matmul_tokens_per_s(model, seconds: float = 2.0) -> float:
+    """The compute floor: new tokens/s if a decode step cost only its weight matmuls, measured as
+    a 128-row batch through every linear layer's weight (``2 * params`` flops per token)."""
+    import torch
+
+    ws = [m.weight for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    x = {w.shape[1]: torch.randn(128, w.shape[1]) for w in ws}
+    n, t0 = 0, time.time()
+    with torch.no_grad():
+        while time.time() - t0 < seconds:
+            for w in ws:
+                x[w.shape[1]] @ w.T
+            n += 1
+    return round(128 * n / (time.time() - t0))
 
 
 def _labels_from(trajs, outcomes, cfg, counts=None):
@@ -96,7 +117,8 @@ def _adaptive_counts(trajs, outcomes, cfg):
     return counts
 
 
-def run(profile: str = "tiny", n_prompts: int = 12, m: int = 16, batch: int = 128, seed: int = 0) -> dict:
+def run(profile: str = "tiny", n_prompts: int = 12, m: int = 16, batch: int = 128, seed: int = 0,
+        repeats: int = 3) -> dict:
     set_threads()
     params = {"POLICY_MODEL": "artifact"}
     policy = labelling.resolve_policy(params, profile)
@@ -109,9 +131,21 @@ def run(profile: str = "tiny", n_prompts: int = 12, m: int = 16, batch: int = 12
     n_pref = sum(len(t["prefixes"]) for t in trajs)
     if not n_pref:
         raise RuntimeError("no prefixes to roll out: the chunk policy solved all or none of the prompts")
-    batched, dt_b = _outcomes(gen, trajs, template, m, seed, False, cfg.max_new_tokens)
-    naive, dt_n = _outcomes(gen, trajs, template, m, seed + 10_000, True, cfg.max_new_tokens)
-    again, _ = _outcomes(gen, trajs, template, m, seed + 20_000, False, cfg.max_new_tokens)
+    loop_gen = HFGenerator(gen.model, gen.tok, batch_size=batch, engine="loop")
+    timing = {"naive": [], "batched": [], "loop": []}
+    toks = {}
+    for r in range(repeats):  # the same rollouts each repeat: the spread is the machine's
+        batched, dt, toks["batched"] = _outcomes(gen, trajs, template, m, seed, False, cfg.max_new_tokens)
+        timing["batched"].append(dt)
+        naive, dt, toks["naive"] = _outcomes(gen, trajs, template, m, seed + 10_000, True, cfg.max_new_tokens)
+        timing["naive"].append(dt)
+        looped, dt, toks["loop"] = _outcomes(loop_gen, trajs, template, m, seed + 30_000, False, cfg.max_new_tokens)
+        timing["loop"].append(dt)
+    again, _, _ = _outcomes(gen, trajs, template, m, seed + 20_000, False, cfg.max_new_tokens)
+    rate = {k: sorted(n_pref * m / t for t in v) for k, v in timing.items()}
+    med = {k: statistics.median(v) for k, v in rate.items()}
+    success = {k: round(sum(map(sum, o)) / (n_pref * m), 4) for k, o in
+               (("naive", naive), ("batched", batched), ("loop", looped))}
     full = _labels_from(trajs, batched, cfg)
     counts = _adaptive_counts(trajs, batched, cfg)
     ad_same = _labels_from(trajs, batched, cfg, counts)
@@ -125,9 +159,10 @@ def run(profile: str = "tiny", n_prompts: int = 12, m: int = 16, batch: int = 12
     ad_z = _labels_from(trajs, batched, cfg_z, counts_z)
     agree = lambda a, b: round(sum(x == y for x, y in zip(a, b)) / len(a), 4)
     out = {
-        "naive_rollouts_per_s": round(n_pref * m / dt_n, 1),
-        "batched_rollouts_per_s": round(n_pref * m / dt_b, 1),
-        "speedup": round(dt_n / dt_b, 2),
+        "speedup": round(med["batched"] / med["naive"], 2),
+        "loop_speedup": round(med["loop"] / med["naive"], 2),
+        "success_rate": success,  # the same distribution on every path (a test checks it within a binomial interval)
+        "loop_label_agreement_independent_run": agree(_labels_from(trajs, looped, cfg), full),
         "adaptive_rollout_fraction": round(sum(counts) / (n_pref * m), 4),
         "adaptive_label_agreement": agree(ad_same, full),
         "adaptive_label_agreement_independent_run": agree(ad_ind, full),
@@ -139,13 +174,60 @@ def run(profile: str = "tiny", n_prompts: int = 12, m: int = 16, batch: int = 12
                      "rule": "rel_ratio", "gamma": cfg.gamma, "adaptive_round": cfg.adaptive_round,
                      "max_new_tokens": cfg.max_new_tokens,
                      "naive": "one generate call per prefix, its M rollouts as the batch",
-                     "batched": f"all prefixes x M rollouts, sorted by length, batches of {batch}"},
+                     "batched": f"all prefixes x M rollouts, sorted by length, batches of {batch}",
+                     "loop": f"stepwiser_lib.decoding, at most {batch} rows at once"},
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                     "processor": platform.processor() or platform.machine()},
-        "seconds": {"naive": round(dt_n, 1), "batched": round(dt_b, 1)},
+        "repeats": repeats,
+        "rollouts_per_s": {k: {"min": round(v[0], 1), "median": round(med[k], 1), "max": round(v[-1], 1)}
+                           for k, v in rate.items()},
+        "new_tokens_per_s": {k: round(toks[k] / statistics.median(timing[k])) for k in timing},
+        "matmul_floor_tokens_per_s": _matmul_tokens_per_s(gen.model),
+        "seconds": {k: round(statistics.median(v), 1) for k, v in timing.items()},
     }
     io.write_result(paths.ROOT / "results" / "bench" / "labelling.json", out)
     return out
+
+
+README_MARK = "<!-- bench-table: generated by stepwiser_lib.bench.readme_table from results/bench/labelling.json -->\n"
+README_END = "\n<!-- /bench-table -->"
+
+
+def readme_table(res: dict) -> str:
+    """The README's labelling-engine table, from a ``make bench`` result (as written: speeds that
+    differ run to run sit in its ``timings``)."""
+    res = {**res.get("timings", {}), **res}
+    r = res["rollouts_per_s"]
+    three = lambda d: " / ".join(str(d[k]) for k in ("naive", "batched", "loop"))  # noqa: E731
+    rows = ["| measure | value | target |", "|---|---|---|"]
+    for k, label in (("naive", "naive: one `generate` call per prefix, its M rollouts as the batch"),
+                     ("batched", "batched `generate` (sorted, left-padded batches)"),
+                     ("loop", "the `stepwiser_lib.decoding` loop (`engine=\"loop\"`)")):
+        rows.append(f"| rollouts/s, {label} (min / median / max of {res['repeats']}) | "
+                    f"{r[k]['min']} / {r[k]['median']} / {r[k]['max']} | |")
+    rows += [f"| new tokens/s: naive / batched / loop | {three(res['new_tokens_per_s'])} | |",
+             f"| compute floor: new tokens/s if a step cost only its weight matmuls | {res['matmul_floor_tokens_per_s']} | |",
+             f"| speedup over naive: batched / loop | {res['speedup']}x / {res['loop_speedup']}x | ≥ 3x |",
+             f"| success rate of the rollouts: naive / batched / loop | {three(res['success_rate'])} | equal within noise |",
+             f"| adaptive rollout fraction (exact bound, Rel-Ratio) | {res['adaptive_rollout_fraction']} | ≤ 0.5 |",
+             f"| adaptive label agreement (exact bound), same rollout stream | {res['adaptive_label_agreement']} | ≥ 0.95 |",
+             f"| adaptive vs independent full-M run | {res['adaptive_label_agreement_independent_run']} | |",
+             f"| confidence-bound adaptive (Wilson, z = 1): rollout fraction | {res['adaptive_z1_rollout_fraction']} | ≤ 0.5 |",
+             f"| confidence-bound adaptive: label agreement, same stream | {res['adaptive_z1_label_agreement']} | ≥ 0.95 |",
+             f"| loop rollouts vs an independent full-M run: label agreement | {res['loop_label_agreement_independent_run']} | ≈ noise floor |",
+             f"| two independent full-M runs (noise floor) | {res['full_m_agreement_two_independent_runs']} | |"]
+    return "\n".join(rows)
+
+
+def update_readme(readme=None) -> bool:
+    """Rewrite the README's bench table from ``results/bench/labelling.json``; True if it changed."""
+    path = Path(readme or paths.ROOT / "README.md")
+    table = readme_table(io.read_json(paths.ROOT / "results" / "bench" / "labelling.json"))
+    text = path.read_text()
+    head, rest = text.split(README_MARK)
+    new = head + README_MARK + table + README_END + rest.split(README_END, 1)[1]
+    path.write_text(new)
+    return new != text
 
 
 def main(argv=None):
@@ -154,10 +236,12 @@ def main(argv=None):
     ap.add_argument("--prompts", type=int, default=12)
     ap.add_argument("--m", type=int, default=16)
     ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--repeats", type=int, default=3, help="timed runs of each path (min/median/max)")
     a = ap.parse_args(argv)
     import json
 
-    print(json.dumps(run(a.profile, a.prompts, a.m, a.batch), indent=1))
+    print(json.dumps(run(a.profile, a.prompts, a.m, a.batch, repeats=a.repeats), indent=1))
+    update_readme()
 
 
 if __name__ == "__main__":

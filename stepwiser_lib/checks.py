@@ -3,13 +3,15 @@ library's config dataclasses share, so that both give the same message for the s
 
 A parameters-cell annotation is a type, optionally followed by what is allowed::
 
-    SHARD_SIZE: "int >= 1" = 16                   # a bound: >=, >, <=, <
-    VAL_FRACTION: "float in (0, 1)" = 0.2         # an interval, ( ) open and [ ] closed ends
+    SHARD_SIZE: "int in [1, inf)" = 16            # an interval: [ ] closed and ( ) open ends,
+    VAL_FRACTION: "float in (0, 1)" = 0.2         # inf and -inf for no bound
     TASK: "str in {toy, numina, math500, gsm8k}"  # choices
     VARIANTS: "list[variant]" = [...]             # list elements, here judge variants KIND:RULE
     EVAL_TASKS: "list[str in {toy, math500}]"     # element choices
 
-A plain ``int`` / ``str`` / ... annotation allows any value of the type. ``variant`` is a ``str``
+A plain ``int`` / ``str`` / ... annotation allows any value of the type. Bounds are written as
+intervals, not ``>= 1``: papermill reads the parameters cell and warns on a second ``=`` in a line.
+(``>=``, ``>``, ``<=``, ``<`` are still understood, for the library's own use.) ``variant`` is a ``str``
 that :func:`stepwiser_lib.judge.parse_variant` accepts; ``judge`` one that
 :func:`stepwiser_lib.judge.parse_judge_name` accepts (a registry name of notebook 04).
 """
@@ -67,7 +69,7 @@ _OPS = {">=": lambda v, b: v >= b, ">": lambda v, b: v > b, "<=": lambda v, b: v
 
 
 def parse(text: str) -> Spec:
-    """A :class:`Spec` from an annotation such as ``"int >= 1"``; :class:`ConfigError` on a
+    """A :class:`Spec` from an annotation such as ``"int in [1, inf)"``; :class:`ConfigError` on a
     malformed one (a notebook author's mistake, caught by the test of every parameters cell)."""
     t = text.strip().strip("'\"").strip()
     if t in NAMED:
@@ -83,9 +85,10 @@ def parse(text: str) -> Spec:
         return Spec(t, base, elem)
     if base not in ("int", "float", "str"):
         raise ConfigError(f"parameter type {text!r}: only int, float and str take a constraint")
-    if m2 := re.fullmatch(r"(>=|>|<=|<)\s*(-?[\d.eE+-]+)", rest):
+    num = r"(-?(?:inf|[\d.eE+-]+))"
+    if m2 := re.fullmatch(r"(>=|>|<=|<)\s*" + num, rest):
         return Spec(t, base, op=m2.group(1), bound=float(m2.group(2)))
-    if m2 := re.fullmatch(r"in\s*([(\[])\s*(-?[\d.eE+-]+)\s*,\s*(-?[\d.eE+-]+)\s*([)\]])", rest):
+    if m2 := re.fullmatch(r"in\s*([(\[])\s*" + num + r"\s*,\s*" + num + r"\s*([)\]])", rest):
         return Spec(t, base, lo=float(m2.group(2)), hi=float(m2.group(3)),
                     lo_open=m2.group(1) == "(", hi_open=m2.group(4) == ")")
     if m2 := re.fullmatch(r"in\s*\{(.+)\}", rest):
@@ -140,7 +143,7 @@ def check(owner: str, name: str, value: Any, spec: Spec | str) -> None:
 def check_fields(obj: Any, specs: dict[str, str], params: dict[str, str] | None = None) -> None:
     """``__post_init__`` of a config dataclass: every field in ``specs`` checked, the message
     naming the class, the field (and the notebook parameter it comes from, ``params``), the value
-    and what is allowed: ``GRPOSettings: steps (GRPO_STEPS) = 0 is not allowed (want >= 1)``."""
+    and what is allowed: ``GRPOSettings: steps (GRPO_STEPS) = 0 is not allowed (want in [1, inf))``."""
     for name, spec in specs.items():
         label = f"{name} ({params[name]})" if params and name in params else name
         check(type(obj).__name__, label, getattr(obj, name), spec)

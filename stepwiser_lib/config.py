@@ -51,7 +51,7 @@ class Param:
 
 
 def _annotation_text(annotation: Any) -> str:
-    """The text of a runtime annotation: ``"int >= 1"`` as written, ``int`` -> "int",
+    """The text of a runtime annotation: ``"int in [1, inf)"`` as written, ``int`` -> "int",
     ``list[str]`` -> "list[str]"."""
     if isinstance(annotation, str):
         return annotation

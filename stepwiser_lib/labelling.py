@@ -157,10 +157,10 @@ class LabelConfig:
     reference_trajectories: bool = False
 
     #: What each field allows (stepwiser_lib.checks): the same as notebook 02's parameters.
-    SPECS = {"n_prefilter": "int >= 1", "m_rollouts": "int >= 1", "temperature": "float > 0",
-             "max_new_tokens": "int >= 1", "traj_per_prompt": "int >= 1", "alpha": "float >= 0",
-             "gamma": "float >= 0", "mu_n": "int >= 1", "adaptive_rule": "str in {abs_q, rel_effective, rel_ratio}",
-             "adaptive_round": "int >= 1", "adaptive_z": "float >= 0", "shard_size": "int >= 1", "seed": "int >= 0"}
+    SPECS = {"n_prefilter": "int in [1, inf)", "m_rollouts": "int in [1, inf)", "temperature": "float in (0, inf)",
+             "max_new_tokens": "int in [1, inf)", "traj_per_prompt": "int in [1, inf)", "alpha": "float in [0, inf)",
+             "gamma": "float in [0, inf)", "mu_n": "int in [1, inf)", "adaptive_rule": "str in {abs_q, rel_effective, rel_ratio}",
+             "adaptive_round": "int in [1, inf)", "adaptive_z": "float in [0, inf)", "shard_size": "int in [1, inf)", "seed": "int in [0, inf)"}
 
     def __post_init__(self):
         from .checks import check_fields

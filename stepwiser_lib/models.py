@@ -186,9 +186,15 @@ class HFGenerator:
     """
 
     backend = "hf"
+    #: "generate": ``model.generate`` on sorted batches; "loop": :mod:`stepwiser_lib.decoding`
+    #: (prefix prefilled once per prompt, finished rows leave, new ones join). Same distribution,
+    #: different random streams.
+    ENGINES = ("generate", "loop")
 
-    def __init__(self, model, tokenizer, batch_size: int = 128, chat: bool = True):
-        self.model, self.tok, self.batch_size, self.chat = model, tokenizer, batch_size, chat
+    def __init__(self, model, tokenizer, batch_size: int = 128, chat: bool = True, engine: str = "generate"):
+        if engine not in self.ENGINES:
+            raise ValueError(f"engine must be one of {self.ENGINES}, not {engine!r}")
+        self.model, self.tok, self.batch_size, self.chat, self.engine = model, tokenizer, batch_size, chat, engine
         self.end_ids = end_ids(model, tokenizer)
         neutral_generation_config(model, tokenizer)
         self.cut_after_separator = cuts_after_separator(tokenizer)
@@ -230,6 +236,22 @@ class HFGenerator:
         device = self.model.device
         bar = tqdm(total=len(rows), desc=progress if isinstance(progress, str) else "generate",
                    unit="seq", disable=not progress)
+        if self.engine == "loop":
+            from . import decoding
+
+            tail = max((len(self.tok(s, add_special_tokens=False)["input_ids"]) for s in stop_rest), default=0) + 2
+            check = (lambda toks: any(s in self.tok.decode(toks[-tail:]) for s in stop_rest)) if stop_rest else None
+            res = decoding.sample(self.model, enc, n, max_new_tokens=max_new_tokens, temperature=temperature,
+                                  top_p=top_p, eos=eos, seed=seed, batch_size=self.batch_size,
+                                  stop_check=check, on_done=bar.update)
+            for i, samples in enumerate(res):
+                for j, r in enumerate(samples):
+                    toks = r.tokens
+                    text = self.tok.decode([t for t in toks if t not in self.end_ids], skip_special_tokens=False)
+                    text, hit = _truncate(text, stop)
+                    out[i][j] = Completion(text=text, n_tokens=len(toks), finished=r.finished or hit)
+            bar.close()
+            return out  # type: ignore[return-value]
         for b in range(0, len(rows), self.batch_size):
             batch = rows[b:b + self.batch_size]
             pad = self.tok.pad_token_id

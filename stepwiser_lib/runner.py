@@ -51,6 +51,25 @@ def plan(profile: str, notebooks: list[Path], profiles_dir: Path = PROFILES_DIR)
     return {p.stem: checked[p.stem] for p in notebooks}
 
 
+class _InferenceNoise:
+    """Drops papermill's guesses about the parameters cell. Papermill re-reads the cell with a
+    regex that knows plain annotations only (``N: int = 1``), so every constrained one
+    (``N: "int in [1, inf)" = 1``, :mod:`stepwiser_lib.checks`) would log "Passed unknown
+    parameter: N" although the runner has already checked each name, type and value itself."""
+
+    def filter(self, record) -> bool:
+        msg = record.getMessage()
+        return not (msg.startswith("Passed unknown parameter") or msg.startswith("Unable to parse line"))
+
+
+def _quiet_papermill_inference() -> None:
+    import logging
+
+    log = logging.getLogger("papermill")
+    if not any(isinstance(f, _InferenceNoise) for f in log.filters):
+        log.addFilter(_InferenceNoise())
+
+
 def with_defaults(notebooks: list[Path], params: dict[str, dict]) -> dict[str, dict]:
     """Every parameter of each notebook: the cell's defaults, then ``params`` (the profile's)."""
     return {nb.stem: {**{k: d.default for k, d in notebook_parameters(nb).items()}, **params[nb.stem]}
@@ -113,6 +132,8 @@ def run(profile: str, only: list[str] | None = None, check_only: bool = False,
             print(f"  {nb}: {json.dumps(vals, sort_keys=True)}")
         return {}
     import papermill as pm
+
+    _quiet_papermill_inference()
 
     out = Path(out_dir or run_dir(profile))
     out.mkdir(parents=True, exist_ok=True)

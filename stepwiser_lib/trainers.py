@@ -95,12 +95,12 @@ class GRPOSettings:
 
     #: What each field allows (stepwiser_lib.checks), the same as the notebook parameter it comes
     #: from in PARAMS declares (a test checks), so both give the same message.
-    SPECS = {"steps": "int >= 1", "prompts_per_step": "int >= 1", "group_size": "int >= 2",
-             "updates_per_step": "int >= 1", "micro_batch": "int >= 0", "lr": "float > 0",
-             "beta": "float >= 0", "epsilon_low": "float >= 0", "epsilon_high": "float >= 0",
-             "max_completion": "int >= 1", "temperature": "float > 0", "loss_tokens": "str in {all, verdict}",
-             "lora_r": "int >= 1", "lora_alpha": "int >= 1", "vllm_gpu_memory": "float in (0, 1]",
-             "eval_every": "int >= 0", "val_limit": "int >= 0", "seed": "int >= 0",
+    SPECS = {"steps": "int in [1, inf)", "prompts_per_step": "int in [1, inf)", "group_size": "int in [2, inf)",
+             "updates_per_step": "int in [1, inf)", "micro_batch": "int in [0, inf)", "lr": "float in (0, inf)",
+             "beta": "float in [0, inf)", "epsilon_low": "float in [0, inf)", "epsilon_high": "float in [0, inf)",
+             "max_completion": "int in [1, inf)", "temperature": "float in (0, inf)", "loss_tokens": "str in {all, verdict}",
+             "lora_r": "int in [1, inf)", "lora_alpha": "int in [1, inf)", "vllm_gpu_memory": "float in (0, 1]",
+             "eval_every": "int in [0, inf)", "val_limit": "int in [0, inf)", "seed": "int in [0, inf)",
              "top_entropy_quantile": "float in (0, 1]"}
 
     def __post_init__(self):
@@ -182,9 +182,9 @@ class SFTSettings:
     seed: int = 0
     name: str = "SFT"
 
-    SPECS = {"epochs": "float > 0", "max_steps": "int >= -1", "lr": "float > 0", "global_batch": "int >= 1",
-             "micro_batch": "int >= 0", "max_length": "int >= 1", "lora_r": "int >= 1", "lora_alpha": "int >= 1",
-             "warmup_ratio": "float in [0, 1)", "max_truncated": "float in [0, 1]", "seed": "int >= 0"}
+    SPECS = {"epochs": "float in (0, inf)", "max_steps": "int in [-1, inf)", "lr": "float in (0, inf)", "global_batch": "int in [1, inf)",
+             "micro_batch": "int in [0, inf)", "max_length": "int in [1, inf)", "lora_r": "int in [1, inf)", "lora_alpha": "int in [1, inf)",
+             "warmup_ratio": "float in [0, 1)", "max_truncated": "float in [0, 1]", "seed": "int in [0, inf)"}
 
     def __post_init__(self):
         p = self.name

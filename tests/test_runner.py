@@ -152,3 +152,34 @@ def test_readme_colab_table_is_the_plans(tmp_path):
         'README Colab table is stale: python -c "from stepwiser_lib import plan; plan.update_readme()"'
     table = copy.read_text().split(plan.README_MARK)[1].split("<!-- /colab-table -->")[0]
     assert table.count("| `0") == 7 and " min |" in table
+
+
+def test_constrained_parameters_run_without_papermill_noise(tmp_path, caplog):
+    """Papermill's own parameter inference does not read `X: "int in [1, inf)"`; the runner has
+    checked it already, so papermill's "unknown parameter" guess is not shown."""
+    import logging
+
+    nbd, prof = tmp_path / "nbs", tmp_path / "profiles"
+    nbd.mkdir(), prof.mkdir()
+    (prof / "smoke.yaml").write_text("notebooks:\n  01_ok:\n    X: 5\n")
+    nb = nbformat.v4.new_notebook()
+    nb.metadata = {"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}}
+    p = nbformat.v4.new_code_cell('PROFILE: str = "tiny"  # scale\nX: "int in [1, inf)" = 1  # value')
+    p.metadata["tags"] = ["parameters"]
+    nb.cells = [nbformat.v4.new_markdown_cell("# t"), p, nbformat.v4.new_code_cell("assert X == 5, X")]
+    nbformat.write(nb, nbd / "01_ok.ipynb")
+    with caplog.at_level(logging.WARNING, logger="papermill"):
+        runner.run("smoke", notebooks_dir=nbd, out_dir=tmp_path / "out", profiles_dir=prof)
+    assert not [r for r in caplog.records if "unknown parameter" in r.getMessage()]
+    (prof / "smoke.yaml").write_text("notebooks:\n  01_ok:\n    X: 0\n")
+    with pytest.raises(config.ConfigError, match=r"X = 0 is not allowed \(want in \[1, inf\)\)"):
+        runner.run("smoke", notebooks_dir=nbd, out_dir=tmp_path / "out", profiles_dir=prof)
+
+
+def test_readme_bench_table_is_the_bench_result(tmp_path):
+    from stepwiser_lib import bench
+
+    copy = tmp_path / "README.md"
+    copy.write_text((paths.ROOT / "README.md").read_text())
+    assert bench.update_readme(copy) is False, \
+        'README bench table is stale: python -c "from stepwiser_lib import bench; bench.update_readme()"'
