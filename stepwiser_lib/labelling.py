@@ -105,11 +105,6 @@ def rel_ratio_labels(q: list[float], q0: float, gamma: float) -> list[bool]:
 RULES = ("abs_q", "rel_effective", "rel_ratio")
 
 
-def all_labels(q: list[float], q0: float, alpha: float, gamma: float, n: int = 4) -> dict[str, list[bool]]:
-    return {"abs_q": abs_q_labels(q), "rel_effective": rel_effective_labels(q, q0, alpha, n),
-            "rel_ratio": rel_ratio_labels(q, q0, gamma)}
-
-
 def rule_label(rule: str, qi: float, qprev: float, alpha: float, gamma: float, n: int = 4) -> bool:
     if rule == "abs_q":
         return qi > 0

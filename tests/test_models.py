@@ -3,10 +3,11 @@ import pytest
 from stepwiser_lib import models, prompts, toyworld
 
 
-@pytest.fixture(scope="module")
-def gen(toy_model):
+@pytest.fixture(scope="module", params=["generate", "loop"])
+def gen(toy_model, request):
+    """The generator contract below holds for both sampling engines."""
     model, tok = toy_model
-    return models.HFGenerator(model, tok, batch_size=16)
+    return models.HFGenerator(model, tok, batch_size=16, engine=request.param)
 
 
 def _prompts(k=4):
