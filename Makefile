@@ -10,7 +10,7 @@ SHARED_DATA ?= ../shared/data
 .PHONY: help venv reproduce test test-slow lab toy-base toy-processbench bench check-profiles clean standin gpu-check
 
 help:
-	@echo "make reproduce [PROFILE=smoke|tiny|colab|paper]  run every notebook headless (default: tiny)"
+	@echo "make reproduce [PROFILE=smoke|tiny|toy-full|colab|paper]  run every notebook headless (default: tiny)"
 	@echo "make reproduce PROFILE=paper DRY_RUN=1           validate and print the plan (models, data, GPU-hours)"
 	@echo "make reproduce PROFILE=paper LAUNCHER=configs/accelerate/zero2.yaml  multi-GPU training (DeepSpeed ZeRO-2)"
 	@echo "make test        unit tests + every notebook at the smoke and colab-smoke profiles (what CI runs)"

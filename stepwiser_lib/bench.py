@@ -122,7 +122,8 @@ def run(profile: str = "tiny", n_prompts: int = 12, m: int = 16, batch: int = 12
     set_threads()
     params = {"POLICY_MODEL": "artifact"}
     policy = labelling.resolve_policy(params, profile)
-    gen = make_generator(policy, batch_size=batch)
+    loop_gen = make_generator(policy, batch_size=batch)  # the default engine: the loop
+    gen = HFGenerator(loop_gen.model, loop_gen.tok, batch_size=batch, engine="generate")
     cfg = labelling.LabelConfig(m_rollouts=m, adaptive=True, adaptive_rule="rel_ratio",
                                 adaptive_round=4, traj_per_prompt=2, seed=seed)
     template = prompts.TOY_CHUNK_POLICY
@@ -131,7 +132,6 @@ def run(profile: str = "tiny", n_prompts: int = 12, m: int = 16, batch: int = 12
     n_pref = sum(len(t["prefixes"]) for t in trajs)
     if not n_pref:
         raise RuntimeError("no prefixes to roll out: the chunk policy solved all or none of the prompts")
-    loop_gen = HFGenerator(gen.model, gen.tok, batch_size=batch, engine="loop")
     timing = {"naive": [], "batched": [], "loop": []}
     toks = {}
     for r in range(repeats):  # the same rollouts each repeat: the spread is the machine's

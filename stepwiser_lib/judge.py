@@ -401,11 +401,9 @@ def verdict_loss_trainer(tok):
     tokens in the loss, and the tokens after the verdict stay in: with the verdict token alone
     the closing brace vanished within 15 steps and no verdict parsed any more (measured).
     """
-    from trl import GRPOTrainer
-
     ids = verdict_token_ids(tok)
 
-    class VerdictLossGRPOTrainer(GRPOTrainer):
+    class VerdictLossGRPOTrainer(loop_generation_trainer()):
         def _generate_and_score_completions(self, inputs):
             out = super()._generate_and_score_completions(inputs)
             keep = verdict_loss_mask(out["completion_ids"], ids)
@@ -413,6 +411,60 @@ def verdict_loss_trainer(tok):
             return out
 
     return VerdictLossGRPOTrainer
+
+
+def group_runs(prompt_ids: list[list[int]]) -> tuple[list[list[int]], int] | None:
+    """``(distinct prompts, n)`` when ``prompt_ids`` is each prompt repeated ``n`` times in a row
+    (how TRL's ``RepeatSampler`` lays out a GRPO group), else None."""
+    if not prompt_ids:
+        return None
+    n = 1
+    while n < len(prompt_ids) and prompt_ids[n] == prompt_ids[0]:
+        n += 1
+    if len(prompt_ids) % n:
+        return None
+    heads = prompt_ids[::n]
+    if any(prompt_ids[k] != heads[k // n] for k in range(len(prompt_ids))):
+        return None
+    return heads, n
+
+
+def loop_generation_trainer():
+    """TRL's ``GRPOTrainer`` whose group sampling goes through :mod:`stepwiser_lib.decoding`
+    instead of ``model.generate`` (issue 16): each prompt is prefilled once for its group, and a
+    finished completion leaves the batch. Same distribution (softmax of logits / temperature,
+    TRL's ``top_p``, no top-k) and the same output as TRL's path: the completion ids up to and
+    including the first end token. vLLM, TRL's continuous batching and multimodal inputs keep
+    TRL's own path. A GRPO step's generation was 3.7 of its 7 s at tiny (LAB_LOG.md)."""
+    import torch
+    from trl import GRPOTrainer
+    from trl.models import unwrap_model_for_generation
+
+    from . import decoding
+    from .models import for_sampling
+
+    class LoopGenerationGRPOTrainer(GRPOTrainer):
+        _loop_calls = 0
+
+        def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
+            runs = group_runs(prompt_ids)
+            if self.use_vllm or self.use_transformers_continuous_batching or images or multimodal_fields or runs is None:
+                return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
+                                                     has_tool_images)
+            heads, n = runs
+            # a fresh stream per call and process, fixed by the run's seed
+            seed = (self.args.seed * 1_000_003 + self._loop_calls) * 64 + self.accelerator.process_index
+            self._loop_calls += 1
+            with (unwrap_model_for_generation(self.model_wrapped, self.accelerator,
+                                              gather_deepspeed3_params=self.args.ds3_gather_for_generation,
+                                              gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs)
+                  as model, torch.no_grad(), self._dist.summon_full_params(self.model_wrapped, recurse=False)):
+                rows = decoding.sample(for_sampling(model), heads, n, max_new_tokens=self.max_completion_length,
+                                       temperature=self.temperature, top_p=self.top_p if self.top_p is not None else 1.0,
+                                       eos=list(self.eos_token_ids), seed=seed, batch_size=len(prompt_ids))
+            return [r.tokens for group in rows for r in group], None
+
+    return LoopGenerationGRPOTrainer
 
 
 @launchable
@@ -434,9 +486,8 @@ def train_grpo_judge(model_dir: str, train: list[dict], out_dir, settings: dict,
 
     import torch
     from transformers import AutoModelForCausalLM, TrainerCallback
-    from trl import GRPOTrainer
 
-    from .models import load_tokenizer, lora_config, neutral_generation_config, save_atomically
+    from .models import for_sampling, load_tokenizer, lora_config, neutral_generation_config, save_atomically
     from .trainers import GRPOSettings, world_size
 
     s = settings if isinstance(settings, GRPOSettings) else GRPOSettings(**settings)
@@ -453,7 +504,7 @@ def train_grpo_judge(model_dir: str, train: list[dict], out_dir, settings: dict,
     curve: list[dict] = []
 
     def validate(model_, step: int) -> None:
-        j = Judge.from_model(model_, tok, family=family, max_new_tokens=s.max_completion, style=style)
+        j = Judge.from_model(for_sampling(model_), tok, family=family, max_new_tokens=s.max_completion, style=style)
         curve.append({"step": step, **step_accuracy(j.judge([_triple(e) for e in val]), val)})
 
     class _Val(TrainerCallback):
@@ -466,7 +517,7 @@ def train_grpo_judge(model_dir: str, train: list[dict], out_dir, settings: dict,
     # job cannot carry functions).
     rewards = reward_funcs or ([make_direct_reward(format_penalty)] if style == "direct"
                                else [verdict_reward])
-    trainer_cls = GRPOTrainer if s.loss_tokens == "all" else verdict_loss_trainer(tok)
+    trainer_cls = loop_generation_trainer() if s.loss_tokens == "all" else verdict_loss_trainer(tok)
     trainer = trainer_cls(model=model, reward_funcs=rewards, args=args,
                           train_dataset=grpo_dataset(train, family, style), processing_class=tok,
                           peft_config=lora_config(s.lora_r, s.lora_alpha) if s.use_lora else None,

@@ -12,7 +12,7 @@ from stepwiser_lib import models, prompts, tasks, toyworld
 @pytest.fixture(scope="module")
 def gens(toy_model):
     model, tok = toy_model
-    return (models.HFGenerator(model, tok, batch_size=16),
+    return (models.HFGenerator(model, tok, batch_size=16, engine="generate"),
             models.HFGenerator(model, tok, batch_size=16, engine="loop"))
 
 

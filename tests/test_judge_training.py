@@ -83,3 +83,70 @@ def test_verdict_readout_on_literal_outputs(toy_base_dir, examples):
     assert r["readout_auc"] == judge.score_auc([p[0], p[1], p[3]], [True, False, True])
     assert r["verdict_prob_auc"] == judge.score_auc([p[0], p[1], p[3]], [True, False, False])
     assert r["p_pos_if_analysis_wrong"] == round(p[1], 4)
+
+
+def test_group_runs_reads_trl_group_layout():
+    assert judge.group_runs([[1, 2]] * 3 + [[3]] * 3) == ([[1, 2], [3]], 3)
+    assert judge.group_runs([[1], [2], [3]]) == ([[1], [2], [3]], 1)
+    assert judge.group_runs([[1], [1], [2]]) is None  # uneven groups: TRL's own path
+    assert judge.group_runs([[1], [1], [2], [3]]) is None
+    assert judge.group_runs([]) is None
+
+
+def _grpo_trainer(toy_base_dir, examples, tmp_path, temperature):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from stepwiser_lib import models
+
+    tok = models.load_tokenizer(toy_base_dir)
+    model = AutoModelForCausalLM.from_pretrained(toy_base_dir, dtype=torch.float32)
+    models.neutral_generation_config(model, tok)
+    s = GRPOSettings(steps=1, prompts_per_step=2, group_size=4, max_completion=40, temperature=temperature)
+    cls = judge.verdict_loss_trainer(tok)
+    return cls(model=model, reward_funcs=[judge.verdict_reward], args=s.grpo_args(tmp_path, 1, progress=False),
+               train_dataset=judge.grpo_dataset(examples[:8]), processing_class=tok,
+               peft_config=models.lora_config(4, 8)), tok
+
+
+def test_grpo_groups_are_sampled_by_the_loop_as_trl_would(toy_base_dir, examples, tmp_path, monkeypatch):
+    """The seam with TRL: our trainer's ``_generate_single_turn`` goes through
+    stepwiser_lib.decoding and returns what TRL's own ``model.generate`` path returns (near-greedy
+    temperature, so both take the argmax): completion ids up to and including the first end token."""
+    from trl import GRPOTrainer
+
+    from stepwiser_lib import decoding, models
+
+    trainer, tok = _grpo_trainer(toy_base_dir, examples, tmp_path, temperature=1e-4)
+    prompts = [tok(models.render_prompt(tok, judge.judge_prompt_of(e), True), add_special_tokens=False)["input_ids"]
+               for e in examples[:3]]
+    ids = [p for p in prompts for _ in range(4)]  # TRL's RepeatSampler layout
+    calls = []
+    real = decoding.sample
+    monkeypatch.setattr(decoding, "sample", lambda *a, **k: calls.append(k) or real(*a, **k))
+    ours, lp = trainer._generate_single_turn(ids, None, {}, 4)
+    assert len(calls) == 1 and calls[0]["max_new_tokens"] == 40 and calls[0]["eos"] == list(trainer.eos_token_ids)
+    theirs, _ = GRPOTrainer._generate_single_turn(trainer, ids, None, {}, 4)
+    assert lp is None and ours == theirs
+    assert all(len(c) <= 40 for c in ours)
+
+
+def test_sampling_copy_of_a_lora_model_has_its_logits(toy_base_dir):
+    import torch
+    from peft import get_peft_model
+
+    from stepwiser_lib import models
+
+    model, tok = models.load_model(toy_base_dir)
+    pm = get_peft_model(model, models.lora_config(4, 8))
+    with torch.no_grad():
+        for n, p in pm.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.05)
+    before = {n: p.clone() for n, p in pm.named_parameters()}
+    merged = models.for_sampling(pm)
+    x = torch.tensor([tok("a = 3 + 4", add_special_tokens=False)["input_ids"]])
+    with torch.no_grad():
+        assert torch.allclose(merged(input_ids=x).logits, pm(input_ids=x).logits, atol=1e-4)
+    assert all(torch.equal(p, before[n]) for n, p in pm.named_parameters())  # the trained model is untouched
+    assert models.for_sampling(model) is model is not merged  # a plain model is sampled as it is
