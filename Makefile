@@ -41,6 +41,7 @@ venv: $(VENV)/.installed
 LAUNCHER ?=
 reproduce: venv $(if $(filter colab-smoke,$(PROFILE)),standin,)
 	STEPWISER_LAUNCHER=$(LAUNCHER) STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) $(PY) -m stepwiser_lib.runner --profile $(PROFILE) $(if $(DRY_RUN),--dry-run,)
+	$(if $(DRY_RUN),,$(PY) -m stepwiser_lib.readme)
 
 test: venv
 	STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) STEPWISER_SHARED_DATA=$(abspath $(SHARED_DATA)) $(PY) -m pytest -m "not slow" -q

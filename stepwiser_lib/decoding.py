@@ -246,8 +246,12 @@ def _sample(model, prompts: list[list[int]], n: int, *, max_new_tokens: int, tem
             on_done(newly)
         # Compact (a copy of the whole cache) only when it pays: when enough rows are done to
         # admit the next prompt, or a quarter of the batch is; done rows decode idle till then.
+        # Small units (n = 1 to 4: judge calls, adaptive rounds) would otherwise compact every
+        # few steps, so admission waits for an eighth of the batch to be done.
         dead = sum(r.done for r in live.rows)
         need = len(units[nxt][1]) - (batch_size - len(live)) if nxt < len(units) else None
+        if need is not None:
+            need = max(need, batch_size // 8)
         if dead and (dead == len(live) or dead * 4 >= len(live) or (need is not None and dead >= need)):
             live.keep([k for k, r in enumerate(live.rows) if not r.done])
             continue  # admit before the next step

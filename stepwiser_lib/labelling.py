@@ -103,6 +103,9 @@ def rel_ratio_labels(q: list[float], q0: float, gamma: float) -> list[bool]:
 
 
 RULES = ("abs_q", "rel_effective", "rel_ratio")
+#: What adaptive sampling can preserve: one rule's labels, or ``all`` three (notebook 02 labels
+#: every chunk by every rule from the same rollouts).
+ADAPTIVE_RULES = (*RULES, "all")
 
 
 def rule_label(rule: str, qi: float, qprev: float, alpha: float, gamma: float, n: int = 4) -> bool:
@@ -120,8 +123,11 @@ def label_settled(rule: str, lo: float, hi: float, lo_prev: float, hi_prev: floa
     """Can no value of Q_i in [lo, hi] and Q_{i-1} in [lo_prev, hi_prev] change the label?
 
     Every rule is non-decreasing in Q_i and non-increasing in Q_{i-1} (mu is increasing, and the
-    Rel-Ratio zero case agrees with the limit), so the two extreme corners decide.
+    Rel-Ratio zero case agrees with the limit), so the two extreme corners decide. ``rule="all"``:
+    settled under every rule.
     """
+    if rule == "all":
+        return all(label_settled(r, lo, hi, lo_prev, hi_prev, alpha, gamma, n) for r in RULES)
     return (rule_label(rule, lo, hi_prev, alpha, gamma, n)
             == rule_label(rule, hi, lo_prev, alpha, gamma, n))
 
@@ -139,7 +145,7 @@ class LabelConfig:
     gamma: float = 0.8  # Rel-Ratio gamma (paper: 0.8 at 1.5B, 0.7 at 7B)
     mu_n: int = 4  # best-of-n for Rel-Effective (paper App. A.1: n = 4)
     adaptive: bool = False  # [not in paper] stop sampling a prefix once its labels are settled
-    adaptive_rule: str = "rel_ratio"  # the rule whose labels adaptive sampling must preserve
+    adaptive_rule: str = "rel_ratio"  # the rule whose labels adaptive sampling must preserve, or all
     adaptive_round: int = 4  # rollouts per prefix per round when adaptive
     adaptive_z: float = 0.0  # 0: exact bound (labels as full M on the same stream); > 0: Wilson
     # interval of z standard errors on the success rate of the remaining rollouts (a confidence
@@ -154,7 +160,7 @@ class LabelConfig:
     #: What each field allows (stepwiser_lib.checks): the same as notebook 02's parameters.
     SPECS = {"n_prefilter": "int in [1, inf)", "m_rollouts": "int in [1, inf)", "temperature": "float in (0, inf)",
              "max_new_tokens": "int in [1, inf)", "traj_per_prompt": "int in [1, inf)", "alpha": "float in [0, inf)",
-             "gamma": "float in [0, inf)", "mu_n": "int in [1, inf)", "adaptive_rule": "str in {abs_q, rel_effective, rel_ratio}",
+             "gamma": "float in [0, inf)", "mu_n": "int in [1, inf)", "adaptive_rule": "str in {abs_q, rel_effective, rel_ratio, all}",
              "adaptive_round": "int in [1, inf)", "adaptive_z": "float in [0, inf)", "shard_size": "int in [1, inf)", "seed": "int in [0, inf)"}
 
     def __post_init__(self):
@@ -163,7 +169,8 @@ class LabelConfig:
         check_fields(self, self.SPECS, {k: k.upper() for k in self.SPECS})
 
     #: Label-rule settings adaptive sampling reads to decide when a prefix may stop.
-    ADAPTIVE_READS = {"abs_q": (), "rel_effective": ("alpha", "mu_n"), "rel_ratio": ("gamma",)}
+    ADAPTIVE_READS = {"abs_q": (), "rel_effective": ("alpha", "mu_n"), "rel_ratio": ("gamma",),
+                      "all": ("alpha", "gamma", "mu_n")}
 
     def rollout_fields(self) -> dict:
         """What a shard's rollouts depend on: sampling settings, the prompts' shard layout and

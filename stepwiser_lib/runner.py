@@ -8,13 +8,16 @@
 Before any kernel starts, every profile key is checked against the parameters each notebook
 declares (unknown key, wrong type, unknown notebook section or profile: a clear error, exit 2).
 Executed notebooks go to ``runs/<profile>/``; a failing notebook stops the run and names the
-notebook, the cell and the error (exit 1). Per-notebook times go to ``runs/<profile>/timings.json``.
+notebook, the cell and the error (exit 1). Per-notebook times go to ``runs/<profile>/timings.json``
+and, after a run of every notebook, to ``results/<profile>/run_times.json`` (with whether it
+started from scratch), which the README's run-time table is generated from.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -136,6 +139,8 @@ def run(profile: str, only: list[str] | None = None, check_only: bool = False,
     _quiet_papermill_inference()
 
     out = Path(out_dir or run_dir(profile))
+    # from scratch: nothing on disk a notebook could resume from
+    fresh = not (out / "artifacts").exists() or not any((out / "artifacts").iterdir())
     out.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
     tpath = out / "timings.json"
@@ -158,6 +163,13 @@ def run(profile: str, only: list[str] | None = None, check_only: bool = False,
         old = json.loads(tpath.read_text()) if tpath.exists() else {}
         old.update(timings)
         tpath.write_text(json.dumps(old, indent=2) + "\n")
+    if not only and out_dir is None and notebooks_dir == NOTEBOOKS_DIR:
+        # a full run of the shipped notebooks: its times are a result (the README's run-time table)
+        from .io import write_json
+        from .paths import results_dir
+
+        write_json(results_dir(profile) / "run_times.json",
+                   {"notebooks": timings, "cpus": os.cpu_count(), "fresh": fresh})
     return timings
 
 

@@ -54,6 +54,15 @@ def test_settled_matches_every_completion():
                         assert L.label_settled(rule, lo, hi, prev, prev, 0.4, 0.8)
 
 
+def test_settled_for_all_rules_is_settled_for_each():
+    # "all" is settled exactly when every single rule is
+    for lo, hi, lp, hp in [(0.5, 1.0, 0.5, 0.5), (0.0, 0.0, 0.5, 0.5), (0.9, 1.0, 0.1, 0.2), (0.2, 0.6, 0.4, 0.4)]:
+        each = [L.label_settled(r, lo, hi, lp, hp, 0.4, 0.8) for r in L.RULES]
+        assert L.label_settled("all", lo, hi, lp, hp, 0.4, 0.8) == all(each)
+    assert L.label_settled("all", 0.9, 1.0, 0.1, 0.2, 0.4, 0.8)  # settled positive under every rule
+    assert not L.label_settled("all", 0.2, 0.6, 0.4, 0.4, 0.4, 0.8)  # Rel-Ratio: 0.2/0.4 < 0.8 < 0.6/0.4
+
+
 # ----------------------------------------------------------------------------- pipeline
 
 def _cfg(**kw):

@@ -47,7 +47,7 @@ def prof(tmp_path):
     ("R16", "notebooks:\n  02_rollout_labelling:\n    SHARD_SIZE: 0\n", r"SHARD_SIZE = 0 is not allowed \(want in \[1, inf\)\)"),
     ("R17", "notebooks:\n  03_balancing:\n    VAL_FRACTION: 1.5\n", r"VAL_FRACTION = 1.5 is not allowed \(want in \(0, 1\)\)"),
     ("R18", "notebooks:\n  02_rollout_labelling:\n    ADAPTIVE_RULE: rel_ration\n",
-     "ADAPTIVE_RULE = 'rel_ration' is not allowed .want one of abs_q, rel_effective, rel_ratio"),
+     "ADAPTIVE_RULE = 'rel_ration' is not allowed .want one of abs_q, rel_effective, rel_ratio, all"),
     ("R19", "notebooks:\n  04_judge_grpo:\n    VARIANTS: [stepwizer:rel_ratio]\n",
      r"VARIANTS = \['stepwizer:rel_ratio'\] element 0 \('stepwizer:rel_ratio'\) is not a judge variant: use KIND:RULE"),
     ("R19b", "notebooks:\n  04_judge_grpo:\n    VARIANTS: [stepwiser:rel_ratio, 7]\n", r"element 1 \(7\) is not a judge variant"),
@@ -153,7 +153,8 @@ def test_enums_in_the_parameters_cells_match_the_library():
         decl.update(config.notebook_parameters(nb))
     assert decl["TASK"].spec.choices == tasks.TASKS
     assert decl["EVAL_TASKS"].spec.elem.choices == tasks.TASKS
-    assert decl["ADAPTIVE_RULE"].spec.choices == labelling.RULES == decl["RULES"].spec.elem.choices
+    assert decl["ADAPTIVE_RULE"].spec.choices == labelling.ADAPTIVE_RULES
+    assert labelling.RULES == decl["RULES"].spec.elem.choices
     assert set(decl["PROMPT_FAMILY"].spec.choices) == set(prompts._FAMILIES)
 
 

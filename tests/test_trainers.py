@@ -84,6 +84,12 @@ def test_every_sft_setting_reaches_trl(tmp_path, field, value, trl_name):
     assert getattr(SFTSettings(**{field: value}).sft_args(tmp_path, precision=CPU), trl_name) == value
 
 
+def test_sft_batches_group_lengths(tmp_path):
+    """group_by_length reaches transformers' sampler choice; off gives its random sampler."""
+    assert SFTSettings().sft_args(tmp_path, precision=CPU).train_sampling_strategy == "group_by_length"
+    assert SFTSettings(group_by_length=False).sft_args(tmp_path, precision=CPU).train_sampling_strategy == "random"
+
+
 def test_sft_batch_is_global(tmp_path):
     s = SFTSettings(global_batch=32, micro_batch=1)
     assert s.batches(8) == {"per_device_train_batch_size": 1, "gradient_accumulation_steps": 4}
