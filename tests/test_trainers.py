@@ -85,9 +85,9 @@ def test_every_sft_setting_reaches_trl(tmp_path, field, value, trl_name):
 
 
 def test_sft_batches_group_lengths(tmp_path):
-    """group_by_length reaches transformers' sampler choice; off gives its random sampler."""
-    assert SFTSettings().sft_args(tmp_path, precision=CPU).train_sampling_strategy == "group_by_length"
-    assert SFTSettings(group_by_length=False).sft_args(tmp_path, precision=CPU).train_sampling_strategy == "random"
+    """group_by_length reaches transformers' sampler choice; off (the default) gives its random sampler."""
+    assert SFTSettings(group_by_length=True).sft_args(tmp_path, precision=CPU).train_sampling_strategy == "group_by_length"
+    assert SFTSettings().sft_args(tmp_path, precision=CPU).train_sampling_strategy == "random"
 
 
 def test_sft_batch_is_global(tmp_path):
