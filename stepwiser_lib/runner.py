@@ -100,10 +100,11 @@ def _failure(nb_path: Path) -> str:
 def run(profile: str, only: list[str] | None = None, check_only: bool = False,
         notebooks_dir: Path = NOTEBOOKS_DIR, out_dir: Path | None = None,
         profiles_dir: Path = PROFILES_DIR, log_output: bool = False,
-        dry_run: bool = False, overrides: dict | None = None) -> dict[str, float]:
+        dry_run: bool = False, overrides: dict | None = None, record: bool | None = None) -> dict[str, float]:
     """Run (or check, or plan) the notebooks at ``profile``; ``overrides`` set parameters on top
     of the profile in every selected notebook that declares them (``make gpu-check``'s backend
-    and data paths), type-checked like profile values."""
+    and data paths), type-checked like profile values. ``record``: write the run times to
+    ``results/<profile>/run_times.json`` (default: for a run of every shipped notebook)."""
     notebooks = list_notebooks(notebooks_dir, only)
     if not notebooks:
         raise ConfigError(f"no notebooks in {notebooks_dir}")
@@ -163,7 +164,7 @@ def run(profile: str, only: list[str] | None = None, check_only: bool = False,
         old = json.loads(tpath.read_text()) if tpath.exists() else {}
         old.update(timings)
         tpath.write_text(json.dumps(old, indent=2) + "\n")
-    if not only and out_dir is None and notebooks_dir == NOTEBOOKS_DIR:
+    if record if record is not None else (not only and out_dir is None and notebooks_dir == NOTEBOOKS_DIR):
         # a full run of the shipped notebooks: its times are a result (the README's run-time table)
         from .io import write_json
         from .paths import results_dir

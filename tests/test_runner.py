@@ -162,3 +162,24 @@ def test_constrained_parameters_run_without_papermill_noise(tmp_path, caplog):
     (prof / "smoke.yaml").write_text("notebooks:\n  01_ok:\n    X: 0\n")
     with pytest.raises(config.ConfigError, match=r"X = 0 is not allowed \(want in \[1, inf\)\)"):
         runner.run("smoke", notebooks_dir=nbd, out_dir=tmp_path / "out", profiles_dir=prof)
+
+
+def test_a_full_run_records_its_times(tmp_path, monkeypatch):
+    """The README's run-time table reads results/<profile>/run_times.json: per-notebook seconds
+    and whether the run started with nothing on disk to resume."""
+    nbd, prof = tmp_path / "nbs", tmp_path / "profiles"
+    nbd.mkdir(), prof.mkdir()
+    (prof / "smoke.yaml").write_text("notebooks: {}\n")
+    nb = nbformat.v4.new_notebook()
+    nb.metadata = {"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}}
+    p = nbformat.v4.new_code_cell('PROFILE: str = "tiny"  # scale')
+    p.metadata["tags"] = ["parameters"]
+    nb.cells = [nbformat.v4.new_markdown_cell("# t"), p, nbformat.v4.new_code_cell("x = 1")]
+    nbformat.write(nb, nbd / "01_ok.ipynb")
+    monkeypatch.setenv("STEPWISER_OUTPUT_ROOT", str(tmp_path / "outroot"))
+    runner.run("smoke", notebooks_dir=nbd, out_dir=tmp_path / "out", profiles_dir=prof, record=True)
+    rec = json.loads((tmp_path / "outroot" / "results" / "smoke" / "run_times.json").read_text())
+    assert set(rec["notebooks"]) == {"01_ok"} and rec["fresh"] is True and rec["cpus"] >= 1
+    (tmp_path / "out" / "artifacts" / "01_ok").mkdir(parents=True)  # something to resume from
+    runner.run("smoke", notebooks_dir=nbd, out_dir=tmp_path / "out", profiles_dir=prof, record=True)
+    assert json.loads((tmp_path / "outroot" / "results" / "smoke" / "run_times.json").read_text())["fresh"] is False
