@@ -142,20 +142,28 @@ def test_memory_plan_follows_the_batch_settings():
     assert b[("07_rsft", "SFT on the selected set")] < a[("07_rsft", "SFT on the selected set")]
 
 
+def _one_notebook(tmp_path, profile_yaml: str, parameters: str, body: str):
+    """A notebooks folder holding ``01_ok.ipynb`` (a parameters cell and one code cell) and a
+    profiles folder whose ``smoke.yaml`` is ``profile_yaml``."""
+    nbd, prof = tmp_path / "nbs", tmp_path / "profiles"
+    nbd.mkdir(), prof.mkdir()
+    (prof / "smoke.yaml").write_text(profile_yaml)
+    nb = nbformat.v4.new_notebook()
+    nb.metadata = {"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}}
+    p = nbformat.v4.new_code_cell(parameters)
+    p.metadata["tags"] = ["parameters"]
+    nb.cells = [nbformat.v4.new_markdown_cell("# t"), p, nbformat.v4.new_code_cell(body)]
+    nbformat.write(nb, nbd / "01_ok.ipynb")
+    return nbd, prof
+
+
 def test_constrained_parameters_run_without_papermill_noise(tmp_path, caplog):
     """Papermill's own parameter inference does not read `X: "int in [1, inf)"`; the runner has
     checked it already, so papermill's "unknown parameter" guess is not shown."""
     import logging
 
-    nbd, prof = tmp_path / "nbs", tmp_path / "profiles"
-    nbd.mkdir(), prof.mkdir()
-    (prof / "smoke.yaml").write_text("notebooks:\n  01_ok:\n    X: 5\n")
-    nb = nbformat.v4.new_notebook()
-    nb.metadata = {"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}}
-    p = nbformat.v4.new_code_cell('PROFILE: str = "tiny"  # scale\nX: "int in [1, inf)" = 1  # value')
-    p.metadata["tags"] = ["parameters"]
-    nb.cells = [nbformat.v4.new_markdown_cell("# t"), p, nbformat.v4.new_code_cell("assert X == 5, X")]
-    nbformat.write(nb, nbd / "01_ok.ipynb")
+    nbd, prof = _one_notebook(tmp_path, "notebooks:\n  01_ok:\n    X: 5\n",
+                              'PROFILE: str = "tiny"  # scale\nX: "int in [1, inf)" = 1  # value', "assert X == 5, X")
     with caplog.at_level(logging.WARNING, logger="papermill"):
         runner.run("smoke", notebooks_dir=nbd, out_dir=tmp_path / "out", profiles_dir=prof)
     assert not [r for r in caplog.records if "unknown parameter" in r.getMessage()]
@@ -167,15 +175,7 @@ def test_constrained_parameters_run_without_papermill_noise(tmp_path, caplog):
 def test_a_full_run_records_its_times(tmp_path, monkeypatch):
     """The README's run-time table reads results/<profile>/run_times.json: per-notebook seconds
     and whether the run started with nothing on disk to resume."""
-    nbd, prof = tmp_path / "nbs", tmp_path / "profiles"
-    nbd.mkdir(), prof.mkdir()
-    (prof / "smoke.yaml").write_text("notebooks: {}\n")
-    nb = nbformat.v4.new_notebook()
-    nb.metadata = {"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}}
-    p = nbformat.v4.new_code_cell('PROFILE: str = "tiny"  # scale')
-    p.metadata["tags"] = ["parameters"]
-    nb.cells = [nbformat.v4.new_markdown_cell("# t"), p, nbformat.v4.new_code_cell("x = 1")]
-    nbformat.write(nb, nbd / "01_ok.ipynb")
+    nbd, prof = _one_notebook(tmp_path, "notebooks: {}\n", 'PROFILE: str = "tiny"  # scale', "x = 1")
     monkeypatch.setenv("STEPWISER_OUTPUT_ROOT", str(tmp_path / "outroot"))
     runner.run("smoke", notebooks_dir=nbd, out_dir=tmp_path / "out", profiles_dir=prof, record=True)
     rec = json.loads((tmp_path / "outroot" / "results" / "smoke" / "run_times.json").read_text())
