@@ -34,6 +34,16 @@ def test_greedy_outputs_are_the_same_tokens(gens):
     assert [x[0].text for x in a] == [x[0].text for x in c]
 
 
+def test_greedy_outputs_survive_delayed_admission(gens):
+    """With more prompts than rows, new prompts wait until an eighth of the batch is done (the
+    compaction rule for small units); the outputs are still generate's."""
+    ref, loop = gens
+    ps = _prompts(40, seed=9)
+    a = ref.generate(ps, n=1, temperature=0, max_new_tokens=60)
+    b = loop.generate(ps, n=1, temperature=0, max_new_tokens=60)  # batch 16: 24 prompts wait
+    assert [x[0].text for x in a] == [x[0].text for x in b]
+
+
 def test_unknown_engine_is_refused(gens):
     with pytest.raises(ValueError, match="engine must be one of"):
         models.HFGenerator(gens[1].model, gens[1].tok, engine="fast")
