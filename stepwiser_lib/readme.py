@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 from . import io
+from .paper_results import paper_row
 from .paths import ROOT
 
 
@@ -38,18 +39,14 @@ def _md_table(header: list[str], rows: list[list]) -> list[str]:
             *("| " + " | ".join(fmt(v) for v in r) + " |" for r in rows)]
 
 
-def _first_table(md: str) -> list[str]:
-    """The caption line and the first table of a notebook's ``.md`` result."""
-    lines = md.strip().splitlines()
-    out, started = [], False
-    for ln in lines:
+def _tables(md: str) -> list[str]:
+    """Every caption line and table of a notebook's ``.md`` result (ours first, then the paper's)."""
+    out = []
+    for ln in md.strip().splitlines():
         if ln.startswith("|"):
-            started = True
             out.append(ln)
-        elif started:
-            break
         elif ln.strip():
-            out = [f"*{ln.strip()}*", ""]
+            out += ([""] if out else []) + [f"*{ln.strip()}*", ""]
     return out
 
 
@@ -72,7 +69,7 @@ def results_section(profile: str = "tiny") -> str:
     out = run_times(profile)
     rd = lambda name: io.read_json(res / f"{name}.json") if (res / f"{name}.json").exists() else None  # noqa: E731
     if (res / "self_segmentation.md").exists():
-        out += ["", "**01 self-segmentation** (Table 4 analogue)", "", *_first_table((res / "self_segmentation.md").read_text())]
+        out += ["", "**01 self-segmentation** (Table 4 analogue)", "", *_tables((res / "self_segmentation.md").read_text())]
     lab = rd("labelling")
     if lab:
         s, st, paper = lab["summary"], lab["stats"], lab.get("paper_positive_rates", {})
@@ -92,16 +89,20 @@ def results_section(profile: str = "tiny") -> str:
     if jd:
         rows = [["warm-up (before RL)", r, m["balanced_acc"], m.get("truth_balanced_acc"), m.get("score_auc"),
                  m.get("readout_auc"), m["positive_rate"], None] for r, m in jd["before_rl"].items()]
-        rows += [[name, v["entry"]["rule"], v["val"]["balanced_acc"], v["val"].get("truth_balanced_acc"),
-                  v["val"].get("score_auc"), v["val"].get("readout_auc"), v["val"]["positive_rate"],
-                  jd.get("timings", {}).get(f"variants.{name}.seconds")] for name, v in jd["variants"].items()]
-        out += ["", "**04 judges**: balanced validation step accuracy (%) against the MC labels and the exact checker", "",
+        rows = [r + [None] for r in rows]
+        for name, v in jd["variants"].items():
+            paper = paper_row(v["entry"]["row"], v["entry"]["rule"])
+            rows.append([name, v["entry"]["rule"], v["val"]["balanced_acc"], v["val"].get("truth_balanced_acc"),
+                         v["val"].get("score_auc"), v["val"].get("readout_auc"), v["val"]["positive_rate"],
+                         jd.get("timings", {}).get(f"variants.{name}.seconds"), paper and paper["avg"]])
+        out += ["", "**04 judges**: balanced validation step accuracy (%) against the MC labels and the exact checker; "
+                "the last column is the *paper's* real-ProcessBench average F1 for the same row (Tables 5/6, 1.5B), not ours", "",
                 *_md_table(["judge", "rule", "acc, MC labels", "acc, exact checker", "score AUC (Maj@k)", "readout AUC",
-                            "positive %", "train s"], rows)]
+                            "positive %", "train s", "paper: ProcessBench F1"], rows)]
     for name, title in (("processbench", "05 toy-ProcessBench"), ("chunk_reset", "06 chunk-reset inference"),
                         ("rsft", "07 stepwise RS-FT")):
         if (res / f"{name}.md").exists():
-            out += ["", f"**{title}**", "", *_first_table((res / f"{name}.md").read_text())]
+            out += ["", f"**{title}**", "", *_tables((res / f"{name}.md").read_text())]
     return "\n".join(out)
 
 
