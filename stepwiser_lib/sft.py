@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 from .launch import launchable
-from .trainers import SFTSettings, check_lengths, world_size
+from .trainers import SFTSettings, check_lengths, seeded_sampler_trainer, world_size
 
 
 def _lengths(tok, dataset) -> list[int]:
@@ -15,7 +15,7 @@ def _lengths(tok, dataset) -> list[int]:
     if "input_ids" in dataset.column_names:
         return [len(x) for x in dataset["input_ids"]]
     texts = [tok.apply_chat_template(r["prompt"] + r["completion"], tokenize=False) for r in dataset]
-    return [len(tok(t, add_special_tokens=False)["input_ids"]) for t in texts]
+    return [len(ids) for ids in tok(texts, add_special_tokens=False)["input_ids"]]  # one batched call
 
 
 def train_sft(base_model: str, dataset, out_dir: str | Path, settings: SFTSettings | dict,
@@ -43,9 +43,9 @@ def train_sft(base_model: str, dataset, out_dir: str | Path, settings: SFTSettin
                             s.max_truncated)
     model = AutoModelForCausalLM.from_pretrained(base_model, dtype=torch.float32)
     neutral_generation_config(model, tok)
-    trainer = SFTTrainer(model=model, args=s.sft_args(out_dir, world_size(), progress=progress),
-                         train_dataset=dataset, processing_class=tok,
-                         peft_config=lora_config(s.lora_r, s.lora_alpha) if s.use_lora else None)
+    trainer = seeded_sampler_trainer(SFTTrainer)(
+        model=model, args=s.sft_args(out_dir, world_size(), progress=progress), train_dataset=dataset,
+        processing_class=tok, peft_config=lora_config(s.lora_r, s.lora_alpha) if s.use_lora else None)
     trainer.train()
     model = trainer.model.merge_and_unload() if s.use_lora else trainer.model
     model_dir = out_dir / "model"

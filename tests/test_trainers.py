@@ -84,10 +84,40 @@ def test_every_sft_setting_reaches_trl(tmp_path, field, value, trl_name):
     assert getattr(SFTSettings(**{field: value}).sft_args(tmp_path, precision=CPU), trl_name) == value
 
 
-def test_sft_batches_group_lengths(tmp_path):
-    """group_by_length reaches transformers' sampler choice; off (the default) gives its random sampler."""
-    assert SFTSettings(group_by_length=True).sft_args(tmp_path, precision=CPU).train_sampling_strategy == "group_by_length"
-    assert SFTSettings().sft_args(tmp_path, precision=CPU).train_sampling_strategy == "random"
+def test_sft_sampling_strategy_reaches_transformers(tmp_path):
+    """train_sampling_strategy reaches transformers' sampler choice; batch_rebalance by default."""
+    assert SFTSettings().sft_args(tmp_path, precision=CPU).train_sampling_strategy == "batch_rebalance"
+    for strategy in ("random", "group_by_length"):
+        assert SFTSettings(train_sampling_strategy=strategy).sft_args(tmp_path, precision=CPU).train_sampling_strategy == strategy
+    with pytest.raises(ConfigError, match="train_sampling_strategy"):
+        SFTSettings(train_sampling_strategy="sorted")
+
+
+def _sft_weights(base, recs, out, **kw):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from stepwiser_lib import sft
+
+    r = sft.sft(base, recs, out, SFTSettings(max_steps=2, global_batch=8, lr=1e-3, warmup_ratio=0.0, **kw), progress=False)
+    model = AutoModelForCausalLM.from_pretrained(r["model_dir"], dtype=torch.float32)
+    return {k: v.clone() for k, v in model.state_dict().items()}, r
+
+
+def test_batch_rebalance_micro_batches_give_the_random_batch_gradient(toy_base_dir, tmp_path):
+    """Seam with transformers' BatchRebalanceSampler and its loss normalisation over gradient
+    accumulation: a step split into two unequal micro-batches by length trains the same weights
+    as the whole batch in one pass (the same records per step), and SEED changes the batches
+    (transformers seeds that sampler with 42 unless seeded_sampler_trainer passes data_seed)."""
+    import torch
+
+    recs = [{"prompt": f"Q{i}: " + "add " * (i % 7), "completion": "step " * (1 + (5 * i) % 23)} for i in range(40)]
+    whole, r1 = _sft_weights(toy_base_dir, recs, tmp_path / "a")
+    split, r2 = _sft_weights(toy_base_dir, recs, tmp_path / "b", micro_batch=4)
+    other, _ = _sft_weights(toy_base_dir, recs, tmp_path / "c", seed=1)
+    assert r1["steps"] == r2["steps"] == 2
+    assert all(torch.allclose(whole[k], split[k], atol=1e-5) for k in whole)
+    assert not all(torch.allclose(whole[k], other[k], atol=1e-5) for k in whole)
 
 
 def test_sft_batch_is_global(tmp_path):
