@@ -204,6 +204,7 @@ def run(profile: str = "tiny", n_prompts: int = 12, m: int = 16, batch: int = 12
         timing["naive"].append(dt)
         looped, dt, toks["loop"] = _outcomes(loop_gen, trajs, template, m, seed + 30_000, False, cfg.max_new_tokens)
         timing["loop"].append(dt)
+        print(f"[bench] repeat {r + 1}/{repeats}: " + ", ".join(f"{k} {v[-1]:.1f} s" for k, v in timing.items()), flush=True)
     rate = {k: sorted(n_pref * m / t for t in v) for k, v in timing.items()}
     med = {k: statistics.median(v) for k, v in rate.items()}
     success = {k: round(sum(map(sum, o)) / (n_pref * m), 4) for k, o in
@@ -213,6 +214,7 @@ def run(profile: str = "tiny", n_prompts: int = 12, m: int = 16, batch: int = 12
     # chunks), from two independent full-M streams of the loop, the engine notebook 02 uses.
     a_items = tasks.load_problems("toy", "label", adaptive_prompts, seed=seed + 54321)
     a_trajs = _prefixes(loop_gen, a_items, template, cfg, seed + 1)
+    print(f"[bench] adaptive sweep: two full-M runs over {adaptive_prompts} prompts' prefixes", flush=True)
     first, _, _ = _outcomes(loop_gen, a_trajs, template, m, seed + 40_000, False, cfg.max_new_tokens)
     second, _, _ = _outcomes(loop_gen, a_trajs, template, m, seed + 50_000, False, cfg.max_new_tokens)
     sweep = adaptive_sweep(a_trajs, first, second, cfg)

@@ -57,7 +57,7 @@ def run_times(profile: str) -> list[str]:
         return [f"(no full run recorded: `results/{profile}/run_times.json` is written by a `make reproduce` of every notebook)"]
     t = io.read_json(path)
     secs = t["notebooks"]
-    rows = [[k, round(v / 60, 1)] for k, v in secs.items()] + [["**all**", f"**{round(sum(secs.values()) / 60, 1)}**"]]
+    rows = [[k, f"{v / 60:.1f}"] for k, v in secs.items()] + [["**all**", f"**{sum(secs.values()) / 60:.1f}**"]]
     return [f"Wall time of the last full `make reproduce PROFILE={profile}` ({t['cpus']} CPU cores, "
             f"{'from a fresh clone' if t.get('fresh') else 'resuming what was on disk'}; minutes):", "",
             *_md_table(["notebook", "minutes"], rows)]
@@ -87,18 +87,28 @@ def results_section(profile: str = "tiny") -> str:
                 *_md_table(["rule", "positive % before", "train (balanced)", "validation (balanced)", "train / val problems"], rows)]
     jd = rd("judges")
     if jd:
-        rows = [["warm-up (before RL)", r, m["balanced_acc"], m.get("truth_balanced_acc"), m.get("score_auc"),
-                 m.get("readout_auc"), m["positive_rate"], None] for r, m in jd["before_rl"].items()]
-        rows = [r + [None] for r in rows]
+        def ci(m):
+            c = m.get("ci95")
+            return f"[{c['low']}, {c['high']}]" if c else None
+
+        rows = [["warm-up (before RL)", r, m["balanced_acc"], ci(m), m.get("truth_balanced_acc"), m.get("score_auc"),
+                 m.get("readout_auc"), m["positive_rate"], None, None] for r, m in jd["before_rl"].items()]
         for name, v in jd["variants"].items():
             paper = paper_row(v["entry"]["row"], v["entry"]["rule"])
-            rows.append([name, v["entry"]["rule"], v["val"]["balanced_acc"], v["val"].get("truth_balanced_acc"),
+            rows.append([name, v["entry"]["rule"], v["val"]["balanced_acc"], ci(v["val"]), v["val"].get("truth_balanced_acc"),
                          v["val"].get("score_auc"), v["val"].get("readout_auc"), v["val"]["positive_rate"],
                          jd.get("timings", {}).get(f"variants.{name}.seconds"), paper and paper["avg"]])
-        out += ["", "**04 judges**: balanced validation step accuracy (%) against the MC labels and the exact checker; "
-                "the last column is the *paper's* real-ProcessBench average F1 for the same row (Tables 5/6, 1.5B), not ours", "",
-                *_md_table(["judge", "rule", "acc, MC labels", "acc, exact checker", "score AUC (Maj@k)", "readout AUC",
-                            "positive %", "train s", "paper: ProcessBench F1"], rows)]
+        out += ["", "**04 judges**: balanced validation step accuracy (%) against the MC labels, with its 95% interval "
+                "(problems resampled), and against the exact checker; the last column is the *paper's* "
+                "real-ProcessBench average F1 for the same row (Tables 5/6, 1.5B), not ours", "",
+                *_md_table(["judge", "rule", "acc, MC labels", "95% interval", "acc, exact checker", "score AUC (Maj@k)",
+                            "readout AUC", "positive %", "train s", "paper: ProcessBench F1"], rows)]
+        if jd.get("comparisons"):
+            rows = [[c["claim"], f"{c['a']} − {c['b']}", f"{c['diff']:+.1f}", f"[{c['low']:+.1f}, {c['high']:+.1f}]",
+                     c["test"], c["p_bootstrap"], c.get("mcnemar", {}).get("p"), c["verdict"]] for c in jd["comparisons"]]
+            out += ["", "*Paired comparisons on the same validation chunks (`stepwiser_lib.evaluation.compare`):*", "",
+                    *_md_table(["question", "difference", "points", "95% interval", "paired test", "p",
+                                "McNemar p (exact)", "verdict"], rows)]
     for name, title in (("processbench", "05 toy-ProcessBench"), ("chunk_reset", "06 chunk-reset inference"),
                         ("rsft", "07 stepwise RS-FT")):
         if (res / f"{name}.md").exists():

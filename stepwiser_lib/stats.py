@@ -1,4 +1,5 @@
-"""Small statistics the comparisons use (stdlib only). Each function: one formula, one literal test."""
+"""Small statistics the comparisons use (stdlib only): intervals, paired tests, claim verdicts.
+Each function: one formula, one literal test."""
 
 from __future__ import annotations
 
@@ -24,3 +25,89 @@ def mcnemar_exact(b: int, c: int, alternative: str = "greater") -> float:
         lower = sum(comb(n, k) for k in range(0, b + 1)) / 2 ** n
         return min(1.0, 2 * min(upper, lower))
     raise ValueError(f"alternative must be 'greater' or 'two-sided', not {alternative!r}")
+
+
+#: The normal quantile of a two-sided 95% interval.
+Z95 = 1.959963984540054
+
+
+def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval of a binomial proportion ``k / n`` (95% by default): the ``p`` with
+    ``|k/n - p| <= z * sqrt(p (1 - p) / n)``. ``n = 0``: (0, 1)."""
+    if n < 0 or not 0 <= k <= n:
+        raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
+    if n == 0:
+        return 0.0, 1.0
+    p, z2 = k / n, z * z
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = z * ((p * (1 - p) / n + z2 / (4 * n * n)) ** 0.5) / (1 + z2 / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def _replicates(stat, n_items: int, clusters: list | None, n_boot: int, seed: int) -> list[float]:
+    """``n_boot`` values of ``stat`` on cluster-bootstrap replicates (whole clusters drawn with
+    replacement; every item its own cluster when ``clusters`` is None)."""
+    import random
+
+    if n_items == 0:
+        raise ValueError("no items to bootstrap")
+    ids = clusters if clusters is not None else list(range(n_items))
+    if len(ids) != n_items:
+        raise ValueError(f"{len(ids)} cluster ids for {n_items} items")
+    groups: dict = {}
+    for i, c in enumerate(ids):
+        groups.setdefault(c, []).append(i)
+    members = list(groups.values())
+    rng = random.Random(seed)
+    return [stat([i for g in rng.choices(members, k=len(members)) for i in g]) for _ in range(n_boot)]
+
+
+def _percentiles(reps: list[float], level: float) -> tuple[float, float]:
+    reps, tail = sorted(reps), (1 - level) / 2
+    return reps[int(tail * (len(reps) - 1))], reps[int(round((1 - tail) * (len(reps) - 1)))]
+
+
+def cluster_bootstrap(stat, n_items: int, clusters: list | None = None, n_boot: int = 2000,
+                      seed: int = 0, level: float = 0.95) -> tuple[float, float, float]:
+    """Percentile bootstrap of ``stat(indices)`` over items that are correlated within a cluster
+    (the chunks of one problem): each replicate draws whole clusters with replacement. Returns
+    (estimate, low, high), the estimate being ``stat`` on all items. ``stat`` receives a list of
+    item indices (with repeats)."""
+    lo, hi = _percentiles(_replicates(stat, n_items, clusters, n_boot, seed), level)
+    return stat(list(range(n_items))), lo, hi
+
+
+def balanced_accuracy(labels: list[bool], correct: list[bool]) -> float:
+    """Mean of the accuracy on Positive and on Negative items (%), the judge metric of paper
+    §4.2 (one class missing: the accuracy of the other)."""
+    acc = [sum(c for lab, c in zip(labels, correct) if lab == cls) / n
+           for cls in (True, False) if (n := sum(lab == cls for lab in labels))]
+    return 100 * sum(acc) / len(acc) if acc else float("nan")
+
+
+def paired_difference(stat_a, stat_b, n_items: int, clusters: list | None = None, n_boot: int = 2000,
+                      seed: int = 0, level: float = 0.95) -> dict:
+    """Paired bootstrap of ``stat_a - stat_b`` on the same items, resampled by cluster: both
+    statistics see the same replicate, so what the two share cancels. Returns the difference,
+    its interval and a two-sided bootstrap p-value (twice the share of replicates at or beyond
+    zero on the far side, capped at 1)."""
+    def diff(idx):
+        return stat_a(idx) - stat_b(idx)
+
+    reps = _replicates(diff, n_items, clusters, n_boot, seed)
+    est = diff(list(range(n_items)))
+    lo, hi = _percentiles(reps, level)
+    far = sum(r <= 0 for r in reps) if est > 0 else sum(r >= 0 for r in reps)
+    return {"diff": est, "low": lo, "high": hi, "p": min(1.0, 2 * far / n_boot),
+            "test": "paired bootstrap by cluster"}
+
+
+def claim_verdict(low: float, high: float, direction: int) -> str:
+    """A paper claim against our paired interval of (ours - comparison): *reproduced* when the
+    interval excludes zero in the paper's ``direction`` (+1: the paper's method is higher, -1:
+    lower), *contradicted* when it excludes zero the other way, else *within noise*."""
+    if direction not in (1, -1):
+        raise ValueError(f"direction must be +1 or -1, not {direction!r}")
+    if low > 0 or high < 0:
+        return "reproduced" if (low > 0) == (direction > 0) else "contradicted"
+    return "within noise"

@@ -53,6 +53,18 @@ def test_notebook_runs_at_smoke(stem):
         assert len(res["main_summary"]["rl_score_auc"]) == 2  # both seeds
         reg = json.loads((paths.artifacts("smoke", "04_judge_grpo") / "judges.json").read_text())
         assert {e["name"] for e in reg} >= set(res["variants"])
+        # per-chunk predictions recompute every judge's reported accuracy; the questions are paired tests
+        from stepwiser_lib import evaluation, io
+        preds = io.read_jsonl(paths.results_dir("smoke") / "judge_predictions.jsonl")
+        assert {p["judge"] for p in preds} == set(res["variants"]) | {"warm-up (before RL)"}
+        assert all(set(p) == set(evaluation.FIELDS) and p["split"] == "dev" for p in preds)
+        for name, v in res["variants"].items():
+            mine = [p for p in preds if p["judge"] == name]
+            assert evaluation.balanced_accuracy_ci(mine)["balanced_acc"] == v["val"]["balanced_acc"], name
+            assert v["val"]["ci95"]["low"] <= v["val"]["balanced_acc"] <= v["val"]["ci95"]["high"]
+        claims = [c["claim"] for c in res["comparisons"]]
+        assert claims == ["RL beats its warm-up", "RL beats chance (a constant verdict)", "generative RL beats discriminative SFT"]
+        assert all(c["verdict"] in ("a higher", "b higher", "within noise") for c in res["comparisons"])
     if stem == "05_processbench":
         res = json.loads((paths.results_dir("smoke") / "processbench.json").read_text())
         assert res["bench"] == "toy" and all(n <= 6 for n in res["solutions_per_split"].values())

@@ -33,4 +33,4 @@ def test_run_times_table(tmp_path, monkeypatch):
         '{"notebooks": {"01_a": 120.0, "02_b": 30.0}, "cpus": 2, "fresh": true}')
     monkeypatch.setattr(readme, "ROOT", tmp_path)
     lines = readme.run_times("p")
-    assert "from a fresh clone" in lines[0] and "| 01_a | 2 |" in lines and "| **all** | **2.5** |" in lines
+    assert "from a fresh clone" in lines[0] and "| 01_a | 2.0 |" in lines and "| **all** | **2.5** |" in lines

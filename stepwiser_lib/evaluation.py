@@ -1,0 +1,107 @@
+"""Per-item judge predictions, and the intervals and paired comparisons computed from them.
+
+Every judge number a table reports is recomputed here from per-chunk predictions, which notebook
+04 writes to ``results/<profile>/judge_predictions.jsonl`` (schema: ``data/README.md``), so a reader
+can redo any statistic from the repository. Chunks of one problem share its difficulty, so
+intervals resample whole problems (:func:`stepwiser_lib.stats.cluster_bootstrap`), and two judges
+are compared on the same chunks: a paired bootstrap by problem of the balanced-accuracy difference,
+and an exact McNemar test on per-chunk correctness (on a balanced set accuracy is balanced
+accuracy). The paper reports balanced step accuracy only on ProcessBench (§4.2); these are the
+toy-world checks of its judge claims (Tables 5-6: the generative RL judge above the discriminative
+one, and RL above its starting point). [not in paper]
+"""
+
+from __future__ import annotations
+
+from . import stats
+
+FIELDS = ("judge", "rule", "split", "problem_id", "chunk_id", "label", "verdict", "score", "truth")
+
+
+def chunk_id(example: dict) -> str:
+    """A chunk's id across files: its trajectory and position (``<problem_id>/s<k>#<index>``)."""
+    return f"{example['traj_id']}#{example['chunk_index']}"
+
+
+def judge_predictions(judge: str, rule: str, split: str, examples: list[dict], judged: list[dict],
+                      truth: list[bool | None] | None = None) -> list[dict]:
+    """One record per chunk: ``judge`` (variant name, ``@seedN`` for a repeat seed), ``rule`` (whose
+    MC labels ``label`` holds), ``split``,
+    ``problem_id``, ``chunk_id``, ``label`` (the MC label, True = Positive), ``verdict`` (True,
+    False, or None when unparsable), ``score`` (the judge's p(Positive) or Maj@k fraction) and
+    ``truth`` (the exact step checker, toy world only; else None)."""
+    if len(examples) != len(judged):
+        raise ValueError(f"{len(judged)} judge outputs for {len(examples)} chunks")
+    truth = truth if truth is not None else [None] * len(examples)
+    verdict = {"Positive": True, "Negative": False}
+    return [{"judge": judge, "rule": rule, "split": split, "problem_id": e["problem_id"], "chunk_id": chunk_id(e),
+             "label": bool(e["label"]), "verdict": verdict.get(j["verdict"]), "score": j.get("score"),
+             "truth": t} for e, j, t in zip(examples, judged, truth)]
+
+
+def correct(p: dict, against: str = "label") -> bool:
+    """The verdict equals the reference (``label`` or ``truth``); an unparsable verdict is wrong."""
+    return p["verdict"] is not None and p["verdict"] == p[against]
+
+
+def _bal(preds: list[dict], against: str):
+    def stat(idx: list[int]) -> float:
+        return stats.balanced_accuracy([preds[i][against] for i in idx], [correct(preds[i], against) for i in idx])
+    return stat
+
+
+def balanced_accuracy_ci(preds: list[dict], against: str = "label", n_boot: int = 2000, seed: int = 0) -> dict:
+    """Balanced accuracy (%) of one judge with its 95% interval, resampling problems."""
+    if not preds:
+        raise ValueError("no predictions")
+    est, lo, hi = stats.cluster_bootstrap(_bal(preds, against), len(preds), [p["problem_id"] for p in preds],
+                                          n_boot, seed)
+    return {"balanced_acc": round(est, 2), "low": round(lo, 2), "high": round(hi, 2), "n": len(preds),
+            "problems": len({p["problem_id"] for p in preds})}
+
+
+def _sig(p: float) -> float:
+    return float(f"{p:.3g}")  # three significant figures: small p-values stay readable
+
+
+def _aligned(runs: list[list[dict]], other: list[dict]) -> list[list[dict]]:
+    """``runs`` reordered to ``other``'s chunks; the same chunks or an error."""
+    order = [p["chunk_id"] for p in other]
+    out = []
+    for r in runs:
+        by_id = {p["chunk_id"]: p for p in r}
+        if sorted(by_id) != sorted(order) or len(by_id) != len(r):
+            raise ValueError(f"judge {r[0]['judge'] if r else '?'} was not evaluated on the same chunks as "
+                             f"{other[0]['judge'] if other else '?'}")
+        out.append([by_id[c] for c in order])
+    return out
+
+
+def compare(a: list[list[dict]], b: list[dict], against: str = "label", n_boot: int = 2000, seed: int = 0) -> dict:
+    """Paired comparison of judge ``a`` (its seeds: one prediction list each, averaged) with judge
+    ``b`` on the same chunks: the balanced-accuracy difference a - b (points) with its 95% interval
+    and p-value from a paired bootstrap by problem, and, for a single run of ``a``, the exact
+    two-sided McNemar test on per-chunk correctness. ``verdict``: ``a higher`` / ``b higher`` when
+    the interval excludes zero, else ``within noise``."""
+    a = _aligned(a, b)
+    clusters = [p["problem_id"] for p in b]
+    stats_a = [_bal(r, against) for r in a]
+    res = stats.paired_difference(lambda idx: sum(s(idx) for s in stats_a) / len(stats_a), _bal(b, against),
+                                  len(b), clusters, n_boot, seed)
+    out = {"a": a[0][0]["judge"], "b": b[0]["judge"], "against": against, "seeds_a": len(a),
+           "diff": round(res["diff"], 2), "low": round(res["low"], 2), "high": round(res["high"], 2),
+           "p_bootstrap": _sig(res["p"]), "test": f"paired bootstrap by problem ({len(set(clusters))} problems, {len(b)} chunks)",
+           "verdict": "a higher" if res["low"] > 0 else "b higher" if res["high"] < 0 else "within noise"}
+    if len(a) == 1:
+        only_a = sum(correct(x, against) and not correct(y, against) for x, y in zip(a[0], b))
+        only_b = sum(correct(y, against) and not correct(x, against) for x, y in zip(a[0], b))
+        out["mcnemar"] = {"only_a": only_a, "only_b": only_b,
+                          "p": _sig(stats.mcnemar_exact(only_a, only_b, "two-sided"))}
+    return out
+
+
+def constant_judge(preds: list[dict], verdict: bool = True) -> list[dict]:
+    """The same chunks judged by a constant verdict (always Positive by default): balanced accuracy
+    exactly 50 on any resample holding both classes, the chance line a comparison can pair with."""
+    return [{**p, "judge": "always-" + ("Positive" if verdict else "Negative"), "verdict": verdict,
+             "score": float(verdict)} for p in preds]

@@ -1,0 +1,48 @@
+import pytest
+
+from stepwiser_lib import evaluation
+
+
+def _ex(problem, k, label):
+    return {"problem_id": problem, "traj_id": f"{problem}/s0", "chunk_index": k, "label": label}
+
+
+def _preds(judge, verdicts, labels, problems):
+    ex = [_ex(p, i, lab) for i, (p, lab) in enumerate(zip(problems, labels))]
+    out = [{"verdict": {True: "Positive", False: "Negative", None: None}[v], "score": 0.5} for v in verdicts]
+    return evaluation.judge_predictions(judge, "rel_ratio", "dev", ex, out)
+
+
+def test_judge_predictions_schema_and_unparsed_is_wrong():
+    p = _preds("j", [True, None], [True, False], ["a", "a"])
+    assert p[0] == {"judge": "j", "rule": "rel_ratio", "split": "dev", "problem_id": "a", "chunk_id": "a/s0#0", "label": True,
+                    "verdict": True, "score": 0.5, "truth": None}
+    assert p[1]["verdict"] is None and not evaluation.correct(p[1])
+    with pytest.raises(ValueError, match="2 judge outputs for 1 chunks"):
+        evaluation.judge_predictions("j", "rel_ratio", "dev", [_ex("a", 0, True)], [{"verdict": "Positive"}] * 2)
+
+
+def test_balanced_accuracy_ci_literal():
+    # 4 problems x 2 chunks (one Positive, one Negative each); the judge says Positive everywhere
+    labels = [True, False] * 4
+    p = _preds("always", [True] * 8, labels, ["a", "a", "b", "b", "c", "c", "d", "d"])
+    ci = evaluation.balanced_accuracy_ci(p, n_boot=200)
+    assert ci == {"balanced_acc": 50.0, "low": 50.0, "high": 50.0, "n": 8, "problems": 4}  # every replicate: 50
+
+
+def test_compare_pairs_by_chunk_and_reports_both_tests():
+    problems = [f"p{i // 2}" for i in range(40)]
+    labels = [True, False] * 20
+    good = _preds("good", labels, labels, problems)  # always right
+    bad = _preds("bad", [True] * 40, labels, problems)  # right on the Positives only
+    r = evaluation.compare([list(reversed(good))], bad, n_boot=500)  # order does not matter: paired by chunk_id
+    assert r["diff"] == 50.0 and r["low"] > 0 and r["verdict"] == "a higher"
+    assert r["mcnemar"] == {"only_a": 20, "only_b": 0, "p": 1.91e-06}  # 2 / 2**20, three significant figures
+    same = evaluation.compare([bad], bad, n_boot=200)
+    assert same["diff"] == 0 and same["verdict"] == "within noise" and same["mcnemar"]["p"] == 1.0
+    two_seeds = evaluation.compare([good, bad], bad, n_boot=200)
+    assert two_seeds["diff"] == 25.0 and "mcnemar" not in two_seeds
+    chance = evaluation.compare([good], evaluation.constant_judge(good), n_boot=200)
+    assert chance["b"] == "always-Positive" and chance["diff"] == 50.0 and chance["low"] == chance["high"] == 50.0
+    with pytest.raises(ValueError, match="same chunks"):
+        evaluation.compare([good[:-1]], bad)
