@@ -105,3 +105,49 @@ def constant_judge(preds: list[dict], verdict: bool = True) -> list[dict]:
     exactly 50 on any resample holding both classes, the chance line a comparison can pair with."""
     return [{**p, "judge": "always-" + ("Positive" if verdict else "Negative"), "verdict": verdict,
              "score": float(verdict)} for p in preds]
+
+
+# ----------------------------------------------------------------------------- per-problem rates
+
+def problem_predictions(method: str, task: str, seed: int, problem_ids: list[str], correct: list[bool]) -> list[dict]:
+    """One record per problem and run (chunk-reset, RS-FT; schema in ``data/README.md``): ``method``,
+    ``task``, ``seed`` (the sampling or SFT seed), ``problem_id``, ``correct``."""
+    if len(problem_ids) != len(correct):
+        raise ValueError(f"{len(correct)} outcomes for {len(problem_ids)} problems")
+    return [{"method": method, "task": task, "seed": seed, "problem_id": p, "correct": bool(c)}
+            for p, c in zip(problem_ids, correct)]
+
+
+def _per_problem(preds: list[dict]) -> dict:
+    """problem -> mean correctness over its runs (seeds), in %."""
+    acc: dict = {}
+    for p in preds:
+        acc.setdefault(p["problem_id"], []).append(p["correct"])
+    return {k: 100 * sum(v) / len(v) for k, v in acc.items()}
+
+
+def rate_ci(preds: list[dict], n_boot: int = 2000, seed: int = 0) -> dict:
+    """Accuracy (%) of one method over problems and seeds, with a 95% interval that resamples
+    problems (a problem's seeds travel together)."""
+    per = _per_problem(preds)
+    if not per:
+        raise ValueError("no predictions")
+    vals = list(per.values())
+    est, lo, hi = stats.cluster_bootstrap(lambda idx: sum(vals[i] for i in idx) / len(idx), len(vals), None, n_boot, seed)
+    return {"acc": round(est, 2), "low": round(lo, 2), "high": round(hi, 2), "problems": len(vals), "runs": len(preds)}
+
+
+def compare_rates(a: list[dict], b: list[dict], n_boot: int = 2000, seed: int = 0) -> dict:
+    """Paired comparison of two methods on the same problems: the accuracy difference a - b
+    (points; each problem's mean over its seeds), its 95% interval and p-value from a paired
+    bootstrap over problems, and the verdict (``a higher`` / ``b higher`` / ``within noise``)."""
+    pa, pb = _per_problem(a), _per_problem(b)
+    if set(pa) != set(pb):
+        raise ValueError(f"{a[0]['method'] if a else '?'} and {b[0]['method'] if b else '?'} were not run on the same problems")
+    keys = sorted(pa)
+    res = stats.paired_difference(lambda idx: sum(pa[keys[i]] for i in idx) / len(idx),
+                                  lambda idx: sum(pb[keys[i]] for i in idx) / len(idx), len(keys), None, n_boot, seed)
+    return {"a": a[0]["method"], "b": b[0]["method"], "diff": round(res["diff"], 2), "low": round(res["low"], 2),
+            "high": round(res["high"], 2), "p_bootstrap": _sig(res["p"]),
+            "test": f"paired bootstrap by problem ({len(keys)} problems)",
+            "verdict": "a higher" if res["low"] > 0 else "b higher" if res["high"] < 0 else "within noise"}

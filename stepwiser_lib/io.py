@@ -231,12 +231,13 @@ def cached_json(path: str | Path, key: str, compute) -> dict:
 
 def markdown_table(rows: list[dict], columns: list[str]) -> str:
     """A GitHub Markdown table of ``rows`` (missing or None cells are blank; floats to 1 dp,
-    fractions strictly between -1 and 1 such as AUCs to 2 dp)."""
+    fractions strictly between -1 and 1 such as AUCs to 2 dp, and below 0.01 (small p-values) to
+    2 significant figures, so they do not print as 0)."""
     def cell(v):
         if v is None or (isinstance(v, float) and v != v):
             return ""
         if isinstance(v, float):
-            return f"{v:.2f}" if 0 < abs(v) < 1 else f"{v:.1f}"
+            return f"{v:.2g}" if 0 < abs(v) < 0.01 else f"{v:.2f}" if 0 < abs(v) < 1 else f"{v:.1f}"
         return str(v)
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(cell(r.get(c)) for c in columns) + " |" for r in rows]

@@ -349,3 +349,16 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def prediction_records(judge: str, bench: dict[str, list[dict]], predictions: dict[str, list[int]]) -> list[dict]:
+    """One record per solution (``results/<profile>/processbench_predictions.jsonl``): ``judge``,
+    ``split``, ``id``, ``label`` (the true first-error step, -1 for a correct solution) and
+    ``prediction`` (the judge's first Negative step, -1 for none), so every F1 can be recomputed."""
+    out = []
+    for split, recs in bench.items():
+        if len(predictions[split]) != len(recs):
+            raise ValueError(f"{judge}: {len(predictions[split])} predictions for {len(recs)} {split} solutions")
+        out += [{"judge": judge, "split": split, "id": r["id"], "label": r["label"], "prediction": int(p)}
+                for r, p in zip(recs, predictions[split])]
+    return out

@@ -90,7 +90,7 @@ def paired_difference(stat_a, stat_b, n_items: int, clusters: list | None = None
     """Paired bootstrap of ``stat_a - stat_b`` on the same items, resampled by cluster: both
     statistics see the same replicate, so what the two share cancels. Returns the difference,
     its interval and a two-sided bootstrap p-value (twice the share of replicates at or beyond
-    zero on the far side, capped at 1)."""
+    zero on the far side, counted as (k + 1) / (n_boot + 1) so it is never 0, capped at 1)."""
     def diff(idx):
         return stat_a(idx) - stat_b(idx)
 
@@ -98,7 +98,8 @@ def paired_difference(stat_a, stat_b, n_items: int, clusters: list | None = None
     est = diff(list(range(n_items)))
     lo, hi = _percentiles(reps, level)
     far = sum(r <= 0 for r in reps) if est > 0 else sum(r >= 0 for r in reps)
-    return {"diff": est, "low": lo, "high": hi, "p": min(1.0, 2 * far / n_boot),
+    # (far + 1) / (n_boot + 1): a bootstrap p-value is never 0, only below its resolution
+    return {"diff": est, "low": lo, "high": hi, "p": min(1.0, 2 * (far + 1) / (n_boot + 1)),
             "test": "paired bootstrap by cluster"}
 
 

@@ -46,3 +46,20 @@ def test_compare_pairs_by_chunk_and_reports_both_tests():
     assert chance["b"] == "always-Positive" and chance["diff"] == 50.0 and chance["low"] == chance["high"] == 50.0
     with pytest.raises(ValueError, match="same chunks"):
         evaluation.compare([good[:-1]], bad)
+
+
+def test_rates_pair_by_problem_over_seeds():
+    ids = [f"q{i}" for i in range(20)]
+    a = (evaluation.problem_predictions("judge", "toy", 0, ids, [True] * 15 + [False] * 5)
+         + evaluation.problem_predictions("judge", "toy", 1, ids, [True] * 10 + [False] * 10))
+    b = evaluation.problem_predictions("none", "toy", 0, ids, [True] * 10 + [False] * 10)
+    assert a[0] == {"method": "judge", "task": "toy", "seed": 0, "problem_id": "q0", "correct": True}
+    ci = evaluation.rate_ci(a, n_boot=300)
+    assert ci["acc"] == 62.5 and ci["problems"] == 20 and ci["runs"] == 40 and ci["low"] < 62.5 < ci["high"]
+    r = evaluation.compare_rates(a, b, n_boot=500)
+    assert r["diff"] == 12.5 and r["test"] == "paired bootstrap by problem (20 problems)"
+    assert r["low"] > 0 and r["verdict"] == "a higher"  # b never beats a on a problem: every replicate is >= 0
+    with pytest.raises(ValueError, match="same problems"):
+        evaluation.compare_rates(a, b[:-1])
+    with pytest.raises(ValueError, match="2 outcomes for 1 problems"):
+        evaluation.problem_predictions("m", "toy", 0, ["x"], [True, False])

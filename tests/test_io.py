@@ -61,6 +61,8 @@ def test_markdown_table():
     # AUC-like fractions keep two decimals; zero and whole numbers one
     t = markdown_table([{"a": 0.657, "b": 0.0}, {"a": -0.5, "b": 1.0}], ["a", "b"])
     assert t.splitlines()[2:] == ["| 0.66 | 0.0 |", "| -0.50 | 1.0 |"]
+    # a small p-value keeps two significant figures instead of printing as 0.00
+    assert markdown_table([{"p": 0.000999}], ["p"]).splitlines()[2] == "| 0.001 |"
 
 
 def test_has_cached_and_model_fingerprint(tmp_path):

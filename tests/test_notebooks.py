@@ -67,15 +67,37 @@ def test_notebook_runs_at_smoke(stem):
         assert all(c["verdict"] in ("a higher", "b higher", "within noise") for c in res["comparisons"])
     if stem == "05_processbench":
         res = json.loads((paths.results_dir("smoke") / "processbench.json").read_text())
+        from stepwiser_lib import io, processbench
+        preds = io.read_jsonl(paths.results_dir("smoke") / "processbench_predictions.jsonl")
+        for name, r in res["judges"].items():  # every F1 recomputed from the per-solution predictions
+            for split in res["solutions_per_split"]:
+                mine = [p for p in preds if p["judge"] == name and p["split"] == split]
+                assert processbench.score([p["label"] for p in mine], [p["prediction"] for p in mine])["f1"] == r[split]["f1"]
         assert res["bench"] == "toy" and all(n <= 6 for n in res["solutions_per_split"].values())
         assert res["baselines"]["calculator [toy]"]["avg_f1"] > 0  # the calculator finds toy slips
     if stem == "06_chunk_reset":
         res = json.loads((paths.results_dir("smoke") / "chunk_reset.json").read_text())
         assert [r["method"] for r in res["table"]][0] == "chunk policy (no judge)"
         assert res["table"][0]["rejected_length"] == 0.0  # no judge, nothing rejected
+        _rates_recomputed(res, "chunk_reset_predictions.jsonl", "avg acc")
+        assert [c["a"] for c in res["comparisons"]] == [r["method"] for r in res["table"][1:]]
     if stem == "07_rsft":
         res = json.loads((paths.results_dir("smoke") / "rsft.json").read_text())
         assert res["table"][1]["method"] == "outcome-based selection"
+        _rates_recomputed(res, "rsft_predictions.jsonl", "avg")
+        assert res["comparisons"][0]["b"] == res["table"][0]["method"] and len(res["comparisons"]) == len(res["table"]) - 1
+
+
+def _rates_recomputed(res, file, col):
+    """Each row's accuracy is the mean of its per-problem outcomes (over seeds), inside its interval."""
+    from stepwiser_lib import evaluation, io
+
+    preds = io.read_jsonl(paths.results_dir("smoke") / file)
+    for row in res["table"]:
+        mine = [p for p in preds if p["method"] == row["method"]]
+        ci = evaluation.rate_ci(mine)
+        assert ci["acc"] == pytest.approx(row[col], abs=0.01), row["method"]
+        assert ci["low"] <= row[col] + 0.01 and row[col] - 0.01 <= ci["high"]
 
 
 @pytest.mark.notebook

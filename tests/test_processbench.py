@@ -170,3 +170,12 @@ def test_toy_loader_errors(tmp_path):
                                                           "label": 3}) + "\n")
     with pytest.raises(PB.ProcessBenchError, match="toy_2step, line 1.*label"):
         PB.load_toy("toy_2step", tmp_path)
+
+
+def test_prediction_records_literal():
+    bench = {"s1": [{"id": "a", "label": 2}, {"id": "b", "label": -1}]}
+    recs = PB.prediction_records("j", bench, {"s1": [2, 0]})
+    assert recs == [{"judge": "j", "split": "s1", "id": "a", "label": 2, "prediction": 2},
+                    {"judge": "j", "split": "s1", "id": "b", "label": -1, "prediction": 0}]
+    with pytest.raises(ValueError, match="1 predictions for 2 s1 solutions"):
+        PB.prediction_records("j", bench, {"s1": [2]})

@@ -58,6 +58,8 @@ def test_paired_difference_cancels_what_items_share():
     b = [1] * 50 + [0] * 50  # b is a minus 10 items
     r = stats.paired_difference(lambda i: sum(a[k] for k in i) / len(i), lambda i: sum(b[k] for k in i) / len(i), 100)
     assert r["diff"] == pytest.approx(0.1) and 0.04 < r["low"] < r["high"] < 0.17 and r["p"] < 0.01
+    always = stats.paired_difference(lambda i: 1.0, lambda i: 0.0, 10, n_boot=99)  # every replicate +1
+    assert always["p"] == pytest.approx(2 * 1 / 100)  # (0 + 1) / (99 + 1), twice: never 0
     same = stats.paired_difference(lambda i: sum(a[k] for k in i), lambda i: sum(a[k] for k in i), 100)
     assert same["diff"] == 0 and same["p"] == 1.0 and same["test"] == "paired bootstrap by cluster"
 
