@@ -118,12 +118,14 @@ def results_section(profile: str = "tiny") -> str:
 
 def blocks() -> dict[str, tuple[str, callable]]:
     """name -> (source named in the marker, a function returning the block's body)."""
-    from . import bench, plan
+    from . import bench, claims, plan
 
     return {"bench-table": ("stepwiser_lib.bench.readme_table from results/bench/labelling.json",
                             lambda: bench.readme_table(io.read_json(ROOT / "results" / "bench" / "labelling.json"))),
             "colab-table": ("stepwiser_lib.plan.colab_table", plan.readme_colab_table),
-            "results-tiny": ("stepwiser_lib.readme.results_section from results/tiny", lambda: results_section("tiny"))}
+            "results-tiny": ("stepwiser_lib.readme.results_section from results/tiny", lambda: results_section("tiny")),
+            "claims-tiny": ("stepwiser_lib.claims.markdown from results/tiny",
+                            lambda: "\n".join(claims.markdown(ROOT / "results" / "tiny")))}
 
 
 def update(readme: str | Path | None = None, only: list[str] | None = None) -> list[str]:

@@ -1,0 +1,28 @@
+import json
+
+from stepwiser_lib import claims
+
+
+def _c(claim, a, b, diff, low, high):
+    return {"claim": claim, "a": a, "b": b, "diff": diff, "low": low, "high": high, "test": "paired bootstrap by problem (9 problems)"}
+
+
+def test_claims_rows_pair_paper_and_ours(tmp_path):
+    (tmp_path / "judges.json").write_text(json.dumps({"comparisons": [
+        _c("RL beats its warm-up", "stepwiser:rel_ratio", "warm-up (before RL)", 5.0, 1.0, 9.0),  # not a paper claim
+        _c("generative RL beats discriminative SFT", "stepwiser:rel_ratio@seed1", "disc_sft:rel_ratio", -4.0, -7.0, -1.0)]}))
+    (tmp_path / "chunk_reset.json").write_text(json.dumps({"comparisons": [
+        _c("the judge helps chunk-reset (Table 7)", "stepwiser:rel_ratio", "chunk policy (no judge)", 3.0, 0.5, 6.0)]}))
+    (tmp_path / "rsft.json").write_text(json.dumps({"comparisons": [
+        _c("x", "outcome-based selection", "chunk policy (greedy, no RS-FT)", -1.0, -3.0, 1.0),
+        _c("y", "disc_sft:abs_q", "outcome-based selection", 1.0, -1.0, 3.0)]}))
+    rows = claims.rows(tmp_path)
+    got = [(r["paper"], r["ours"], r["verdict"]) for r in rows]
+    assert got == [(12.1, -4.0, "contradicted"),  # Table 5 rel_ratio: 36.2 - 24.1
+                   (5.7, 3.0, "reproduced"),  # Table 7 1.5B: 36.9 - 31.2
+                   (0.8, -1.0, "within noise"),  # Table 8: 60.9 - 60.1
+                   (0.9, 1.0, "within noise")]  # Table 8 disc abs_q: 61.8 - 60.9
+    assert rows[0]["claim"].startswith("the generative RL judge") and "Table 5" in rows[0]["paper_source"]
+    md = claims.markdown(tmp_path)
+    assert md[0].startswith("| paper claim |") and "**contradicted**" in md[2] and len(md) == 6
+    assert claims.markdown(tmp_path / "none") == []
