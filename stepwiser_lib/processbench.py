@@ -362,3 +362,25 @@ def prediction_records(judge: str, bench: dict[str, list[dict]], predictions: di
         out += [{"judge": judge, "split": split, "id": r["id"], "label": r["label"], "prediction": int(p)}
                 for r, p in zip(recs, predictions[split])]
     return out
+
+
+def average_f1_ci(labels: dict[str, list[int]], predictions: dict[str, list[int]], n_boot: int = 2000,
+                  seed: int = 0) -> dict:
+    """:func:`average_f1` with a 95% interval: solutions resampled within each split and within
+    its erroneous and its correct group, whose sizes the metric is built on
+    (:func:`stepwiser_lib.stats.stratified_bootstrap`). [not in paper: ProcessBench reports none]"""
+    from .stats import stratified_bootstrap
+
+    splits = list(labels)
+    items = [(s, y, p) for s in splits for y, p in zip(labels[s], predictions[s], strict=True)]
+
+    def stat(idx):
+        by = {s: ([], []) for s in splits}
+        for i in idx:
+            s, y, p = items[i]
+            by[s][0].append(y)
+            by[s][1].append(p)
+        return average_f1({s: score(*by[s]) for s in splits})
+
+    est, lo, hi = stratified_bootstrap(stat, [(s, y == -1) for s, y, _ in items], n_boot, seed)
+    return {"avg_f1": round(est, 2), "low": round(lo, 2), "high": round(hi, 2)}

@@ -77,6 +77,24 @@ def cluster_bootstrap(stat, n_items: int, clusters: list | None = None, n_boot: 
     return stat(list(range(n_items))), lo, hi
 
 
+def stratified_bootstrap(stat, strata: list, n_boot: int = 2000, seed: int = 0,
+                         level: float = 0.95) -> tuple[float, float, float]:
+    """Percentile bootstrap of ``stat(indices)`` that resamples items within each stratum (a
+    benchmark split), keeping every stratum's size: for a score averaged over splits such as
+    ProcessBench's mean F1. Returns (estimate, low, high)."""
+    import random
+
+    if not strata:
+        raise ValueError("no items to bootstrap")
+    groups: dict = {}
+    for i, s in enumerate(strata):
+        groups.setdefault(s, []).append(i)
+    rng = random.Random(seed)
+    reps = [stat([i for g in groups.values() for i in rng.choices(g, k=len(g))]) for _ in range(n_boot)]
+    lo, hi = _percentiles(reps, level)
+    return stat(list(range(len(strata)))), lo, hi
+
+
 def balanced_accuracy(labels: list[bool], correct: list[bool]) -> float:
     """Mean of the accuracy on Positive and on Negative items (%), the judge metric of paper
     §4.2 (one class missing: the accuracy of the other)."""

@@ -179,3 +179,11 @@ def test_prediction_records_literal():
                     {"judge": "j", "split": "s1", "id": "b", "label": -1, "prediction": 0}]
     with pytest.raises(ValueError, match="1 predictions for 2 s1 solutions"):
         PB.prediction_records("j", bench, {"s1": [2]})
+
+
+def test_average_f1_ci_literal():
+    labels = {"s1": [1, -1], "s2": [0, -1]}
+    perfect = PB.average_f1_ci(labels, labels, n_boot=100)
+    assert perfect == {"avg_f1": 100.0, "low": 100.0, "high": 100.0}  # every replicate is perfect
+    mixed = PB.average_f1_ci(labels, {"s1": [1, -1], "s2": [-1, -1]}, n_boot=200)
+    assert mixed["avg_f1"] == 50.0 and mixed["low"] <= 50.0 <= mixed["high"] <= 100.0

@@ -71,3 +71,15 @@ def test_claim_verdict_literal():
     assert stats.claim_verdict(-1.0, 2.0, +1) == "within noise"
     with pytest.raises(ValueError):
         stats.claim_verdict(0, 1, 0)
+
+
+def test_stratified_bootstrap_keeps_each_stratum():
+    strata = ["a"] * 3 + ["b"] * 5
+    sizes = set()
+
+    def stat(idx):
+        sizes.add((sum(strata[i] == "a" for i in idx), sum(strata[i] == "b" for i in idx)))
+        return len(idx)
+
+    assert stats.stratified_bootstrap(stat, strata, n_boot=50) == (8, 8, 8)
+    assert sizes == {(3, 5)}  # every replicate holds 3 items of a and 5 of b
