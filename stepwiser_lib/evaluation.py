@@ -100,6 +100,15 @@ def compare(a: list[list[dict]], b: list[dict], against: str = "label", n_boot: 
     return out
 
 
+def reference_judge(preds: list[dict], judge: str, verdicts: list[bool | None]) -> list[dict]:
+    """The same chunks judged by a rule instead of a model: ``verdicts`` in ``preds``' order (for
+    example the exact checker, whose balanced accuracy against the MC labels is the label-noise
+    ceiling, or the verdict a judge's own analysis implies read by a rule)."""
+    if len(verdicts) != len(preds):
+        raise ValueError(f"{len(verdicts)} verdicts for {len(preds)} chunks")
+    return [{**p, "judge": judge, "verdict": v, "score": None if v is None else float(v)} for p, v in zip(preds, verdicts)]
+
+
 def constant_judge(preds: list[dict], verdict: bool = True) -> list[dict]:
     """The same chunks judged by a constant verdict (always Positive by default): balanced accuracy
     exactly 50 on any resample holding both classes, the chance line a comparison can pair with."""

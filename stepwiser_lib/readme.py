@@ -93,6 +93,8 @@ def results_section(profile: str = "tiny") -> str:
 
         rows = [["warm-up (before RL)", r, m["balanced_acc"], ci(m), m.get("truth_balanced_acc"), m.get("score_auc"),
                  m.get("readout_auc"), m["positive_rate"], None, None] for r, m in jd["before_rl"].items()]
+        rows += [[name, r, m["balanced_acc"], ci(m), m.get("truth_balanced_acc"), None, None, m["positive_rate"], None, None]
+                 for name, per_rule in jd.get("reference_judges", {}).items() for r, m in per_rule.items()]
         for name, v in jd["variants"].items():
             paper = paper_row(v["entry"]["row"], v["entry"]["rule"])
             rows.append([name, v["entry"]["rule"], v["val"]["balanced_acc"], ci(v["val"]), v["val"].get("truth_balanced_acc"),

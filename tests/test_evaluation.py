@@ -63,3 +63,12 @@ def test_rates_pair_by_problem_over_seeds():
         evaluation.compare_rates(a, b[:-1])
     with pytest.raises(ValueError, match="2 outcomes for 1 problems"):
         evaluation.problem_predictions("m", "toy", 0, ["x"], [True, False])
+
+
+def test_reference_judge_replaces_only_the_verdicts():
+    base = _preds("model", [True, False], [True, True], ["a", "b"])
+    ref = evaluation.reference_judge(base, "exact checker", [True, None])
+    assert [(r["judge"], r["verdict"], r["score"], r["chunk_id"]) for r in ref] == [
+        ("exact checker", True, 1.0, "a/s0#0"), ("exact checker", None, None, "b/s0#1")]
+    with pytest.raises(ValueError, match="1 verdicts for 2 chunks"):
+        evaluation.reference_judge(base, "x", [True])

@@ -56,14 +56,20 @@ def test_notebook_runs_at_smoke(stem):
         # per-chunk predictions recompute every judge's reported accuracy; the questions are paired tests
         from stepwiser_lib import evaluation, io
         preds = io.read_jsonl(paths.results_dir("smoke") / "judge_predictions.jsonl")
-        assert {p["judge"] for p in preds} == set(res["variants"]) | {"warm-up (before RL)"}
+        refs = {"warm-up analysis read by a rule (no RL)", "exact checker (label-noise ceiling)"}
+        assert set(res["reference_judges"]) == refs
+        assert {p["judge"] for p in preds} == set(res["variants"]) | {"warm-up (before RL)"} | refs
+        exact = [p for p in preds if p["judge"] == "exact checker (label-noise ceiling)"]
+        assert all(p["verdict"] == p["truth"] for p in exact)  # the checker agrees with itself
+        assert res["reference_judges"]["exact checker (label-noise ceiling)"]["rel_ratio"]["truth_balanced_acc"] == 100.0
         assert all(set(p) == set(evaluation.FIELDS) and p["split"] == "dev" for p in preds)
         for name, v in res["variants"].items():
             mine = [p for p in preds if p["judge"] == name]
             assert evaluation.balanced_accuracy_ci(mine)["balanced_acc"] == v["val"]["balanced_acc"], name
             assert v["val"]["ci95"]["low"] <= v["val"]["balanced_acc"] <= v["val"]["ci95"]["high"]
         claims = [c["claim"] for c in res["comparisons"]]
-        assert claims == ["RL beats its warm-up", "RL beats chance (a constant verdict)", "generative RL beats discriminative SFT"]
+        assert claims == ["RL beats its warm-up", "RL beats chance (a constant verdict)",
+                          "RL beats the warm-up's analysis read by a rule", "generative RL beats discriminative SFT"]
         assert all(c["verdict"] in ("a higher", "b higher", "within noise") for c in res["comparisons"])
     if stem == "05_processbench":
         res = json.loads((paths.results_dir("smoke") / "processbench.json").read_text())
