@@ -60,6 +60,11 @@ def balanced_accuracy_ci(preds: list[dict], against: str = "label", n_boot: int 
             "problems": len({p["problem_id"] for p in preds})}
 
 
+def _verdict(low: float, high: float) -> str:
+    """``a higher`` / ``b higher`` when the interval of a - b excludes zero, else ``within noise``."""
+    return "a higher" if low > 0 else "b higher" if high < 0 else "within noise"
+
+
 def _sig(p: float) -> float:
     return float(f"{p:.3g}")  # three significant figures: small p-values stay readable
 
@@ -91,7 +96,7 @@ def compare(a: list[list[dict]], b: list[dict], against: str = "label", n_boot: 
     out = {"a": a[0][0]["judge"], "b": b[0]["judge"], "against": against, "seeds_a": len(a),
            "diff": round(res["diff"], 2), "low": round(res["low"], 2), "high": round(res["high"], 2),
            "p_bootstrap": _sig(res["p"]), "test": f"paired bootstrap by problem ({len(set(clusters))} problems, {len(b)} chunks)",
-           "verdict": "a higher" if res["low"] > 0 else "b higher" if res["high"] < 0 else "within noise"}
+           "verdict": _verdict(res["low"], res["high"])}
     if len(a) == 1:
         only_a = sum(correct(x, against) and not correct(y, against) for x, y in zip(a[0], b))
         only_b = sum(correct(y, against) and not correct(x, against) for x, y in zip(a[0], b))
@@ -159,4 +164,4 @@ def compare_rates(a: list[dict], b: list[dict], n_boot: int = 2000, seed: int = 
     return {"a": a[0]["method"], "b": b[0]["method"], "diff": round(res["diff"], 2), "low": round(res["low"], 2),
             "high": round(res["high"], 2), "p_bootstrap": _sig(res["p"]),
             "test": f"paired bootstrap by problem ({len(keys)} problems)",
-            "verdict": "a higher" if res["low"] > 0 else "b higher" if res["high"] < 0 else "within noise"}
+            "verdict": _verdict(res["low"], res["high"])}
