@@ -3,7 +3,9 @@
 Labelled chunks become judge examples ``(problem, history, chunk, label)`` for one label rule.
 The paper down-samples the majority class to a 50/50 split ("essential for stable RL") and
 drops prompts that are overly short or long (thresholds not given: parameters here).
-Train and validation are split **by problem**, never by chunk, so no problem leaks across.
+Train, dev and test are split **by problem**, never by chunk, so no problem leaks across: dev is
+where every choice is made (recipe, steps, thresholds), test is where every reported number comes
+from, each artefact evaluated on it once. [not in paper: the paper reports ProcessBench only]
 """
 
 from __future__ import annotations
@@ -58,18 +60,38 @@ def balance(examples: list[dict], label_key: str = "label", seed: int = 0) -> li
     return [e for i, e in enumerate(examples) if i in keep]
 
 
-def split_by_problem(examples: list[dict], val_fraction: float, seed: int = 0
-                     ) -> tuple[list[dict], list[dict]]:
-    """Train/validation split by ``problem_id`` (a seeded hash decides each problem's side)."""
-    if not 0 < val_fraction < 1:
-        raise ValueError(f"split_by_problem: val_fraction = {val_fraction!r} must be in (0, 1)")
+SPLITS = ("train", "dev", "test")
 
-    def side(pid: str) -> bool:
-        h = int(hashlib.sha256(f"{seed}:{pid}".encode()).hexdigest(), 16)
-        return (h % 10_000) / 10_000 < val_fraction
-    train = [e for e in examples if not side(e["problem_id"])]
-    val = [e for e in examples if side(e["problem_id"])]
-    return train, val
+
+def problem_quantile(problem_id: str, seed: int = 0) -> float:
+    """A problem's place in [0, 1) under a seeded hash: what :func:`split_by_problem` ranks by."""
+    return int(hashlib.sha256(f"{seed}:{problem_id}".encode()).hexdigest(), 16) % 10_000 / 10_000
+
+
+def split_by_problem(examples: list[dict], dev_fraction: float, test_fraction: float, seed: int = 0
+                     ) -> dict[str, list[dict]]:
+    """Train / dev / test by ``problem_id``: problems are ranked by a seeded hash quantile
+    (:func:`problem_quantile`), the highest ``round(n * test_fraction)`` go to test, the next
+    ``round(n * dev_fraction)`` to dev, the rest to train (each non-empty fraction gets at least
+    one problem). Every chunk of a problem lands on one side; the original order is kept within
+    each split. The lowest quantiles stay in train: the earlier two-way split held out quantiles
+    below 0.2 as its validation set, which the recipe searches in ``LAB_LOG.md`` read, so none of
+    those problems reaches dev or test."""
+    for name, f in (("dev_fraction", dev_fraction), ("test_fraction", test_fraction)):
+        if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 <= f < 1:
+            raise ValueError(f"split_by_problem: {name} = {f!r} must be in [0, 1)")
+    if dev_fraction + test_fraction >= 1:
+        raise ValueError(f"split_by_problem: dev_fraction + test_fraction = {dev_fraction + test_fraction:g} "
+                         "leaves no problem to train on; want a sum below 1")
+    pids = sorted({e["problem_id"] for e in examples}, key=lambda pid: (-problem_quantile(pid, seed), pid))
+    n = len(pids)
+    n_test = max(1, round(n * test_fraction)) if test_fraction and n else 0
+    n_dev = max(1, round(n * dev_fraction)) if dev_fraction and n else 0
+    if n and n_test + n_dev >= n:
+        raise ValueError(f"split_by_problem: {n} problem(s) cannot fill dev ({n_dev}), test ({n_test}) and "
+                         "train; label more prompts (notebook 02) or lower the fractions")
+    side = {pid: "test" if i < n_test else "dev" if i < n_test + n_dev else "train" for i, pid in enumerate(pids)}
+    return {s: [e for e in examples if side[e["problem_id"]] == s] for s in SPLITS}
 
 
 def class_stats(examples: list[dict], label_key: str = "label") -> dict:

@@ -4,7 +4,7 @@ library's config dataclasses share, so that both give the same message for the s
 A parameters-cell annotation is a type, optionally followed by what is allowed::
 
     SHARD_SIZE: "int in [1, inf)" = 16            # an interval: [ ] closed and ( ) open ends,
-    VAL_FRACTION: "float in (0, 1)" = 0.2         # inf and -inf for no bound
+    TEST_FRACTION: "float in [0, 1)" = 0.45       # inf and -inf for no bound
     TASK: "str in {toy, numina, math500, gsm8k}"  # choices
     VARIANTS: "list[variant]" = [...]             # list elements, here judge variants KIND:RULE
     EVAL_TASKS: "list[str in {toy, math500}]"     # element choices

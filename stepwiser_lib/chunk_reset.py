@@ -8,7 +8,11 @@ in the paper: ``on_exhausted`` chooses (default: the attempt with the highest ju
 to the latest). Whether the final-answer chunk is judged is ``judge_final``.
 
 Problems advance together: each round generates one candidate chunk for every unfinished
-problem in one batched call and judges them in one batched call. Policy and judge are injected
+problem in one batched call and judges them in one batched call. **Common random numbers**: each
+candidate is sampled with a seed of its own, from (seed, problem, chunk index, attempt), so a
+problem's draws do not depend on which other problems share a batch or on another problem's
+rejections; arms with different judges (or none) are then paired on the same random numbers,
+and a judge that accepts every chunk gives exactly the no-judge result (a test checks it). Policy and judge are injected
 (anything with the generator and judge interfaces), so the loop is tested with scripted fakes.
 Reported per problem: correctness, accepted length and rejected length in tokens (Table 7's
 columns), judge calls and the trace of every attempt.
@@ -66,14 +70,23 @@ def _choose_fallback(attempts: list[dict], rule: str) -> int:
     return max(i for i, a in enumerate(attempts) if a["score"] == best)  # ties: the latest
 
 
+def draw_seed(*parts) -> int:
+    """A 31-bit seed from its parts (seed, problem text, chunk index, attempt): the same candidate
+    gets the same random numbers in every arm of an experiment."""
+    import hashlib
+
+    return int(hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest()[:8], 16) & 0x7FFFFFFF
+
+
 def chunk_reset(policy, judge, problems: list[str], template: str, cfg: ResetConfig,
                 progress: bool = True) -> list[dict]:
     """Run Chunk-Reset Reasoning on ``problems`` (texts). ``judge=None`` is the plain chunk
     policy (every chunk accepted): the Table 7 baseline row, through the same loop.
 
-    ``policy.generate(prompts, n, temperature, max_new_tokens, stop, seed, prefixes)`` and
-    ``judge.judge(triples, k, seed)`` are the generator and judge interfaces of
-    :mod:`stepwiser_lib.models` and :mod:`stepwiser_lib.judge`.
+    ``policy.generate(prompts, n, temperature, max_new_tokens, stop, seed, prefixes, seeds=...)``
+    and ``judge.judge(triples, k, seed, seeds=...)`` are the generator and judge interfaces of
+    :mod:`stepwiser_lib.models` and :mod:`stepwiser_lib.judge`; ``seeds`` holds one
+    :func:`draw_seed` per prompt (common random numbers, see the module docstring).
     """
     from tqdm.auto import tqdm
 
@@ -87,7 +100,9 @@ def chunk_reset(policy, judge, problems: list[str], template: str, cfg: ResetCon
             break
         outs = policy.generate([prompts[i] for i in active], n=1, temperature=cfg.temperature,
                                max_new_tokens=cfg.max_new_tokens, stop=[CHUNK_CLOSE],
-                               seed=cfg.seed * 1_000_003 + rnd, prefixes=[states[i].prefix for i in active])
+                               seed=cfg.seed * 1_000_003 + rnd, prefixes=[states[i].prefix for i in active],
+                               seeds=[draw_seed(cfg.seed, states[i].problem, len(states[i].history), len(states[i].attempts))
+                                      for i in active])
         rnd += 1
         to_judge = []
         for i, o in zip(active, outs):
@@ -108,7 +123,9 @@ def chunk_reset(policy, judge, problems: list[str], template: str, cfg: ResetCon
                 cand["verdict"] = "Positive"
         if to_judge:
             res = judge.judge([(states[i].problem, list(states[i].history), states[i].attempts[-1]["content"])
-                               for i in to_judge], k=cfg.judge_k, seed=cfg.seed + rnd)
+                               for i in to_judge], k=cfg.judge_k, seed=cfg.seed + rnd,
+                              seeds=[draw_seed("judge", cfg.seed, states[i].problem, len(states[i].history),
+                                               len(states[i].attempts) - 1) for i in to_judge])
             for i, r in zip(to_judge, res):
                 a = states[i].attempts[-1]
                 a.update(verdict=r["verdict"], score=r["score"], analysis=r["analysis"])

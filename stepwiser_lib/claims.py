@@ -39,7 +39,7 @@ def _paper(file: str, claim: dict) -> tuple[str, float | None, float | None, str
     if file == "judges" and claim["claim"] == "generative RL beats discriminative SFT":
         return (f"the generative RL judge is better than the discriminative SFT judge ({a_rule})",
                 _t56(KIND_ROW["stepwiser"], a_rule), _t56(KIND_ROW["disc_sft"], a_rule),
-                "Table 5, 1.5B, ProcessBench avg F1; ours: balanced step accuracy, dev chunks")
+                f"Table 5, 1.5B, ProcessBench avg F1; ours: balanced step accuracy, {claim.get('split', 'dev')} chunks")
     if file == "chunk_reset" and a_kind in KIND_ROW:
         return (f"chunk-reset with the {a_kind} judge beats the plain chunk policy ({a_rule})",
                 _t7(KIND_ROW[a_kind], a_rule), _t7("Qwen2.5-1.5B-chunk (no judge)", "-"),

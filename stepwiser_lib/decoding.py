@@ -17,7 +17,9 @@ of logits / temperature, optional nucleus ``top_p``; greedy when ``temperature =
 compares success rates of many rollouts of one prefix between the two within a binomial
 interval. It is deterministic for a fixed ``seed`` and the same inputs and ``batch_size`` (one
 ``torch.Generator``, rows drawn in a fixed order), but it does not reproduce ``generate``'s tokens:
-the random streams differ.
+the random streams differ. With ``seeds`` (one per prompt) every sample draws from a generator of
+its own, so what one prompt samples does not depend on which other prompts share the batch
+(common random numbers: chunk-reset's arms, :mod:`stepwiser_lib.chunk_reset`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class _Row:
     tokens: list[int] = field(default_factory=list)
     finished: bool = False  # ended by an end token or a stop
     done: bool = False  # finished or at max_new_tokens: decodes idle until the batch is compacted
+    gen: torch.Generator | None = None  # this sample's own random stream (``seeds``), else the shared one
 
 
 #: The attention the loop runs with: transformers' SDPA path, except that grouped-query attention
@@ -166,9 +169,11 @@ class _Batch:
         self.mask = self.mask[:, lead:]
 
 
-def _choose(logits: torch.Tensor, temperature: float, top_p: float, gen: torch.Generator) -> torch.Tensor:
+def _choose(logits: torch.Tensor, temperature: float, top_p: float,
+            gen: torch.Generator | list[torch.Generator]) -> torch.Tensor:
     """Next tokens for each row: greedy at temperature 0, else a draw from softmax(logits / T),
-    restricted to the nucleus ``top_p`` when it is below 1."""
+    restricted to the nucleus ``top_p`` when it is below 1. ``gen``: one generator for the batch,
+    or one per row (each row's draw then depends on its own stream only)."""
     if temperature <= 0:
         return logits.argmax(-1)
     probs = torch.softmax(logits.float() / temperature, -1)
@@ -177,6 +182,8 @@ def _choose(logits: torch.Tensor, temperature: float, top_p: float, gen: torch.G
         drop = sp.cumsum(-1) - sp >= top_p  # keep the smallest set whose mass reaches top_p
         sp = sp.masked_fill(drop, 0.0)
         probs = torch.zeros_like(probs).scatter(-1, si, sp)
+    if isinstance(gen, list):
+        return torch.stack([torch.multinomial(p, 1, generator=g)[0] for p, g in zip(probs, gen)])
     return torch.multinomial(probs, 1, generator=gen).squeeze(-1)
 
 
@@ -189,17 +196,22 @@ def sample(model, prompts: list[list[int]], n: int, **kw) -> list[list[_Row]]:
 @torch.no_grad()
 def _sample(model, prompts: list[list[int]], n: int, *, max_new_tokens: int, temperature: float = 1.0,
            top_p: float = 1.0, eos: list[int], seed: int = 0, batch_size: int = 128,
-           stop_check=None, on_done=None) -> list[list[_Row]]:
+           stop_check=None, on_done=None, seeds: list[int] | None = None) -> list[list[_Row]]:
     """``n`` samples of each token-id prompt: ``out[i][j].tokens`` (up to and including an end
     token) and ``.finished``. ``stop_check(tokens) -> bool`` ends a row early (stop strings);
     ``on_done(k)`` reports progress (rows finished). At most ``batch_size`` rows decode at once;
-    a prompt's samples join the batch together when there is room (one prefill, shared)."""
+    a prompt's samples join the batch together when there is room (one prefill, shared).
+    ``seeds`` (one per prompt): sample ``j`` of prompt ``i`` draws from its own generator seeded
+    ``seeds[i] * 1_000_003 + j`` instead of the batch's shared one (seeded ``seed``)."""
     from transformers import DynamicCache
 
     device = next(model.parameters()).device
     gen = torch.Generator(device="cpu").manual_seed(int(seed))
     eos = set(eos)
-    out = [[_Row(i, j) for j in range(n)] for i in range(len(prompts))]
+    if seeds is not None and len(seeds) != len(prompts):
+        raise ValueError(f"seeds: {len(seeds)} for {len(prompts)} prompts; want one per prompt")
+    out = [[_Row(i, j, gen=None if seeds is None else torch.Generator(device="cpu").manual_seed(int(seeds[i]) * 1_000_003 + j))
+            for j in range(n)] for i in range(len(prompts))]
     # admission units: (prompt, its samples), at most batch_size samples each; longest prompts first
     units = [(i, list(range(s, min(s + batch_size, n)))) for i in range(len(prompts)) for s in range(0, n, batch_size)]
     units.sort(key=lambda u: (-len(prompts[u[0]]), u[0], u[1][0]))
@@ -227,7 +239,7 @@ def _sample(model, prompts: list[list[int]], n: int, *, max_new_tokens: int, tem
             cache.layers = [grow(layer.keys.index_select(0, sel), layer.values.index_select(0, sel))
                             for layer in cache.layers]
             rows = [out[i][j] for i, js in take for j in js]
-            first = _choose(logits.index_select(0, sel), temperature, top_p, gen)
+            first = _choose(logits.index_select(0, sel), temperature, top_p, gen if seeds is None else [r.gen for r in rows])
             lengths = torch.tensor([len(prompts[i]) for i, js in take for _ in js], device=device)
             live.join(cache, mask.index_select(0, sel), lengths, first, rows)
             for r, t in zip(rows, first.tolist()):
@@ -261,7 +273,7 @@ def _sample(model, prompts: list[list[int]], n: int, *, max_new_tokens: int, tem
                        past_key_values=live.cache, use_cache=True).logits[:, -1]
         live.mask = step_mask
         live.pos = live.pos + 1
-        live.last = _choose(logits, temperature, top_p, gen)
+        live.last = _choose(logits, temperature, top_p, gen if seeds is None else [r.gen for r in live.rows])
         for r, t in zip(live.rows, live.last.tolist()):
             if not r.done:
                 r.tokens.append(t)

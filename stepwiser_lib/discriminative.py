@@ -124,8 +124,8 @@ class DiscJudge:
         return last_token_rows(self.model, seqs, self.tok.pad_token_id, self.batch_size,
                                lambda lg: torch.softmax(lg[:, ids], dim=1)[:, 0].tolist())
 
-    def judge(self, triples, k: int = 1, temperature=None, seed: int = 0, progress=False) -> list[dict]:
-        """``k``/``temperature``/``seed`` are accepted for interface compatibility: the
+    def judge(self, triples, k: int = 1, temperature=None, seed: int = 0, progress=False, seeds=None) -> list[dict]:
+        """``k``/``temperature``/``seed``/``seeds`` are accepted for interface compatibility: the
         discriminative judge is read deterministically from its next-token probabilities."""
         return [{"verdict": "Positive" if s >= self.threshold else "Negative", "analysis": "",
                  "score": s, "n_unparsed": 0} for s in self.scores(triples)]

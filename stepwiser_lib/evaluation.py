@@ -82,24 +82,30 @@ def _aligned(runs: list[list[dict]], other: list[dict]) -> list[list[dict]]:
     return out
 
 
-def compare(a: list[list[dict]], b: list[dict], against: str = "label", n_boot: int = 2000, seed: int = 0) -> dict:
+def compare(a: list[list[dict]], b: list[dict] | list[list[dict]], against: str = "label", n_boot: int = 2000,
+            seed: int = 0) -> dict:
     """Paired comparison of judge ``a`` (its seeds: one prediction list each, averaged) with judge
-    ``b`` on the same chunks: the balanced-accuracy difference a - b (points) with its 95% interval
-    and p-value from a paired bootstrap by problem, and, for a single run of ``a``, the exact
-    two-sided McNemar test on per-chunk correctness. ``verdict``: ``a higher`` / ``b higher`` when
-    the interval excludes zero, else ``within noise``."""
-    a = _aligned(a, b)
-    clusters = [p["problem_id"] for p in b]
+    ``b`` (one prediction list, or one per seed, averaged too) on the same chunks: the
+    balanced-accuracy difference a - b (points) with its 95% interval and p-value from a paired
+    bootstrap by problem (every seed of both sees the same resampled problems), and, for a single
+    run of each, the exact two-sided McNemar test on per-chunk correctness. ``verdict``:
+    ``a higher`` / ``b higher`` when the interval excludes zero, else ``within noise``."""
+    b_runs = b if b and isinstance(b[0], list) else [b]
+    ref = b_runs[0]
+    a, b_runs = _aligned(a, ref), _aligned(b_runs, ref)
+    clusters = [p["problem_id"] for p in ref]
     stats_a = [_bal(r, against) for r in a]
-    res = stats.paired_difference(lambda idx: sum(s(idx) for s in stats_a) / len(stats_a), _bal(b, against),
-                                  len(b), clusters, n_boot, seed)
-    out = {"a": a[0][0]["judge"], "b": b[0]["judge"], "against": against, "seeds_a": len(a),
+    stats_b = [_bal(r, against) for r in b_runs]
+    res = stats.paired_difference(lambda idx: sum(s(idx) for s in stats_a) / len(stats_a),
+                                  lambda idx: sum(s(idx) for s in stats_b) / len(stats_b),
+                                  len(ref), clusters, n_boot, seed)
+    out = {"a": a[0][0]["judge"], "b": ref[0]["judge"], "against": against, "seeds_a": len(a), "seeds_b": len(b_runs),
            "diff": round(res["diff"], 2), "low": round(res["low"], 2), "high": round(res["high"], 2),
-           "p_bootstrap": _sig(res["p"]), "test": f"paired bootstrap by problem ({len(set(clusters))} problems, {len(b)} chunks)",
+           "p_bootstrap": _sig(res["p"]), "test": f"paired bootstrap by problem ({len(set(clusters))} problems, {len(ref)} chunks)",
            "verdict": _verdict(res["low"], res["high"])}
-    if len(a) == 1:
-        only_a = sum(correct(x, against) and not correct(y, against) for x, y in zip(a[0], b))
-        only_b = sum(correct(y, against) and not correct(x, against) for x, y in zip(a[0], b))
+    if len(a) == 1 and len(b_runs) == 1:
+        only_a = sum(correct(x, against) and not correct(y, against) for x, y in zip(a[0], ref))
+        only_b = sum(correct(y, against) and not correct(x, against) for x, y in zip(a[0], ref))
         out["mcnemar"] = {"only_a": only_a, "only_b": only_b,
                           "p": _sig(stats.mcnemar_exact(only_a, only_b, "two-sided"))}
     return out

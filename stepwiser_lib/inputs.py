@@ -108,7 +108,7 @@ def needs(notebook: str, cfg) -> list[Need]:
     if notebook == STAGES[3]:
         out = [Need(_art(p, STAGES[2]) / rule / f"{split}.jsonl", STAGES[2],
                     f"balanced judge data for rule {rule!r} (RULES must include it)", "Stage 03")
-               for rule in _rules(cfg.VARIANTS) for split in ("train_balanced", "train_unbalanced", "val_balanced")]
+               for rule in _rules(cfg.VARIANTS) for split in ("train_balanced", "train_unbalanced", "dev_balanced", "test_balanced")]
         return _policy(p, "JUDGE_INIT", cfg.JUDGE_INIT) + out
     if notebook == STAGES[4]:
         return _registry(p, cfg.JUDGES)

@@ -205,14 +205,17 @@ class Judge:
             self.gen.close()
 
     def judge(self, triples: list[tuple[str, list[str], str]], k: int = 1,
-              temperature: float | None = None, seed: int = 0, progress: bool | str = False) -> list[dict]:
+              temperature: float | None = None, seed: int = 0, progress: bool | str = False,
+              seeds: list[int] | None = None) -> list[dict]:
+        """``seeds``: one per triple instead of ``seed`` (each triple's samples then depend on it alone)."""
         from .prompts import judge_prompt
 
         temperature = (0.0 if k == 1 else 1.0) if temperature is None else temperature
         ps = [judge_prompt(self.family, p, h, c, self.style) for p, h, c in triples]
         with _eval_mode(getattr(self.gen, "model", None)):
             outs = self.gen.generate(ps, n=k, temperature=temperature,
-                                     max_new_tokens=self.max_new_tokens, seed=seed, progress=progress)
+                                     max_new_tokens=self.max_new_tokens, seed=seed, progress=progress,
+                                     **({"seeds": seeds} if seeds is not None else {}))
         res = []
         for cands in outs:
             vs = [parse_verdict(c.text) for c in cands]
@@ -544,10 +547,11 @@ KINDS = {
     "no_balance_rl": "Ablate prompt balancing (generative + RL)",
     "rsft": "Ablate RL (use RS-FT)",
     "exact_rl": "Diagnostic: generative + RL on exact-checker labels (toy only)",
+    "disc_base_sft": "Diagnostic: discriminative + SFT without the warm-up (toy only)",
 }
 #: Output format of each kind: a CoT judge, a direct boxed verdict, or a "+"/"-" token.
 STYLE = {"stepwiser": "cot", "no_balance_rl": "cot", "rsft": "cot", "no_cot_rl": "direct",
-         "disc_sft": "disc", "exact_rl": "cot"}
+         "disc_sft": "disc", "exact_rl": "cot", "disc_base_sft": "disc"}
 
 
 def parse_variant(name: str) -> tuple[str, str]:
@@ -671,10 +675,14 @@ def train_variant(name: str, data: dict, out_dir, *, base_model: str, warmups: d
                   recipe: dict, family: str = "toy", seed: int = 0, progress: bool = True) -> dict:
     """Train one judge variant (notebook 04) and return its registry entry + training record.
 
-    ``data[rule]`` holds ``train_balanced``, ``train_unbalanced`` and ``val_balanced`` example
+    ``data[rule]`` holds ``train_balanced``, ``train_unbalanced`` and ``dev_balanced`` example
     lists (stage 03); ``warmups[style]`` is the format-warm-up model for ``"cot"``/``"direct"``
     (the toy path; None for real models that already follow instructions); ``recipe`` is
-    :func:`recipe_from_config`'s. The validation set is never trained on.
+    :func:`recipe_from_config`'s. GRPO's validation curve reads the dev split; neither dev nor
+    test is trained on. The discriminative judge starts where the generative one does: from the
+    CoT warm-up when there is one (it has read the same chunks and re-derivations), so the two
+    differ in output format and training, not in what they saw first (``disc_base_sft``: from
+    ``base_model``, the warm-up's effect on its own).
     """
     import time
     from pathlib import Path
@@ -682,7 +690,7 @@ def train_variant(name: str, data: dict, out_dir, *, base_model: str, warmups: d
     kind, rule = parse_variant(name)
     out_dir = Path(out_dir)
     d = data[rule]
-    val = d["val_balanced"]
+    val = d["dev_balanced"]
     style = STYLE[kind]
     entry = {"name": name, "kind": kind, "rule": rule, "style": style, "row": KINDS[kind]}
     rl = recipe["rl"].with_(seed=seed,
@@ -703,10 +711,11 @@ def train_variant(name: str, data: dict, out_dir, *, base_model: str, warmups: d
         entry.update(base=start if rl.use_lora else r["dir"], adapter=r["dir"] if rl.use_lora else None)
         rec = {"seconds": r["seconds"], "steps": r["steps"], "train_examples": len(train),
                "log_history": r["log_history"], "val_curve": r["val_curve"], "batches": r["batches"]}
-    elif kind == "disc_sft":
+    elif kind in ("disc_sft", "disc_base_sft"):
         from .discriminative import train_disc_judge
 
-        r = train_disc_judge(base_model, d["train_balanced"], out_dir, recipe["disc"].with_(seed=seed),
+        start = base_model if kind == "disc_base_sft" else (warmups.get("cot") or base_model)
+        r = train_disc_judge(start, d["train_balanced"], out_dir, recipe["disc"].with_(seed=seed),
                              progress=progress)
         entry.update(base=r["model_dir"], adapter=None)
         rec = {"seconds": r["seconds"], "steps": r["steps"], "train_examples": r["records"],

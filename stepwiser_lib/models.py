@@ -220,13 +220,21 @@ class HFGenerator:
     def generate(self, prompts: list[str], n: int = 1, temperature: float = 1.0,
                  top_p: float = 1.0, max_new_tokens: int = 256, stop: list[str] | None = None,
                  seed: int = 0, prefixes: list[str] | None = None,
-                 progress: bool | str = False) -> list[list[Completion]]:
+                 progress: bool | str = False, seeds: list[int] | None = None) -> list[list[Completion]]:
+        """``n`` completions per prompt (``prefixes``: assistant text to continue). ``seeds``, one per
+        prompt, replaces ``seed``: each prompt's samples then depend on its own seed only, not on
+        the other prompts of the call (common random numbers)."""
         from tqdm.auto import tqdm
 
         stop = list(stop or [])
         prefixes = prefixes or [""] * len(prompts)
         if len(prefixes) != len(prompts):
             raise ValueError("prefixes must match prompts one to one")
+        if seeds is not None and len(seeds) != len(prompts):
+            raise ValueError(f"seeds: {len(seeds)} for {len(prompts)} prompts; want one per prompt")
+        if seeds is not None and self.engine != "loop":  # model.generate draws for a whole batch at once
+            return [self.generate([p], n, temperature, top_p, max_new_tokens, stop, s, [x])[0]
+                    for p, x, s in zip(prompts, prefixes, seeds)]
         texts = [render_prompt(self.tok, p, self.chat) + x for p, x in zip(prompts, prefixes)]
         # One row per sample; sort by length so each batch pads little.
         rows = [(i, j) for i in range(len(texts)) for j in range(n)]
@@ -245,7 +253,7 @@ class HFGenerator:
             check = (lambda toks: any(s in self.tok.decode(toks[-tail:]) for s in stop_rest)) if stop_rest else None
             res = decoding.sample(self.model, enc, n, max_new_tokens=max_new_tokens, temperature=temperature,
                                   top_p=top_p, eos=eos, seed=seed, batch_size=self.batch_size,
-                                  stop_check=check, on_done=bar.update)
+                                  stop_check=check, on_done=bar.update, seeds=seeds)
             for i, samples in enumerate(res):
                 for j, r in enumerate(samples):
                     toks = r.tokens
@@ -386,7 +394,7 @@ class VLLMGenerator:
     def generate(self, prompts: list[str], n: int = 1, temperature: float = 1.0,
                  top_p: float = 1.0, max_new_tokens: int = 256, stop: list[str] | None = None,
                  seed: int = 0, prefixes: list[str] | None = None,
-                 progress: bool | str = False) -> list[list[Completion]]:  # pragma: no cover
+                 progress: bool | str = False, seeds: list[int] | None = None) -> list[list[Completion]]:  # pragma: no cover
         from vllm import SamplingParams
 
         prefixes = prefixes or [""] * len(prompts)
@@ -396,7 +404,7 @@ class VLLMGenerator:
         params = [SamplingParams(n=n, temperature=temperature, top_p=top_p, top_k=0,
                                  repetition_penalty=1.0, max_tokens=max_new_tokens,
                                  stop=list(stop or []), include_stop_str_in_output=True,
-                                 seed=seed * 1_000_003 + i)
+                                 seed=seed * 1_000_003 + i if seeds is None else int(seeds[i]))
                   for i in range(len(texts))]
         res = self.llm.generate([{"prompt_token_ids": x} for x in ids], params,
                                 use_tqdm=bool(progress))

@@ -81,34 +81,38 @@ def results_section(profile: str = "tiny") -> str:
                             for r in ("abs_q", "rel_effective", "rel_ratio")])]
     bal = rd("balancing")
     if bal:
-        rows = [[r, v["all"]["positive_rate"], v["train_balanced"]["n"], v["val_balanced"]["n"],
-                 f"{v['train_problems']} / {v['val_problems']}"] for r, v in bal["stats"].items()]
-        out += ["", "**03 balancing**", "",
-                *_md_table(["rule", "positive % before", "train (balanced)", "validation (balanced)", "train / val problems"], rows)]
+        rows = [[r, v["all"]["positive_rate"], v["train_balanced"]["n"], v["dev_balanced"]["n"], v["test_balanced"]["n"],
+                 f"{v['train_problems']} / {v['dev_problems']} / {v['test_problems']}"] for r, v in bal["stats"].items()]
+        out += ["", "**03 balancing**: judge data split by problem (dev: where choices are made; test: what is reported)", "",
+                *_md_table(["rule", "positive % before", "train (balanced)", "dev (balanced)", "test (balanced)",
+                            "train / dev / test problems"], rows)]
     jd = rd("judges")
     if jd:
         def ci(m):
             c = m.get("ci95")
             return f"[{c['low']}, {c['high']}]" if c else None
 
-        rows = [["warm-up (before RL)", r, m["balanced_acc"], ci(m), m.get("truth_balanced_acc"), m.get("score_auc"),
+        rows = [["warm-up (before RL)", r, jd.get("before_rl_dev", {}).get(r, {}).get("balanced_acc"), m["balanced_acc"], ci(m), m.get("truth_balanced_acc"), m.get("score_auc"),
                  m.get("readout_auc"), m["positive_rate"], None, None] for r, m in jd["before_rl"].items()]
-        rows += [[name, r, m["balanced_acc"], ci(m), m.get("truth_balanced_acc"), None, None, m["positive_rate"], None, None]
+        rows += [[name, r, m.get("dev_balanced_acc"), m["balanced_acc"], ci(m), m.get("truth_balanced_acc"), None, None, m["positive_rate"], None, None]
                  for name, per_rule in jd.get("reference_judges", {}).items() for r, m in per_rule.items()]
         for name, v in jd["variants"].items():
             paper = paper_row(v["entry"]["row"], v["entry"]["rule"])
-            rows.append([name, v["entry"]["rule"], v["val"]["balanced_acc"], ci(v["val"]), v["val"].get("truth_balanced_acc"),
-                         v["val"].get("score_auc"), v["val"].get("readout_auc"), v["val"]["positive_rate"],
+            t = v["test"]
+            rows.append([name, v["entry"]["rule"], v["dev"]["balanced_acc"], t["balanced_acc"], ci(t), t.get("truth_balanced_acc"),
+                         t.get("score_auc"), t.get("readout_auc"), t["positive_rate"],
                          jd.get("timings", {}).get(f"variants.{name}.seconds"), paper and paper["avg"]])
-        out += ["", "**04 judges**: balanced validation step accuracy (%) against the MC labels, with its 95% interval "
-                "(problems resampled), and against the exact checker; the last column is the *paper's* "
-                "real-ProcessBench average F1 for the same row (Tables 5/6, 1.5B), not ours", "",
-                *_md_table(["judge", "rule", "acc, MC labels", "95% interval", "acc, exact checker", "score AUC (Maj@k)",
+        n = next(iter(jd.get("splits", {}).values()), {}).get("test", {})
+        out += ["", f"**04 judges**: balanced step accuracy (%) on the test split ({n.get('chunks')} chunks from "
+                f"{n.get('problems')} problems) against the MC labels, with its 95% interval (problems resampled), "
+                "and against the exact checker; the dev column is the split choices were made on; the last column "
+                "is the *paper's* real-ProcessBench average F1 for the same row (Tables 5/6, 1.5B), not ours", "",
+                *_md_table(["judge", "rule", "dev acc", "test acc, MC labels", "95% interval", "acc, exact checker", "score AUC (Maj@k)",
                             "readout AUC", "positive %", "train s", "paper: ProcessBench F1"], rows)]
         if jd.get("comparisons"):
             rows = [[c["claim"], f"{c['a']} − {c['b']}", f"{c['diff']:+.1f}", f"[{c['low']:+.1f}, {c['high']:+.1f}]",
                      c["test"], c["p_bootstrap"], c.get("mcnemar", {}).get("p"), c["verdict"]] for c in jd["comparisons"]]
-            out += ["", "*Paired comparisons on the same validation chunks (`stepwiser_lib.evaluation.compare`):*", "",
+            out += ["", "*Paired comparisons on the same test chunks (`stepwiser_lib.evaluation.compare`):*", "",
                     *_md_table(["question", "difference", "points", "95% interval", "paired test", "p",
                                 "McNemar p (exact)", "verdict"], rows)]
     for name, title in (("processbench", "05 toy-ProcessBench"), ("chunk_reset", "06 chunk-reset inference"),

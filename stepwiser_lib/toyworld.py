@@ -46,7 +46,8 @@ SPLIT_BUCKETS: dict[str, range] = {
     "sft": range(50, 60),  # notebook 01: self-segmentation data
     "label": range(60, 75),  # notebooks 02-04: rollout labelling / judge training
     "rsft": range(75, 80),  # notebook 07: RS-FT training prompts
-    "eval": range(80, 90),  # held-out accuracy (Table 4/7/8 analogues)
+    "eval_dev": range(80, 85),  # policy evaluation for choices (recipes, temperatures): never reported
+    "eval": range(85, 90),  # held-out accuracy (Table 4/7/8 analogues): the policy's test split
     "processbench": range(90, 100),  # toy-ProcessBench (notebook 05)
 }
 

@@ -16,14 +16,14 @@ class FakeToyPolicy:
         self.calls = []  # (number of prompts, n) per call
 
     def generate(self, prompts, n=1, temperature=1.0, top_p=1.0, max_new_tokens=256, stop=None,
-                 seed=0, prefixes=None, progress=False):
+                 seed=0, prefixes=None, progress=False, seeds=None):
         self.calls.append((len(prompts), n))
         prefixes = prefixes or [""] * len(prompts)
         out = []
-        for prompt, prefix in zip(prompts, prefixes):
+        for i, (prompt, prefix) in enumerate(zip(prompts, prefixes)):
             res = []
             for j in range(n):
-                rng = random.Random(f"{seed}|{prompt}|{prefix}|{j}")
+                rng = random.Random(f"{seed if seeds is None else seeds[i]}|{prompt}|{prefix}|{j}")
                 bad_prefix = "WRONG" in prefix
                 ok = rng.random() < (self.p if not prefix else (0 if bad_prefix else self.p_after))
                 ans = "7" if ok else "8"

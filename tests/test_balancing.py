@@ -36,8 +36,34 @@ def test_length_filter_and_rules():
 
 def test_split_by_problem_has_no_shared_problem():
     ex = B.judge_examples(_recs(200, 200, n_problems=40), "abs_q")
-    tr, va = B.split_by_problem(ex, 0.25, seed=0)
-    assert len(tr) + len(va) == len(ex)
-    assert not {e["problem_id"] for e in tr} & {e["problem_id"] for e in va}
-    assert 0.1 < len({e["problem_id"] for e in va}) / 40 < 0.45
-    assert B.split_by_problem(ex, 0.25, seed=0) == (tr, va)
+    parts = B.split_by_problem(ex, 0.15, 0.45, seed=0)
+    assert list(parts) == ["train", "dev", "test"]
+    assert sum(map(len, parts.values())) == len(ex)
+    pids = {s: {e["problem_id"] for e in xs} for s, xs in parts.items()}
+    assert not pids["train"] & pids["dev"] and not pids["train"] & pids["test"] and not pids["dev"] & pids["test"]
+    # exact problem counts: round(40 * 0.45) = 18 test, round(40 * 0.15) = 6 dev, 16 train
+    assert {s: len(p) for s, p in pids.items()} == {"train": 16, "dev": 6, "test": 18}
+    assert B.split_by_problem(ex, 0.15, 0.45, seed=0) == parts  # deterministic
+    # test holds the highest hash quantiles; quantiles below 0.2 (the old validation side) stay in train
+    q = {s: sorted(B.problem_quantile(p) for p in ps) for s, ps in pids.items()}
+    assert q["test"][0] > q["dev"][-1] and q["dev"][0] > q["train"][-1]
+    assert all(B.problem_quantile(p) >= 0.2 for p in pids["dev"] | pids["test"])
+    assert B.problem_quantile("label-0-3") == 0.8118  # a literal: the hash must not drift
+    assert B.split_by_problem(ex, 0.15, 0.45, seed=1) != parts  # the seed draws another split
+    # a larger test fraction only moves problems from dev/train into test (the hash order is fixed)
+    assert pids["test"] <= {e["problem_id"] for e in B.split_by_problem(ex, 0.1, 0.6, seed=0)["test"]}
+
+
+def test_split_by_problem_refuses_what_cannot_be_split():
+    ex = B.judge_examples(_recs(20, 20, n_problems=3), "abs_q")
+    assert {s: len({e["problem_id"] for e in xs}) for s, xs in B.split_by_problem(ex, 0.1, 0.1).items()} == \
+        {"train": 1, "dev": 1, "test": 1}  # a non-zero fraction always gets a problem
+    with pytest.raises(ValueError, match="cannot fill dev"):
+        B.split_by_problem(B.judge_examples(_recs(20, 20, n_problems=2), "abs_q"), 0.1, 0.1)
+    with pytest.raises(ValueError, match="leaves no problem to train on"):
+        B.split_by_problem(ex, 0.5, 0.5)
+    with pytest.raises(ValueError, match=r"test_fraction = 1.5 must be in \[0, 1\)"):
+        B.split_by_problem(ex, 0.1, 1.5)
+    assert B.split_by_problem(ex, 0.0, 0.5)["dev"] == []  # no dev split asked for
+
+

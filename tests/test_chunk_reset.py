@@ -113,3 +113,69 @@ def test_max_chunks_bound_and_bad_config():
     assert r["chunks"] == 3
     with pytest.raises(ValueError, match="on_exhausted"):
         ResetConfig(on_exhausted="random")
+
+
+class SeededChunkPolicy:
+    """Writes random chunks like a sampler: with ``seeds`` each prompt draws from its own seed;
+    without, from the call's shared ``seed`` and its place in the batch (as a batched sampler's
+    shared stream does). Three chunks, then a boxed answer; a chunk is BAD with probability 0.3."""
+
+    def generate(self, prompts, n=1, temperature=1.0, max_new_tokens=96, stop=None, seed=0, prefixes=None, seeds=None):
+        import random
+
+        out = []
+        for i, (p, pre) in enumerate(zip(prompts, prefixes)):
+            rng = random.Random(seeds[i] if seeds is not None else f"{seed}|{i}")
+            k = pre.count("<chunk>")
+            body = f"\\boxed{{{rng.randint(0, 9)}}}" if k == 3 else f"v{rng.randint(0, 999)}{' BAD' if rng.random() < 0.3 else ''}"
+            out.append([Completion(text=("\n" if pre else "") + C(body), n_tokens=2, finished=True)])
+        return out
+
+
+class AcceptAll:
+    def judge(self, triples, k=1, seed=0, **kw):
+        return [{"verdict": "Positive", "score": 1.0, "analysis": ""} for _ in triples]
+
+
+class RejectOne(ScriptedJudge):
+    """Rejects the BAD chunks of one problem only; accepts everything elsewhere."""
+
+    def __init__(self, problem):
+        super().__init__()
+        self.problem = problem
+
+    def judge(self, triples, k=1, seed=0, **kw):
+        return [{"verdict": "Negative", "score": 0.0, "analysis": ""} if p == self.problem and "BAD" in c
+                else {"verdict": "Positive", "score": 1.0, "analysis": ""} for p, _, c in triples]
+
+
+def test_common_random_numbers_accept_all_reproduces_no_judge():
+    """A judge that accepts every chunk gives exactly the plain policy's responses (paired arms)."""
+    probs = [f"p{i}" for i in range(8)]
+    base = chunk_reset(SeededChunkPolicy(), None, probs, T, ResetConfig(seed=3), progress=False)
+    acc = chunk_reset(SeededChunkPolicy(), AcceptAll(), probs, T, ResetConfig(seed=3), progress=False)
+    assert [r["response"] for r in acc] == [r["response"] for r in base]
+    assert all(r["judge_calls"] == 4 for r in acc) and all(r["judge_calls"] == 0 for r in base)
+    other = chunk_reset(SeededChunkPolicy(), None, probs, T, ResetConfig(seed=4), progress=False)
+    assert [r["response"] for r in other] != [r["response"] for r in base]  # the seed still matters
+
+
+def test_common_random_numbers_one_problems_resets_leave_the_others_alone():
+    """Rejections on p0 change its batch position history, not what p1..p7 draw. (Under a shared
+    per-round stream they would: the fake's draws depend on batch position then.)"""
+    probs = [f"p{i}" for i in range(8)]
+    base = chunk_reset(SeededChunkPolicy(), None, probs, T, ResetConfig(seed=1), progress=False)
+    assert "BAD" in base[0]["response"]  # p0 has something to reject at this seed
+    rej = chunk_reset(SeededChunkPolicy(), RejectOne("p0"), probs, T, ResetConfig(seed=1), progress=False)
+    assert rej[0]["resets"] > 0 and rej[0]["response"] != base[0]["response"]
+    assert [r["response"] for r in rej[1:]] == [r["response"] for r in base[1:]]
+    # a reset draws a fresh chunk: the attempt index is part of the seed
+    t = next(t for t in rej[0]["trace"] if len(t["attempts"]) > 1)
+    assert len({a["content"] for a in t["attempts"]}) > 1
+
+
+def test_draw_seed_is_stable():
+    from stepwiser_lib.chunk_reset import draw_seed
+
+    assert draw_seed(0, "p", 1, 2) == draw_seed(0, "p", 1, 2) != draw_seed(0, "p", 1, 3)
+    assert 0 <= draw_seed("judge", 0, "p", 0, 0) < 2 ** 31

@@ -63,3 +63,21 @@ def test_sampling_matches_generate_in_distribution(gens):
     z = (rates[0] - rates[1]) / math.sqrt(max(p * (1 - p), 1e-9) * 2 / 256)
     assert 0 < p < 1, rates  # the check needs a prefix with both outcomes
     assert abs(z) < 2.58, rates
+
+
+@pytest.mark.parametrize("engine", ["loop", "generate"])
+def test_per_prompt_seeds_make_a_prompts_samples_independent_of_its_batch(gens, engine):
+    """Common random numbers (chunk-reset's paired arms): with ``seeds`` a prompt's samples are the
+    same whether it is generated alone or beside other prompts, and depend on its seed."""
+    g = gens[1] if engine == "loop" else gens[0]
+    ps, seeds = _prompts(5, seed=21), [101, 102, 103, 104, 105]
+    together = g.generate(ps, n=2, temperature=1.0, max_new_tokens=50, seeds=seeds)
+    alone = [g.generate([p], n=2, temperature=1.0, max_new_tokens=50, seeds=[s])[0] for p, s in zip(ps, seeds)]
+    assert [[c.text for c in x] for x in together] == [[c.text for c in x] for x in alone]
+    assert together[0][0].text != together[0][1].text  # each sample has a stream of its own
+    moved = g.generate(ps[1:], n=2, temperature=1.0, max_new_tokens=50, seeds=seeds[1:])
+    assert [[c.text for c in x] for x in moved] == [[c.text for c in x] for x in together[1:]]
+    other = g.generate(ps[:1], n=2, temperature=1.0, max_new_tokens=50, seeds=[999])
+    assert [c.text for c in other[0]] != [c.text for c in together[0]]
+    with pytest.raises(ValueError, match="want one per prompt"):
+        g.generate(ps, n=1, seeds=[1])

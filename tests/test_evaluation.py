@@ -42,6 +42,10 @@ def test_compare_pairs_by_chunk_and_reports_both_tests():
     assert same["diff"] == 0 and same["verdict"] == "within noise" and same["mcnemar"]["p"] == 1.0
     two_seeds = evaluation.compare([good, bad], bad, n_boot=200)
     assert two_seeds["diff"] == 25.0 and "mcnemar" not in two_seeds
+    # seeds on both sides: each side's mean balanced accuracy, (100 + 50) / 2 - (50 + 50) / 2
+    both = evaluation.compare([good, bad], [bad, list(reversed(bad))], n_boot=200)
+    assert both["diff"] == 25.0 and both["seeds_a"] == 2 and both["seeds_b"] == 2 and "mcnemar" not in both
+    assert evaluation.compare([good], [bad], n_boot=200)["mcnemar"]["only_a"] == 20  # one run each: McNemar
     chance = evaluation.compare([good], evaluation.constant_judge(good), n_boot=200)
     assert chance["b"] == "always-Positive" and chance["diff"] == 50.0 and chance["low"] == chance["high"] == 50.0
     with pytest.raises(ValueError, match="same chunks"):

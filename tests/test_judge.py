@@ -133,7 +133,7 @@ def test_parse_variant_and_truth():
     from stepwiser_lib.judge import KINDS, chunk_truth, parse_variant, variant_slug
 
     assert parse_variant("stepwiser:rel_ratio") == ("stepwiser", "rel_ratio")
-    assert set(KINDS) == {"stepwiser", "disc_sft", "no_cot_rl", "no_balance_rl", "rsft", "exact_rl"}
+    assert set(KINDS) == {"stepwiser", "disc_sft", "no_cot_rl", "no_balance_rl", "rsft", "exact_rl", "disc_base_sft"}
     for bad in ["stepwiser", "magic:rel_ratio", "stepwiser:q", ""]:
         with pytest.raises(ValueError, match="KIND:RULE"):
             parse_variant(bad)
@@ -198,3 +198,24 @@ def test_score_auc():
     # a shift of every score (a judge that says Positive more often) leaves the AUC unchanged
     assert score_auc([0.6, 0.4, 0.2], [True, False, False]) == score_auc([0.9, 0.7, 0.5], [True, False, False])
     assert score_auc([0.3, 0.4], [True, True]) is None
+
+
+@pytest.mark.parametrize("kind, start", [("disc_sft", "WARMUP"), ("disc_base_sft", "BASE")])
+def test_discriminative_judge_starts_from_the_generative_judges_warm_up(monkeypatch, tmp_path, kind, start):
+    """Fair baseline (review W3b): disc_sft trains from the CoT warm-up the generative judge starts
+    from; disc_base_sft from the base model, so the warm-up's effect is measured on its own."""
+    from stepwiser_lib import discriminative, judge
+
+    seen = {}
+
+    def fake_train(model_dir, examples, out_dir, settings, progress=True):
+        seen["start"] = model_dir
+        return {"model_dir": str(out_dir), "seconds": 0.0, "steps": 1, "records": len(examples), "loss_curve": []}
+    monkeypatch.setattr(discriminative, "train_disc_judge", fake_train)
+    ex = [{"problem": "p", "history": [], "chunk": "c", "label": True, "problem_id": "a"}]
+    data = {"rel_ratio": {"train_balanced": ex, "train_unbalanced": ex, "dev_balanced": ex}}
+    from stepwiser_lib.trainers import GRPOSettings, SFTSettings
+
+    recipe = {"rl": GRPOSettings(), "disc": SFTSettings()}
+    r = judge.train_variant(f"{kind}:rel_ratio", data, tmp_path, base_model="BASE", warmups={"cot": "WARMUP"}, recipe=recipe)
+    assert seen["start"] == start and r["entry"]["style"] == "disc" and r["entry"]["base"] == str(tmp_path)

@@ -43,9 +43,9 @@ def prof(tmp_path):
     ("R11", "- just\n- a list\n", "a profile is a mapping"),
     ("R12", "shared:\n  SEED: 1\n  SEED: 7\n", r"bad.yaml, line 3: 'SEED' is given twice"),
     ("R13", "notebooks:\n  04_judge_grpo:\n    WARMUP_LR: 3e-3\n", r"WARMUP_LR = '3e-3' is not a float \(YAML reads 3e-3 as a string: write 3.0e-3\)"),
-    ("R14", "notebooks:\n  03_balancing:\n    VAL_FRACTION:\n", "VAL_FRACTION = None is not a float"),
+    ("R14", "notebooks:\n  03_balancing:\n    TEST_FRACTION:\n", "TEST_FRACTION = None is not a float"),
     ("R16", "notebooks:\n  02_rollout_labelling:\n    SHARD_SIZE: 0\n", r"SHARD_SIZE = 0 is not allowed \(want in \[1, inf\)\)"),
-    ("R17", "notebooks:\n  03_balancing:\n    VAL_FRACTION: 1.5\n", r"VAL_FRACTION = 1.5 is not allowed \(want in \(0, 1\)\)"),
+    ("R17", "notebooks:\n  03_balancing:\n    TEST_FRACTION: 1.5\n", r"TEST_FRACTION = 1.5 is not allowed \(want in \[0, 1\)\)"),
     ("R18", "notebooks:\n  02_rollout_labelling:\n    ADAPTIVE_RULE: rel_ration\n",
      "ADAPTIVE_RULE = 'rel_ration' is not allowed .want one of abs_q, rel_effective, rel_ratio, all"),
     ("R19", "notebooks:\n  04_judge_grpo:\n    VARIANTS: [stepwizer:rel_ratio]\n",
@@ -202,9 +202,9 @@ def test_balancing_rejects_what_it_cannot_balance_B1_B5():
             balancing.balance([{"label": True}, {"label": bad}])
     with pytest.raises(ValueError, match="label = '<missing>'"):  # B4
         balancing.balance([{"x": 1}])
-    for f in (1.5, -1, 0, 1):  # B5
-        with pytest.raises(ValueError, match="val_fraction .* must be in \\(0, 1\\)"):
-            balancing.split_by_problem([{"problem_id": "p"}], f)
+    for f in (1.5, -1, 1, math.nan, True):  # B5
+        with pytest.raises(ValueError, match=r"test_fraction = .* must be in \[0, 1\)"):
+            balancing.split_by_problem([{"problem_id": "p"}], 0.1, f)
 
 
 def test_label_rules_take_success_rates_only_Q1_Q4():
