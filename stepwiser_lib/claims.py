@@ -2,7 +2,7 @@
 95% interval, and a verdict computed by :func:`stepwiser_lib.stats.claim_verdict`.
 
 Ours come from the paired comparisons the notebooks write (``comparisons`` in
-``results/<profile>/{judges,chunk_reset,rsft}.json``, :mod:`stepwiser_lib.evaluation`); the
+``results/<profile>/{judges,processbench,chunk_reset,rsft}.json``, :mod:`stepwiser_lib.evaluation`); the
 paper's from :mod:`stepwiser_lib.paper_results`. A claim whose comparison a profile did not run
 is left out; the README says which are missing.
 """
@@ -15,7 +15,33 @@ from pathlib import Path
 from . import paper_results as P
 from .stats import claim_verdict
 
-KIND_ROW = {"stepwiser": "Generative CoT + RL (StepWiser)", "disc_sft": "Discriminative + SFT"}
+KIND_ROW = {"stepwiser": "Generative CoT + RL (StepWiser)", "disc_sft": "Discriminative + SFT",
+            "no_cot_rl": "Ablate CoT (discriminative format + RL)",
+            "no_balance_rl": "Ablate prompt balancing (generative + RL)", "rsft": "Ablate RL (use RS-FT)"}
+
+#: The paper's judge orderings (Tables 5 and 6) as (claim, a, b) templates over judge variants:
+#: asked of our judges on toy-ProcessBench, paired on the same solutions (notebook 05).
+JUDGE_ORDERINGS = [
+    ("the generative RL judge is better than the discriminative SFT judge ({rule})", "stepwiser:{rule}", "disc_sft:{rule}"),
+    ("Rel-Ratio labels train a better judge than Abs-Q labels", "stepwiser:rel_ratio", "stepwiser:abs_q"),
+    ("Rel-Effective labels train a better judge than Abs-Q labels", "stepwiser:rel_effective", "stepwiser:abs_q"),
+    ("the judge's chain of thought helps (RL on both)", "stepwiser:rel_ratio", "no_cot_rl:rel_ratio"),
+    ("RL trains a better judge than RS-FT", "stepwiser:rel_ratio", "rsft:rel_ratio"),
+    ("prompt balancing trains a better judge", "stepwiser:rel_ratio", "no_balance_rl:rel_ratio"),
+]
+
+
+def judge_orderings(names: list[str]) -> list[tuple[str, str, str]]:
+    """The (claim, a, b) of :data:`JUDGE_ORDERINGS` whose two judges are both in ``names``."""
+    from .labelling import RULES
+
+    out = []
+    for claim, a, b in JUDGE_ORDERINGS:
+        for rule in (RULES if "{rule}" in a else [None]):
+            x, y = a.format(rule=rule), b.format(rule=rule)
+            if x in names and y in names:
+                out.append((claim.format(rule=rule), x, y))
+    return out
 
 
 def _t56(row: str, rule: str) -> float | None:
@@ -40,11 +66,17 @@ def _paper(file: str, claim: dict) -> tuple[str, float | None, float | None, str
         return (f"the generative RL judge is better than the discriminative SFT judge ({a_rule})",
                 _t56(KIND_ROW["stepwiser"], a_rule), _t56(KIND_ROW["disc_sft"], a_rule),
                 f"Table 5, 1.5B, ProcessBench avg F1; ours: balanced step accuracy, {claim.get('split', 'dev')} chunks")
-    if file == "chunk_reset" and a_kind in KIND_ROW:
+    if file == "processbench":
+        b_kind, _, b_rule = claim["b"].partition(":")
+        model = "1.5B" if P.paper_row(KIND_ROW.get(b_kind, ""), b_rule) else "7B"  # balancing: 7B only
+        pa, pb = (P.paper_row(KIND_ROW.get(k, ""), r, model) for k, r in ((a_kind, a_rule), (b_kind, b_rule)))
+        return (claim["claim"], pa and pa["avg"], pb and pb["avg"],
+                f"Tables 5/6, {model}, ProcessBench avg F1; ours: toy-ProcessBench avg F1")
+    if file == "chunk_reset" and a_kind in ("stepwiser", "disc_sft"):
         return (f"chunk-reset with the {a_kind} judge beats the plain chunk policy ({a_rule})",
                 _t7(KIND_ROW[a_kind], a_rule), _t7("Qwen2.5-1.5B-chunk (no judge)", "-"),
                 "Table 7, 1.5B, avg accuracy; ours: toy accuracy")
-    if file == "rsft" and claim["b"] == "outcome-based selection" and a_kind in KIND_ROW:
+    if file == "rsft" and claim["b"] == "outcome-based selection" and a_kind in ("stepwiser", "disc_sft"):
         return (f"RS-FT data chosen by the {a_kind} judge beats outcome-based selection ({a_rule})",
                 _t8(KIND_ROW[a_kind], a_rule), _t8("Outcome-based selection", "-"),
                 "Table 8, 7B, avg greedy accuracy; ours: toy greedy accuracy")
@@ -61,7 +93,7 @@ def rows(results_dir: str | Path) -> list[dict]:
     ``verdict`` (*reproduced* when our interval excludes zero in the paper's direction,
     *contradicted* the other way, else *within noise*)."""
     out = []
-    for file in ("judges", "chunk_reset", "rsft"):
+    for file in ("judges", "processbench", "chunk_reset", "rsft"):
         path = Path(results_dir) / f"{file}.json"
         if not path.exists():
             continue

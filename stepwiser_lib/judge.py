@@ -119,7 +119,9 @@ def warmup_records(examples: list[dict], family: str = "toy", seed: int = 0,
     """Format warm-up SFT data for a tiny judge (notebook 04). [not in paper]
 
     It teaches the output *contract* only: for ``style="cot"`` the analysis (the re-derivation of
-    :func:`toy_analysis`) followed by a boxed verdict; for ``"direct"`` the boxed verdict alone.
+    :func:`toy_analysis`) followed by a boxed verdict; for ``"direct"`` the boxed verdict alone;
+    for ``"restate"`` (the ``restate_rl`` ablation) an analysis that only restates the chunk
+    (:func:`stepwiser_lib.toyworld.restate_text`), in the CoT judge prompt.
     The verdict is drawn at random (50/50, seeded by the example's text), independent of the chunk and of any label (the ``label`` field
     is never read), so the warm-up cannot teach which verdict is right; that is left to RL.
     """
@@ -132,8 +134,16 @@ def warmup_records(examples: list[dict], family: str = "toy", seed: int = 0,
         rng = random.Random(f"warmup:{seed}:{e['problem']}:{e['chunk']}")
         verdict = rng.choice(("Positive", "Negative"))
         box = f"\\boxed{{{verdict}}}"
-        completion = box if style == "direct" else f"{toy_analysis(e['problem'], e['chunk'])}\n{box}"
-        out.append({"prompt": judge_prompt(family, e["problem"], e["history"], e["chunk"], style),
+        if style == "direct":
+            completion = box
+        elif style == "restate":
+            from .toyworld import restate_text
+
+            completion = f"{restate_text(e['chunk'])}\n{box}"
+        else:
+            completion = f"{toy_analysis(e['problem'], e['chunk'])}\n{box}"
+        out.append({"prompt": judge_prompt(family, e["problem"], e["history"], e["chunk"],
+                                           "cot" if style == "restate" else style),
                     "completion": completion})
     return out
 
@@ -547,11 +557,18 @@ KINDS = {
     "no_balance_rl": "Ablate prompt balancing (generative + RL)",
     "rsft": "Ablate RL (use RS-FT)",
     "exact_rl": "Diagnostic: generative + RL on exact-checker labels (toy only)",
-    "disc_base_sft": "Diagnostic: discriminative + SFT without the warm-up (toy only)",
+    "disc_warmup_sft": "Diagnostic: discriminative + SFT from the generative judge's warm-up (toy only)",
+    "restate_rl": "Diagnostic: generative + RL from a warm-up whose analysis only restates the chunk (toy only)",
 }
 #: Output format of each kind: a CoT judge, a direct boxed verdict, or a "+"/"-" token.
 STYLE = {"stepwiser": "cot", "no_balance_rl": "cot", "rsft": "cot", "no_cot_rl": "direct",
-         "disc_sft": "disc", "exact_rl": "cot", "disc_base_sft": "disc"}
+         "disc_sft": "disc", "exact_rl": "cot", "disc_warmup_sft": "disc", "restate_rl": "cot"}
+#: The format warm-up each kind starts from on the toy path (None: the initial model itself, as
+#: the paper's discriminative baseline does). ``disc_warmup_sft`` starts the discriminative judge
+#: from the generative judge's CoT warm-up (the same text seen first: review W3b); ``restate_rl``
+#: from a warm-up whose analysis computes nothing (``toyworld.restate_text``).
+WARMUP_OF = {"stepwiser": "cot", "no_balance_rl": "cot", "rsft": "cot", "exact_rl": "cot", "disc_sft": None,
+             "no_cot_rl": "direct", "restate_rl": "restate", "disc_warmup_sft": "cot"}
 
 
 def parse_variant(name: str) -> tuple[str, str]:
@@ -671,6 +688,17 @@ def recipe_from_config(cfg) -> dict:
             "direct_max_completion": cfg.DIRECT_MAX_COMPLETION, "format_penalty": cfg.FORMAT_PENALTY}
 
 
+def recipe_key(kind: str, recipe: dict) -> dict:
+    """The part of :func:`recipe_from_config`'s recipe that ``kind`` trains with: what its cache
+    key hashes (notebook 04), so that changing the discriminative judge's settings does not
+    retrain the GRPO judges, and the other way round."""
+    if STYLE[kind] == "disc":
+        return {"disc": recipe["disc"]}
+    if kind == "rsft":  # samples from the warm-up with the RL judge's temperature and output limit
+        return {k: recipe[k] for k in ("rl", "rsft", "rsft_samples", "rsft_per_example")}
+    return {k: recipe[k] for k in ("rl", "direct_max_completion", "format_penalty")}
+
+
 def train_variant(name: str, data: dict, out_dir, *, base_model: str, warmups: dict,
                   recipe: dict, family: str = "toy", seed: int = 0, progress: bool = True) -> dict:
     """Train one judge variant (notebook 04) and return its registry entry + training record.
@@ -679,10 +707,10 @@ def train_variant(name: str, data: dict, out_dir, *, base_model: str, warmups: d
     lists (stage 03); ``warmups[style]`` is the format-warm-up model for ``"cot"``/``"direct"``
     (the toy path; None for real models that already follow instructions); ``recipe`` is
     :func:`recipe_from_config`'s. GRPO's validation curve reads the dev split; neither dev nor
-    test is trained on. The discriminative judge starts where the generative one does: from the
-    CoT warm-up when there is one (it has read the same chunks and re-derivations), so the two
-    differ in output format and training, not in what they saw first (``disc_base_sft``: from
-    ``base_model``, the warm-up's effect on its own).
+    test is trained on. The discriminative judge starts from ``base_model``, as the paper's does
+    (judge and policy share the init); ``disc_warmup_sft`` from the CoT warm-up the generative
+    judge starts from, so the warm-up's effect on a discriminative judge is measured on its own
+    (:data:`WARMUP_OF`).
     """
     import time
     from pathlib import Path
@@ -696,8 +724,8 @@ def train_variant(name: str, data: dict, out_dir, *, base_model: str, warmups: d
     rl = recipe["rl"].with_(seed=seed,
                             # the no-balancing ablation keeps its lopsided label mix in every step too
                             balanced_steps=recipe["rl"].balanced_steps and kind != "no_balance_rl")
-    if kind in ("stepwiser", "no_balance_rl", "no_cot_rl", "exact_rl"):
-        start = warmups.get(style) or base_model
+    if kind in ("stepwiser", "no_balance_rl", "no_cot_rl", "exact_rl", "restate_rl"):
+        start = warmups.get(WARMUP_OF[kind]) or base_model
         train = d["train_unbalanced"] if kind == "no_balance_rl" else d["train_balanced"]
         if kind == "exact_rl":  # the same chunks, labelled by the exact step checker instead of MC
             train = [{**e, "label": chunk_truth(e)} for e in train]
@@ -711,10 +739,10 @@ def train_variant(name: str, data: dict, out_dir, *, base_model: str, warmups: d
         entry.update(base=start if rl.use_lora else r["dir"], adapter=r["dir"] if rl.use_lora else None)
         rec = {"seconds": r["seconds"], "steps": r["steps"], "train_examples": len(train),
                "log_history": r["log_history"], "val_curve": r["val_curve"], "batches": r["batches"]}
-    elif kind in ("disc_sft", "disc_base_sft"):
+    elif kind in ("disc_sft", "disc_warmup_sft"):
         from .discriminative import train_disc_judge
 
-        start = base_model if kind == "disc_base_sft" else (warmups.get("cot") or base_model)
+        start = warmups.get(WARMUP_OF[kind]) or base_model
         r = train_disc_judge(start, d["train_balanced"], out_dir, recipe["disc"].with_(seed=seed),
                              progress=progress)
         entry.update(base=r["model_dir"], adapter=None)

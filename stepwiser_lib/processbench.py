@@ -364,6 +364,33 @@ def prediction_records(judge: str, bench: dict[str, list[dict]], predictions: di
     return out
 
 
+def compare_avg_f1(labels: dict[str, list[int]], a: dict[str, list[int]], b: dict[str, list[int]],
+                   n_boot: int = 2000, seed: int = 0) -> dict:
+    """Two judges' :func:`average_f1` on the same solutions, paired: the difference a - b (points)
+    with its 95% interval and p-value, both judges scored on each replicate of solutions resampled
+    within every split and its erroneous and correct groups (as :func:`average_f1_ci`).
+    ``verdict``: ``a higher`` / ``b higher`` when the interval excludes zero, else ``within noise``.
+    [not in paper]"""
+    from .stats import stratified_difference
+
+    splits = list(labels)
+    items = [(s, y, pa, pb) for s in splits for y, pa, pb in zip(labels[s], a[s], b[s], strict=True)]
+
+    def stat(which):
+        def f(idx):
+            by = {s: ([], []) for s in splits}
+            for i in idx:
+                by[items[i][0]][0].append(items[i][1])
+                by[items[i][0]][1].append(items[i][which])
+            return average_f1({s: score(*by[s]) for s in splits})
+        return f
+    r = stratified_difference(stat(2), stat(3), [(s, y == -1) for s, y, _, _ in items], n_boot, seed)
+    low, high = round(r["low"], 2), round(r["high"], 2)
+    return {"diff": round(r["diff"], 2), "low": low, "high": high, "p_bootstrap": float(f"{r['p']:.3g}"),
+            "test": f"paired bootstrap by solution within split and group ({len(items)} solutions)",
+            "verdict": "a higher" if low > 0 else "b higher" if high < 0 else "within noise"}
+
+
 def average_f1_ci(labels: dict[str, list[int]], predictions: dict[str, list[int]], n_boot: int = 2000,
                   seed: int = 0) -> dict:
     """:func:`average_f1` with a 95% interval: solutions resampled within each split and within

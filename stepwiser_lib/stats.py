@@ -77,11 +77,7 @@ def cluster_bootstrap(stat, n_items: int, clusters: list | None = None, n_boot: 
     return stat(list(range(n_items))), lo, hi
 
 
-def stratified_bootstrap(stat, strata: list, n_boot: int = 2000, seed: int = 0,
-                         level: float = 0.95) -> tuple[float, float, float]:
-    """Percentile bootstrap of ``stat(indices)`` that resamples items within each stratum (a
-    benchmark split), keeping every stratum's size: for a score averaged over splits such as
-    ProcessBench's mean F1. Returns (estimate, low, high)."""
+def _stratified_replicates(stat, strata: list, n_boot: int, seed: int) -> list[float]:
     import random
 
     if not strata:
@@ -90,9 +86,31 @@ def stratified_bootstrap(stat, strata: list, n_boot: int = 2000, seed: int = 0,
     for i, s in enumerate(strata):
         groups.setdefault(s, []).append(i)
     rng = random.Random(seed)
-    reps = [stat([i for g in groups.values() for i in rng.choices(g, k=len(g))]) for _ in range(n_boot)]
-    lo, hi = _percentiles(reps, level)
+    return [stat([i for g in groups.values() for i in rng.choices(g, k=len(g))]) for _ in range(n_boot)]
+
+
+def stratified_bootstrap(stat, strata: list, n_boot: int = 2000, seed: int = 0,
+                         level: float = 0.95) -> tuple[float, float, float]:
+    """Percentile bootstrap of ``stat(indices)`` that resamples items within each stratum (a
+    benchmark split), keeping every stratum's size: for a score averaged over splits such as
+    ProcessBench's mean F1. Returns (estimate, low, high)."""
+    lo, hi = _percentiles(_stratified_replicates(stat, strata, n_boot, seed), level)
     return stat(list(range(len(strata)))), lo, hi
+
+
+def stratified_difference(stat_a, stat_b, strata: list, n_boot: int = 2000, seed: int = 0,
+                          level: float = 0.95) -> dict:
+    """:func:`paired_difference` with items resampled within strata (both statistics on the same
+    replicate): the difference, its interval and the two-sided bootstrap p-value."""
+    def diff(idx):
+        return stat_a(idx) - stat_b(idx)
+
+    reps = _stratified_replicates(diff, strata, n_boot, seed)
+    est = diff(list(range(len(strata))))
+    lo, hi = _percentiles(reps, level)
+    far = sum(r <= 0 for r in reps) if est > 0 else sum(r >= 0 for r in reps)
+    return {"diff": est, "low": lo, "high": hi, "p": min(1.0, 2 * (far + 1) / (n_boot + 1)),
+            "test": "paired bootstrap within strata"}
 
 
 def balanced_accuracy(labels: list[bool], correct: list[bool]) -> float:

@@ -498,6 +498,21 @@ def check_text(problem: Problem, step: str) -> str:
     return "\n".join(lines)
 
 
+def restate_text(step: str) -> str:
+    """An analysis that only restates what a step states, computing nothing: ``stated c = 62``,
+    one line per stated value, then ``stated answer = 61`` for a boxed answer. The warm-up of the
+    ``restate_rl`` ablation (notebook 04): a format to write with no value derived from the
+    problem, so whatever checking the judge does after RL, RL taught it. [not in paper]
+    """
+    stated = [(m.start(), m.group(1), int(m.group(8))) for m in STATEMENT_RE.finditer(step)]
+    stated += [(m.start(), m.group(1), int(m.group(2))) for m in RESTATE_RE.finditer(step)]
+    lines = [f"stated {name} = {v}" for _, name, v in sorted(stated)]
+    boxed = last_boxed(step)
+    if boxed is not None and boxed.isdigit():
+        lines.append(f"stated answer = {int(boxed)}")
+    return "\n".join(lines or ["stated: no new value"])
+
+
 def derive_text(problem: Problem, step: str) -> str:
     """The toy judge's analysis of a step: re-derive, then compare (notebook 04). [not in paper]
 

@@ -26,3 +26,19 @@ def test_claims_rows_pair_paper_and_ours(tmp_path):
     md = claims.markdown(tmp_path)
     assert md[0].startswith("| paper claim |") and "**contradicted**" in md[2] and len(md) == 6
     assert claims.markdown(tmp_path / "none") == []
+
+
+def test_toy_processbench_orderings_meet_the_papers_tables_5_and_6(tmp_path):
+    names = ["stepwiser:rel_ratio", "stepwiser:abs_q", "disc_sft:rel_ratio", "no_balance_rl:rel_ratio", "warm-up (before RL)"]
+    pairs = claims.judge_orderings(names)
+    assert [(a, b) for _, a, b in pairs] == [("stepwiser:rel_ratio", "disc_sft:rel_ratio"),
+                                            ("stepwiser:rel_ratio", "stepwiser:abs_q"),
+                                            ("stepwiser:rel_ratio", "no_balance_rl:rel_ratio")]
+    assert pairs[0][0] == "the generative RL judge is better than the discriminative SFT judge (rel_ratio)"
+    (tmp_path / "processbench.json").write_text(json.dumps({"comparisons": [
+        {**_c(claim, a, b, 2.0, -1.0, 5.0), "test": "paired bootstrap by solution"} for claim, a, b in pairs]}))
+    rows = claims.rows(tmp_path)
+    assert [r["paper"] for r in rows] == [12.1,  # 1.5B: 36.2 - 24.1
+                                          0.1,  # 1.5B: 36.2 - 36.1
+                                          12.6]  # balancing exists at 7B only: 60.5 - 47.9
+    assert "7B" in rows[2]["paper_source"] and all(r["verdict"] == "within noise" for r in rows)

@@ -133,7 +133,7 @@ def test_parse_variant_and_truth():
     from stepwiser_lib.judge import KINDS, chunk_truth, parse_variant, variant_slug
 
     assert parse_variant("stepwiser:rel_ratio") == ("stepwiser", "rel_ratio")
-    assert set(KINDS) == {"stepwiser", "disc_sft", "no_cot_rl", "no_balance_rl", "rsft", "exact_rl", "disc_base_sft"}
+    assert set(KINDS) == {"stepwiser", "disc_sft", "no_cot_rl", "no_balance_rl", "rsft", "exact_rl", "disc_warmup_sft", "restate_rl"}
     for bad in ["stepwiser", "magic:rel_ratio", "stepwiser:q", ""]:
         with pytest.raises(ValueError, match="KIND:RULE"):
             parse_variant(bad)
@@ -200,10 +200,10 @@ def test_score_auc():
     assert score_auc([0.3, 0.4], [True, True]) is None
 
 
-@pytest.mark.parametrize("kind, start", [("disc_sft", "WARMUP"), ("disc_base_sft", "BASE")])
-def test_discriminative_judge_starts_from_the_generative_judges_warm_up(monkeypatch, tmp_path, kind, start):
-    """Fair baseline (review W3b): disc_sft trains from the CoT warm-up the generative judge starts
-    from; disc_base_sft from the base model, so the warm-up's effect is measured on its own."""
+@pytest.mark.parametrize("kind, start", [("disc_sft", "BASE"), ("disc_warmup_sft", "WARMUP")])
+def test_discriminative_judges_start_where_they_say(monkeypatch, tmp_path, kind, start):
+    """disc_sft trains from the initial model, as the paper's baseline does; disc_warmup_sft from
+    the CoT warm-up the generative judge starts from (review W3b), the warm-up's effect on its own."""
     from stepwiser_lib import discriminative, judge
 
     seen = {}
@@ -219,3 +219,32 @@ def test_discriminative_judge_starts_from_the_generative_judges_warm_up(monkeypa
     recipe = {"rl": GRPOSettings(), "disc": SFTSettings()}
     r = judge.train_variant(f"{kind}:rel_ratio", data, tmp_path, base_model="BASE", warmups={"cot": "WARMUP"}, recipe=recipe)
     assert seen["start"] == start and r["entry"]["style"] == "disc" and r["entry"]["base"] == str(tmp_path)
+
+
+def test_restate_warmup_computes_nothing():
+    """The restate_rl ablation's warm-up (review W3d): the analysis restates stated values only,
+    so it is the same for a right and a wrong chunk stating the same numbers, and implies no verdict."""
+    from stepwiser_lib import toyworld as tw
+    from stepwiser_lib.judge import WARMUP_OF, analysis_implied, warmup_records
+
+    assert tw.restate_text("We have c = b + 6 = 55 + 6 = 62. So \\boxed{62}") == "stated c = 62\nstated answer = 62"
+    assert tw.restate_text("Nothing new here.") == "stated: no new value"
+    ex = _examples(20)
+    recs = warmup_records(ex, style="restate")
+    assert [r["prompt"] for r in recs] == [r["prompt"] for r in warmup_records(ex)]  # the CoT judge prompt
+    assert all(r["completion"].startswith(tw.restate_text(e["chunk"])) for r, e in zip(recs, ex))
+    assert all(analysis_implied(r["completion"]) is None for r in recs)  # nothing to read a verdict from
+    assert WARMUP_OF["restate_rl"] == "restate" and WARMUP_OF["disc_sft"] is None and WARMUP_OF["disc_warmup_sft"] == "cot"
+
+
+def test_recipe_key_holds_only_what_a_kind_trains_with():
+    from stepwiser_lib.judge import KINDS, recipe_key
+    from stepwiser_lib.trainers import GRPOSettings, SFTSettings
+
+    r = {"rl": GRPOSettings(), "disc": SFTSettings(lr=5e-4), "rsft": SFTSettings(), "rsft_samples": 4,
+         "rsft_per_example": 1, "direct_max_completion": 8, "format_penalty": -1.0}
+    new_disc = {**r, "disc": SFTSettings(lr=1e-3)}
+    assert recipe_key("stepwiser", r) == recipe_key("stepwiser", new_disc)  # no GRPO judge retrained
+    assert recipe_key("disc_sft", r) != recipe_key("disc_sft", new_disc)
+    assert recipe_key("rsft", {**r, "rl": GRPOSettings(temperature=0.7)}) != recipe_key("rsft", r)  # it samples with rl
+    assert all(recipe_key(k, r) for k in KINDS)

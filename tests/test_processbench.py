@@ -187,3 +187,16 @@ def test_average_f1_ci_literal():
     assert perfect == {"avg_f1": 100.0, "low": 100.0, "high": 100.0}  # every replicate is perfect
     mixed = PB.average_f1_ci(labels, {"s1": [1, -1], "s2": [-1, -1]}, n_boot=200)
     assert mixed["avg_f1"] == 50.0 and mixed["low"] <= 50.0 <= mixed["high"] <= 100.0
+
+
+def test_compare_avg_f1_pairs_the_same_solutions():
+    labels = {"s1": [1, -1] * 10, "s2": [0, -1] * 10}
+    worse = {"s1": [1, -1] * 10, "s2": [-1, -1] * 10}  # s1 perfect (F1 100); s2 misses every error (F1 0)
+    r = PB.compare_avg_f1(labels, labels, worse, n_boot=300)
+    # every replicate keeps each split's error/correct sizes: the difference is 50 points in all of them
+    assert (r["diff"], r["low"], r["high"], r["verdict"]) == (50.0, 50.0, 50.0, "a higher")
+    assert r["p_bootstrap"] == round(2 / 301, 5) and "40 solutions" in r["test"]
+    same = PB.compare_avg_f1(labels, worse, worse, n_boot=100)
+    assert same["diff"] == 0 and same["verdict"] == "within noise" and same["p_bootstrap"] == 1.0
+    with pytest.raises(ValueError):
+        PB.compare_avg_f1(labels, labels, {"s1": [1], "s2": [0]})  # not the same solutions
