@@ -206,11 +206,12 @@ def _sample(model, prompts: list[list[int]], n: int, *, max_new_tokens: int, tem
     from transformers import DynamicCache
 
     device = next(model.parameters()).device
-    gen = torch.Generator(device="cpu").manual_seed(int(seed))
+    # generators live on the model's device: torch refuses a CPU generator for CUDA probabilities
+    gen = torch.Generator(device=device).manual_seed(int(seed))
     eos = set(eos)
     if seeds is not None and len(seeds) != len(prompts):
         raise ValueError(f"seeds: {len(seeds)} for {len(prompts)} prompts; want one per prompt")
-    out = [[_Row(i, j, gen=None if seeds is None else torch.Generator(device="cpu").manual_seed(int(seeds[i]) * 1_000_003 + j))
+    out = [[_Row(i, j, gen=None if seeds is None else torch.Generator(device=device).manual_seed(int(seeds[i]) * 1_000_003 + j))
             for j in range(n)] for i in range(len(prompts))]
     # admission units: (prompt, its samples), at most batch_size samples each; longest prompts first
     units = [(i, list(range(s, min(s + batch_size, n)))) for i in range(len(prompts)) for s in range(0, n, batch_size)]
