@@ -105,12 +105,8 @@ def stratified_difference(stat_a, stat_b, strata: list, n_boot: int = 2000, seed
     def diff(idx):
         return stat_a(idx) - stat_b(idx)
 
-    reps = _stratified_replicates(diff, strata, n_boot, seed)
-    est = diff(list(range(len(strata))))
-    lo, hi = _percentiles(reps, level)
-    far = sum(r <= 0 for r in reps) if est > 0 else sum(r >= 0 for r in reps)
-    return {"diff": est, "low": lo, "high": hi, "p": min(1.0, 2 * (far + 1) / (n_boot + 1)),
-            "test": "paired bootstrap within strata"}
+    return _difference(_stratified_replicates(diff, strata, n_boot, seed), diff(list(range(len(strata)))), level,
+                       "paired bootstrap within strata")
 
 
 def balanced_accuracy(labels: list[bool], correct: list[bool]) -> float:
@@ -130,13 +126,16 @@ def paired_difference(stat_a, stat_b, n_items: int, clusters: list | None = None
     def diff(idx):
         return stat_a(idx) - stat_b(idx)
 
-    reps = _replicates(diff, n_items, clusters, n_boot, seed)
-    est = diff(list(range(n_items)))
+    return _difference(_replicates(diff, n_items, clusters, n_boot, seed), diff(list(range(n_items))), level,
+                       "paired bootstrap by cluster")
+
+
+def _difference(reps: list[float], est: float, level: float, test: str) -> dict:
+    """A paired difference from its bootstrap replicates: estimate, percentile interval and the
+    two-sided p-value (far + 1) / (n_boot + 1), doubled: never 0, only below its resolution."""
     lo, hi = _percentiles(reps, level)
     far = sum(r <= 0 for r in reps) if est > 0 else sum(r >= 0 for r in reps)
-    # (far + 1) / (n_boot + 1): a bootstrap p-value is never 0, only below its resolution
-    return {"diff": est, "low": lo, "high": hi, "p": min(1.0, 2 * (far + 1) / (n_boot + 1)),
-            "test": "paired bootstrap by cluster"}
+    return {"diff": est, "low": lo, "high": hi, "p": min(1.0, 2 * (far + 1) / (len(reps) + 1)), "test": test}
 
 
 def claim_verdict(low: float, high: float, direction: int) -> str:
