@@ -2,7 +2,7 @@
 95% interval, and a verdict computed by :func:`stepwiser_lib.stats.claim_verdict`.
 
 Ours come from the paired comparisons the notebooks write (``comparisons`` in
-``results/<profile>/{judges,processbench,chunk_reset,rsft}.json``, :mod:`stepwiser_lib.evaluation`); the
+``results/<profile>/{self_segmentation,judges,processbench,chunk_reset,rsft}.json``, :mod:`stepwiser_lib.evaluation`); the
 paper's from :mod:`stepwiser_lib.paper_results`. A claim whose comparison a profile did not run
 is left out; the README says which are missing.
 """
@@ -44,6 +44,12 @@ def judge_orderings(names: list[str]) -> list[tuple[str, str, str]]:
     return out
 
 
+def _is_ordering(claim: dict) -> bool:
+    """The comparison asks one of :data:`JUDGE_ORDERINGS` of its two judges (any seeds)."""
+    a, b = (claim[k].split("@")[0] for k in ("a", "b"))
+    return (claim["claim"], a, b) in judge_orderings([a, b])
+
+
 def _t56(row: str, rule: str) -> float | None:
     r = P.paper_row(row, rule)
     return r and r["avg"]
@@ -66,12 +72,19 @@ def _paper(file: str, claim: dict) -> tuple[str, float | None, float | None, str
         return (f"the generative RL judge is better than the discriminative SFT judge ({a_rule})",
                 _t56(KIND_ROW["stepwiser"], a_rule), _t56(KIND_ROW["disc_sft"], a_rule),
                 f"Table 5, 1.5B, ProcessBench avg F1; ours: balanced step accuracy, {claim.get('split', 'dev')} chunks")
-    if file == "processbench":
+    if file == "self_segmentation":
+        base, chunk = (next(r for r in P.TABLE4 if r["generator"] == f"Qwen2.5-1.5B-{g}") for g in ("it", "chunk"))
+        field = "avg_acc" if claim.get("field") == "correct" else claim.get("field")
+        return (claim["claim"], chunk[field], base[field],
+                f"Table 4, 1.5B, {'Avg@32 accuracy' if field == 'avg_acc' else 'steps per solution'}; "
+                f"ours: toy {'Avg@k accuracy' if field == 'avg_acc' else 'steps'}, chunk policy − base")
+    if file == "processbench" or (file == "judges" and _is_ordering(claim)):
         b_kind, _, b_rule = claim["b"].partition(":")
+        b_rule = b_rule.split("@")[0]
         model = "1.5B" if P.paper_row(KIND_ROW.get(b_kind, ""), b_rule) else "7B"  # balancing: 7B only
         pa, pb = (P.paper_row(KIND_ROW.get(k, ""), r, model) for k, r in ((a_kind, a_rule), (b_kind, b_rule)))
-        return (claim["claim"], pa and pa["avg"], pb and pb["avg"],
-                f"Tables 5/6, {model}, ProcessBench avg F1; ours: toy-ProcessBench avg F1")
+        ours = "toy-ProcessBench avg F1" if file == "processbench" else f"balanced step accuracy, {claim.get('split', 'test')} chunks"
+        return (claim["claim"], pa and pa["avg"], pb and pb["avg"], f"Tables 5/6, {model}, ProcessBench avg F1; ours: {ours}")
     if file == "chunk_reset" and a_kind in ("stepwiser", "disc_sft"):
         return (f"chunk-reset with the {a_kind} judge beats the plain chunk policy ({a_rule})",
                 _t7(KIND_ROW[a_kind], a_rule), _t7("Qwen2.5-1.5B-chunk (no judge)", "-"),
@@ -93,7 +106,7 @@ def rows(results_dir: str | Path) -> list[dict]:
     ``verdict`` (*reproduced* when our interval excludes zero in the paper's direction,
     *contradicted* the other way, else *within noise*)."""
     out = []
-    for file in ("judges", "processbench", "chunk_reset", "rsft"):
+    for file in ("self_segmentation", "judges", "processbench", "chunk_reset", "rsft"):
         path = Path(results_dir) / f"{file}.json"
         if not path.exists():
             continue

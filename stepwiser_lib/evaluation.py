@@ -138,12 +138,14 @@ def problem_predictions(method: str, task: str, seed: int, problem_ids: list[str
             for p, c in zip(problem_ids, correct)]
 
 
-def _per_problem(preds: list[dict]) -> dict:
-    """problem -> mean correctness over its runs (seeds), in %."""
+def _per_problem(preds: list[dict], field: str = "correct") -> dict:
+    """problem -> mean of ``field`` over its runs (seeds, samples): correctness in %, any other
+    numeric field (for example ``steps``) as it is."""
+    scale = 100 if field == "correct" else 1
     acc: dict = {}
     for p in preds:
-        acc.setdefault(p["problem_id"], []).append(p["correct"])
-    return {k: 100 * sum(v) / len(v) for k, v in acc.items()}
+        acc.setdefault(p["problem_id"], []).append(p[field])
+    return {k: scale * sum(v) / len(v) for k, v in acc.items()}
 
 
 def rate_ci(preds: list[dict], n_boot: int = 2000, seed: int = 0) -> dict:
@@ -157,11 +159,12 @@ def rate_ci(preds: list[dict], n_boot: int = 2000, seed: int = 0) -> dict:
     return {"acc": round(est, 2), "low": round(lo, 2), "high": round(hi, 2), "problems": len(vals), "runs": len(preds)}
 
 
-def compare_rates(a: list[dict], b: list[dict], n_boot: int = 2000, seed: int = 0) -> dict:
+def compare_rates(a: list[dict], b: list[dict], n_boot: int = 2000, seed: int = 0, field: str = "correct") -> dict:
     """Paired comparison of two methods on the same problems: the accuracy difference a - b
     (points; each problem's mean over its seeds), its 95% interval and p-value from a paired
-    bootstrap over problems, and the verdict (``a higher`` / ``b higher`` / ``within noise``)."""
-    pa, pb = _per_problem(a), _per_problem(b)
+    bootstrap over problems, and the verdict (``a higher`` / ``b higher`` / ``within noise``).
+    ``field`` compares another per-run number the same way (``steps``: the difference in steps)."""
+    pa, pb = _per_problem(a, field), _per_problem(b, field)
     if set(pa) != set(pb):
         raise ValueError(f"{a[0]['method'] if a else '?'} and {b[0]['method'] if b else '?'} were not run on the same problems")
     keys = sorted(pa)

@@ -46,13 +46,26 @@ def reference_samples(items: list[dict], chunked: bool) -> list[dict]:
 chunk_format_ok = format_ok
 
 
+def step_count(response: str, chunked: bool) -> int:
+    """Steps in one solution as Table 4 counts them: its chunks, or for raw text its ``\\n\\n``
+    paragraphs."""
+    return len(parse_chunks(response)) if chunked else len(split_paragraphs(strip_tags(response)))
+
+
+def solution_predictions(method: str, task: str, seed: int, recs: list[dict], chunked: bool) -> list[dict]:
+    """One record per sampled solution (``results/<profile>/self_segmentation_predictions.jsonl``,
+    schema in ``data/README.md``): ``method``, ``task``, ``seed``, ``problem_id``, ``sample``,
+    ``correct`` and ``steps`` (:func:`step_count`)."""
+    return [{"method": method, "task": task, "seed": seed, "problem_id": r["problem_id"], "sample": r["sample"],
+             "correct": bool(r["correct"]), "steps": step_count(r["response"], chunked)} for r in recs]
+
+
 def summarize(recs: list[dict], chunked: bool) -> dict:
     """Avg@k accuracy (mean over all samples), steps per solution (chunks, or ``\\n\\n``
     paragraphs for raw text) and tokens per solution, as in the paper's Table 4."""
     if not recs:
         return {"n": 0}
-    steps = [len(parse_chunks(r["response"])) if chunked
-             else len(split_paragraphs(strip_tags(r["response"]))) for r in recs]
+    steps = [step_count(r["response"], chunked) for r in recs]
     out = {
         "n": len(recs),
         "avg_acc": round(100 * sum(r["correct"] for r in recs) / len(recs), 2),

@@ -141,3 +141,19 @@ def sft_chunk_policy(base_model: str, records: list[dict], out_dir: str | Path, 
         raise ValueError("no SFT records: the base policy produced no correct, segmentable response "
                          "(sample more prompts or responses)")
     return sft(base_model, records, out_dir, settings)
+
+
+#: Table 4's two claims, as (claim, field) pairs: the chunk policy writes fewer steps, at the same accuracy.
+TABLE4_CLAIMS = [("self-segmentation gives fewer steps per solution", "steps"),
+                 ("self-segmentation keeps accuracy", "correct")]
+
+
+def table4_comparisons(chunk: list[dict], base: list[dict], n_boot: int = 2000, seed: int = 0) -> list[dict]:
+    """Paper Table 4 as paired comparisons of the chunk policy with its base on the same problems
+    (records of :func:`stepwiser_lib.sampling.solution_predictions`; each problem's samples
+    averaged, paired bootstrap by problem): chunk - base in steps per solution, and in Avg@k
+    accuracy points."""
+    from .evaluation import compare_rates
+
+    return [{"claim": claim, "field": field, **compare_rates(chunk, base, n_boot, seed, field=field)}
+            for claim, field in TABLE4_CLAIMS]

@@ -42,3 +42,18 @@ def test_toy_processbench_orderings_meet_the_papers_tables_5_and_6(tmp_path):
                                           0.1,  # 1.5B: 36.2 - 36.1
                                           12.6]  # balancing exists at 7B only: 60.5 - 47.9
     assert "7B" in rows[2]["paper_source"] and all(r["verdict"] == "within noise" for r in rows)
+
+
+def test_table4_and_same_rule_judge_orderings_enter_the_claims_table(tmp_path):
+    (tmp_path / "self_segmentation.json").write_text(json.dumps({"comparisons": [
+        {**_c("self-segmentation gives fewer steps per solution", "chunk", "base", -1.5, -1.7, -1.3), "field": "steps"},
+        {**_c("self-segmentation keeps accuracy", "chunk", "base", -20.0, -25.0, -15.0), "field": "correct"}]}))
+    (tmp_path / "judges.json").write_text(json.dumps({"comparisons": [
+        _c("the judge's chain of thought helps (RL on both)", "stepwiser:rel_ratio", "no_cot_rl:rel_ratio", 1.0, -2.0, 4.0),
+        _c("the judge's chain of thought helps (RL on both)", "stepwiser:rel_ratio", "rsft:rel_ratio", 1.0, -2.0, 4.0)]}))  # wrong pair: left out
+    rows = claims.rows(tmp_path)
+    assert [(r["paper"], r["verdict"]) for r in rows] == [
+        (-3.6, "reproduced"),  # Table 4 1.5B steps: 6.0 - 9.6; fewer steps is the paper's direction
+        (0.5, "contradicted"),  # Table 4 1.5B accuracy: 44.7 - 44.2
+        (1.9, "within noise")]  # Table 6 1.5B no-CoT: 36.2 - 34.3 (rel_ratio)
+    assert "steps per solution" in rows[0]["paper_source"] and "test chunks" in rows[2]["paper_source"]

@@ -44,3 +44,20 @@ def test_build_sft_records_caps_and_filters():
     assert all(tw.strip_tags(r["completion"]) == r["raw"] for r in recs)
     again, _ = sg.build_sft_records(items, teacher, 4, prompts.TOY_CHUNK_POLICY, seed=0)
     assert again == recs  # deterministic for a seed
+
+
+def test_table4_comparisons_pair_steps_and_accuracy_by_problem():
+    from stepwiser_lib import sampling
+    base_recs = [{"problem_id": f"q{i}", "sample": s, "correct": s == 0, "response": "a\n\nb\n\nc\n\n\\boxed{1}"}
+                 for i in range(10) for s in range(2)]  # 4 paragraphs, right on one sample of two
+    chunk_recs = [{"problem_id": f"q{i}", "sample": s, "correct": True,
+                   "response": "<chunk>a b</chunk><chunk>c \\boxed{1}</chunk>"} for i in range(10) for s in range(2)]
+    base = sampling.solution_predictions("base", "toy", 1, base_recs, chunked=False)
+    chunk = sampling.solution_predictions("chunk", "toy", 1, chunk_recs, chunked=True)
+    assert base[0] == {"method": "base", "task": "toy", "seed": 1, "problem_id": "q0", "sample": 0,
+                       "correct": True, "steps": 4}
+    assert chunk[0]["steps"] == 2
+    steps, acc = sg.table4_comparisons(chunk, base, n_boot=200)
+    assert (steps["claim"], steps["field"], steps["diff"], steps["low"], steps["high"]) == (
+        "self-segmentation gives fewer steps per solution", "steps", -2.0, -2.0, -2.0)
+    assert (acc["field"], acc["diff"], acc["low"], acc["high"], acc["verdict"]) == ("correct", 50.0, 50.0, 50.0, "a higher")
