@@ -186,3 +186,12 @@ def timed(fn, *a, **kw):
     t = time.time()
     r = fn(*a, **kw)
     return r, time.time() - t
+
+
+def run_arm(policy, judge, items: list[dict], template: str, cfg: ResetConfig, is_correct) -> dict:
+    """One arm of notebook 06 on ``items`` (problems with ``problem``): :func:`chunk_reset` with
+    ``judge`` (None: the plain policy), each response checked by ``is_correct(item, response)``;
+    ``results``, ``correct`` and :func:`summarize`'s ``summary`` (with the seconds it took)."""
+    res, secs = timed(chunk_reset, policy, judge, [i["problem"] for i in items], template, cfg, progress=False)
+    correct = [bool(is_correct(i, r["response"])) for i, r in zip(items, res)]
+    return {"results": res, "correct": correct, "summary": summarize(res, correct, secs)}

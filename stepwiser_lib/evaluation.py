@@ -174,3 +174,12 @@ def compare_rates(a: list[dict], b: list[dict], n_boot: int = 2000, seed: int = 
             "high": round(res["high"], 2), "p_bootstrap": _sig(res["p"]),
             "test": f"paired bootstrap by problem ({len(keys)} problems)",
             "verdict": _verdict(res["low"], res["high"])}
+
+
+def mean_sd(values: list[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (0 for a single value): the seed spread a table shows
+    beside the interval (the interval, not the spread, is what comparisons read)."""
+    if not values:
+        raise ValueError("no values")
+    m = sum(values) / len(values)
+    return m, (sum((v - m) ** 2 for v in values) / max(1, len(values) - 1)) ** 0.5

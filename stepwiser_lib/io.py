@@ -101,6 +101,13 @@ def split_timings(obj: Any) -> tuple[Any, dict[str, Any]]:
     return strip(obj, ""), timings
 
 
+def save_metrics(result: str | Path, artifacts: str | Path, metrics: dict) -> None:
+    """A stage's metrics, written twice: the committed ``results/<profile>/<name>.json``
+    (:func:`write_result`) and ``<artifacts>/metrics.json`` for later stages."""
+    write_result(result, metrics)
+    write_json(Path(artifacts) / "metrics.json", metrics)
+
+
 def write_result(path: str | Path, obj: Any) -> None:
     """:func:`write_json` for the committed outputs (``results/``, ``data/`` manifests): paths
     inside the repository are written relative to it (:func:`repo_relative`), and every timing

@@ -551,7 +551,7 @@ def resolve_policy(p: dict, profile: str) -> str:
 
     if p["POLICY_MODEL"] != "artifact":
         return paths.resolve_model(p["POLICY_MODEL"])
-    d = paths.run_dir(profile) / "artifacts" / "01_self_segmentation" / "chunk_policy" / "model"
+    d = paths.chunk_policy(profile)
     if not paths.model_complete(d):
         what = "an incomplete chunk policy (config or weights missing)" if d.exists() else "no chunk policy"
         raise FileNotFoundError(f"{what} at {d}: run notebook 01 at profile {profile!r} "

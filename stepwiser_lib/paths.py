@@ -71,6 +71,24 @@ def figures_dir(profile: str) -> Path:
     return p
 
 
+# ----------------------------------------------------------------------------- stage contracts
+# The files one stage leaves for the next (schemas in data/README.md), named in one place.
+
+def chunk_policy(profile: str) -> Path:
+    """Notebook 01's chunk policy (``from_pretrained`` folder)."""
+    return run_dir(profile) / "artifacts" / "01_self_segmentation" / "chunk_policy" / "model"
+
+
+def balanced(profile: str, rule: str, split: str) -> Path:
+    """Notebook 03's judge data for one label rule and split (``train_balanced``, ``test_balanced``, ...)."""
+    return run_dir(profile) / "artifacts" / "03_balancing" / rule / f"{split}.jsonl"
+
+
+def judge_registry(profile: str) -> Path:
+    """Notebook 04's registry of trained judges (one entry per judge, read by notebooks 05-07)."""
+    return run_dir(profile) / "artifacts" / "04_judge_grpo" / "judges.json"
+
+
 def resolve_model(name: str) -> str:
     """``"toy_base"`` -> the committed toy checkpoint; ``"qwen2_standin"`` -> the random-weight
     Qwen2 stand-in (built in seconds the first time); anything else (a hub id or a local path)

@@ -411,3 +411,51 @@ def average_f1_ci(labels: dict[str, list[int]], predictions: dict[str, list[int]
 
     est, lo, hi = stratified_bootstrap(stat, [(s, y == -1) for s, y, _ in items], n_boot, seed)
     return {"avg_f1": round(est, 2), "low": round(lo, 2), "high": round(hi, 2)}
+
+
+# ----------------------------------------------------------------------------- notebook 05's tables
+
+def table_row(name: str, per_split: dict[str, dict], **extra) -> dict:
+    """One row of notebook 05's table: per split the error / correct accuracy and F1, then the
+    average F1 (Table 5's columns), rounded to 0.1."""
+    row = {"judge": name, **extra}
+    for s, m in per_split.items():
+        row.update({f"{s} err": round(m["error_acc"], 1), f"{s} corr": round(m["correct_acc"], 1), f"{s} f1": round(m["f1"], 1)})
+    row["avg f1"] = round(average_f1(per_split), 1)
+    return row
+
+
+def baselines(tag: str, bench: dict[str, list[dict]]) -> tuple[dict, dict]:
+    """The two untrained baselines on ``bench`` (split -> solutions): always-Positive (predicts
+    "no error", -1) and the step calculator (:mod:`stepwiser_lib.calculator`), scored per split and
+    named ``<baseline> [<tag>]``; also the calculator's predictions."""
+    from .calculator import predict
+
+    preds = {s: [predict(r["steps"]) for r in rs] for s, rs in bench.items()}
+    out = {"always-Positive": {s: score([r["label"] for r in rs], [-1] * len(rs)) for s, rs in bench.items()},
+           "calculator": {s: score([r["label"] for r in bench[s]], preds[s]) for s in bench}}
+    return {f"{k} [{tag}]": v for k, v in out.items()}, preds
+
+
+def thresholded(labels: dict[str, list[int]], step_scores: dict[str, list[list[float]]]) -> tuple[float, dict]:
+    """ProcessBench's rule for scalar-score PRMs: the threshold with the best F1 on the first split
+    (so that split's F1 is optimistic: the threshold was chosen on it), applied to every split.
+    Returns the threshold and each split's first-error predictions."""
+    first = next(iter(labels))
+    t, _ = best_threshold(labels[first], step_scores[first])
+    return t, {s: threshold_predictions(step_scores[s], t) for s in labels}
+
+
+def paper_rows(entries: list[dict]) -> list[dict]:
+    """The paper's ProcessBench row (Tables 5/6, 1.5B) for each judge entry's kind and rule, once
+    each, named ``PAPER 1.5B-chunk: <row> / <rule>``: for display beside ours, never mixed in."""
+    from .paper_results import paper_row
+
+    out, seen = [], set()
+    for e in entries:
+        p = paper_row(e.get("row"), e.get("rule")) if e.get("rule") else None
+        if p and (p["row"], p["signal"]) not in seen:
+            seen.add((p["row"], p["signal"]))
+            out.append({"judge": f"PAPER 1.5B-chunk: {p['row']} / {p['signal']}", "source": "paper Table 5/6", "avg f1": p["avg"],
+                        **{f"{s} f1": p[k] for s, k in zip(SPLITS, ("gsm8k", "math", "olympiadbench", "omnimath"))}})
+    return out

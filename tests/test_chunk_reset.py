@@ -179,3 +179,14 @@ def test_draw_seed_is_stable():
 
     assert draw_seed(0, "p", 1, 2) == draw_seed(0, "p", 1, 2) != draw_seed(0, "p", 1, 3)
     assert 0 <= draw_seed("judge", 0, "p", 0, 0) < 2 ** 31
+
+
+def test_run_arm_checks_each_response_and_summarizes():
+    from stepwiser_lib.chunk_reset import run_arm
+
+    pol = ScriptedPolicy({"p": [C("BAD a"), C("ok \\boxed{9}")], "q": [C("\\boxed{8}")]})
+    items = [{"problem": "p", "answer": "9"}, {"problem": "q", "answer": "9"}]
+    rec = run_arm(pol, ScriptedJudge(), items, T, ResetConfig(), lambda it, resp: f"\\boxed{{{it['answer']}}}" in resp)
+    assert rec["correct"] == [True, False]
+    assert rec["summary"]["accuracy"] == 50.0 and rec["summary"]["resets"] == 0.5 and "seconds" in rec["summary"]
+    assert [r["response"] for r in rec["results"]] == [C("ok \\boxed{9}"), C("\\boxed{8}")]

@@ -76,3 +76,10 @@ def test_reference_judge_replaces_only_the_verdicts():
         ("exact checker", True, 1.0, "a/s0#0"), ("exact checker", None, None, "b/s0#1")]
     with pytest.raises(ValueError, match="1 verdicts for 2 chunks"):
         evaluation.reference_judge(base, "x", [True])
+
+
+def test_mean_sd_is_the_sample_spread():
+    assert evaluation.mean_sd([2.0, 4.0, 6.0]) == (4.0, 2.0)
+    assert evaluation.mean_sd([5.0]) == (5.0, 0.0)
+    with pytest.raises(ValueError):
+        evaluation.mean_sd([])

@@ -200,3 +200,19 @@ def test_compare_avg_f1_pairs_the_same_solutions():
     assert same["diff"] == 0 and same["verdict"] == "within noise" and same["p_bootstrap"] == 1.0
     with pytest.raises(ValueError):
         PB.compare_avg_f1(labels, labels, {"s1": [1], "s2": [0]})  # not the same solutions
+
+
+def test_notebook05_table_helpers():
+    per = {"a": {"error_acc": 50.0, "correct_acc": 100.0, "f1": 66.666}, "b": {"error_acc": 0.0, "correct_acc": 100.0, "f1": 0.0}}
+    assert PB.table_row("j", per, source="ours") == {"judge": "j", "source": "ours", "a err": 50.0, "a corr": 100.0, "a f1": 66.7,
+                                                     "b err": 0.0, "b corr": 100.0, "b f1": 0.0, "avg f1": 33.3}
+    bench = {"a": [{"steps": ["1 + 1 = 2", "2 + 2 = 5"], "label": 1}, {"steps": ["1 + 1 = 2"], "label": -1}]}
+    base, preds = PB.baselines("toy", bench)
+    assert preds == {"a": [1, -1]} and base["calculator [toy]"]["a"]["f1"] == 100.0
+    assert base["always-Positive [toy]"]["a"]["error_acc"] == 0.0
+    # scores per step; the best threshold on the first split is applied to the second as it is
+    t, thr = PB.thresholded({"a": [1, -1], "b": [0]}, {"a": [[0.9, 0.1], [0.9]], "b": [[0.05, 0.9]]})
+    assert thr["a"] == [1, -1] and thr["b"] == [0] and t == pytest.approx(0.1 + 1e-6)  # just above the wrong step
+    rows = PB.paper_rows([{"row": "Generative CoT + RL (StepWiser)", "rule": "rel_ratio"},
+                          {"row": "Generative CoT + RL (StepWiser)", "rule": "rel_ratio"}, {"row": "format warm-up", "rule": None}])
+    assert len(rows) == 1 and rows[0]["avg f1"] == 36.2 and rows[0]["judge"].startswith("PAPER 1.5B-chunk")

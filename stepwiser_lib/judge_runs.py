@@ -1,0 +1,231 @@
+"""Notebook 04's bookkeeping, and the registry notebooks 05-07 read: which judge data to load,
+which runs to train (variants and repeat seeds), which paired questions to ask of them on the
+test split (paper Tables 5 and 6, and the yardsticks of issue 17), each a tested function so the
+notebooks keep only the calls, the examples and the plots.
+
+A *run id* is a variant name (``KIND:RULE``) for the ``SEED`` run, plus ``@seedN`` for a repeat
+seed; the judge later notebooks use is always the ``SEED`` run, fixed in advance.
+"""
+
+from __future__ import annotations
+
+from . import claims, io, paths
+from .judge import WARMUP_NAME, parse_variant
+
+#: What notebook 04 reads of each balanced split (``data/README.md``, stage 03).
+JUDGE_DATA_FIELDS = {"problem": str, "history": list, "chunk": str, "label": bool, "problem_id": str}
+#: The splits notebook 04 trains on (``train_*``), makes choices on (``dev``) and reports on (``test``).
+JUDGE_SPLITS = ("train_balanced", "train_unbalanced", "dev_balanced", "test_balanced")
+#: The two yardsticks that need no training (toy world).
+REF_RULE = "warm-up analysis read by a rule (no RL)"
+REF_EXACT = "exact checker (label-noise ceiling)"
+
+
+def read_splits(profile: str, rules: list[str]) -> tuple[dict, dict]:
+    """Notebook 03's judge data per rule and split, checked against :data:`JUDGE_DATA_FIELDS`,
+    and each file's sha256 (what the training cache keys hash)."""
+    data, digests = {}, {}
+    for rule in rules:
+        files = {s: paths.balanced(profile, rule, s) for s in JUDGE_SPLITS}
+        data[rule] = {s: io.read_jsonl(f, required=JUDGE_DATA_FIELDS) for s, f in files.items()}
+        digests[rule] = {s: io.file_sha256(f) for s, f in files.items()}
+    return data, digests
+
+
+def judge_init(profile: str, name: str) -> str:
+    """The model every judge starts from: notebook 01's chunk policy (``chunk_policy``, as in the
+    paper: judge and policy share the initialisation), else a model name or folder."""
+    return str(paths.chunk_policy(profile)) if name == "chunk_policy" else paths.resolve_model(name)
+
+
+def warmup_inputs(data: dict, extra: list[dict] = ()) -> list[dict]:
+    """The warm-up's chunks: every rule's unbalanced training chunks plus ``extra`` (chunks the
+    chunk policy wrote on SFT-split problems), each (problem, history, chunk) once, in order.
+    Raises when one of them comes from a dev or test problem."""
+    seen, out = set(), []
+    for rule in data:
+        for e in [*data[rule]["train_unbalanced"], *extra]:
+            key = (e["problem"], tuple(e["history"]), e["chunk"])
+            if key not in seen:
+                seen.add(key)
+                out.append(e)
+    held_out = {e["problem"] for r in data for s in ("dev_balanced", "test_balanced") for e in data[r][s]}
+    leaked = held_out & {e["problem"] for e in out}
+    if leaked:
+        raise ValueError(f"{len(leaked)} warm-up input problem(s) are dev or test problems, e.g. {sorted(leaked)[0]!r}")
+    return out
+
+
+def main_variants(variants: list[str]) -> tuple[str | None, str | None]:
+    """The main judge (the first ``stepwiser`` variant) and its discriminative baseline (``disc_sft``
+    on the same rule), or None for either that ``variants`` lacks."""
+    main = next((v for v in variants if parse_variant(v)[0] == "stepwiser"), None)
+    disc = f"disc_sft:{parse_variant(main)[1]}" if main else None
+    return main, (disc if disc in variants else None)
+
+
+def training_runs(variants: list[str], seed: int, repeat_seeds: list[int]) -> list[tuple[str, int, str]]:
+    """(variant, seed, run id) for every run to train: each variant at ``seed``, then the main
+    judge and its discriminative baseline at every other seed of ``repeat_seeds``."""
+    runs = [(v, seed, v) for v in variants]
+    for v in (v for v in main_variants(variants) if v):
+        runs += [(v, s, f"{v}@seed{s}") for s in dict.fromkeys(repeat_seeds) if s != seed]
+    return runs
+
+
+def seeds_of(run_ids, variant: str) -> list[str]:
+    """The run ids of ``variant``: its ``SEED`` run and its repeat seeds, in order."""
+    return [r for r in run_ids if r == variant or r.startswith(variant + "@")]
+
+
+def comparison_pairs(preds: dict, run_ids: list[str], main: str) -> list[tuple[str, str, list, object]]:
+    """The paired questions notebook 04 asks on the test split, as (claim, rule, a runs, b) for
+    :func:`stepwiser_lib.evaluation.compare` (a: a list of per-seed prediction lists; b: one list,
+    or one per seed). ``preds`` maps (judge, rule, split) to per-chunk predictions. Asked where
+    both sides exist, in this order: RL against its warm-up, chance and the rule reading the
+    warm-up's analysis; generative RL against discriminative SFT (every seed of each, paper Table
+    5); RL against RL from a restating warm-up and the discriminative judge from the warm-up
+    against the plain one (issue 17's fairness checks); then the paper's other orderings
+    (:data:`stepwiser_lib.claims.JUDGE_ORDERINGS`) whose two judges read the same rule's chunks
+    (judges of different rules meet different labels: notebook 05 compares those)."""
+    from .evaluation import constant_judge
+
+    rule = parse_variant(main)[1]
+    test = lambda name: preds.get((name, rule, "test"))  # noqa: E731
+    runs = lambda v: [preds[(r, parse_variant(v)[1], "test")] for r in seeds_of(run_ids, v)]  # noqa: E731
+    a = runs(main)
+    pairs = [("RL beats its warm-up", rule, a, test(WARMUP_NAME)),
+             ("RL beats chance (a constant verdict)", rule, a, constant_judge(test(WARMUP_NAME)))]
+    if test(REF_RULE) is not None:  # does RL add anything to reading the warm-up's analysis? (review §1.4)
+        pairs.append(("RL beats the warm-up's analysis read by a rule", rule, a, test(REF_RULE)))
+    disc = f"disc_sft:{rule}"
+    if disc in run_ids:
+        pairs.append(("generative RL beats discriminative SFT", rule, a, runs(disc)))
+    if f"restate_rl:{rule}" in run_ids:  # RL from a warm-up that hands over no derived value (review W3d)
+        pairs.append(("the derived analysis helps RL (against a restating warm-up)", rule, a, test(f"restate_rl:{rule}")))
+    if disc in run_ids and f"disc_warmup_sft:{rule}" in run_ids:  # what the warm-up gives the discriminative judge
+        pairs.append(("the warm-up helps the discriminative judge", rule, [test(f"disc_warmup_sft:{rule}")], runs(disc)))
+    for claim, x, y in claims.judge_orderings([r for r in run_ids if "@" not in r]):
+        rx, ry = parse_variant(x)[1], parse_variant(y)[1]
+        if rx == ry and (x, y) != (main, disc):
+            pairs.append((claim, rx, runs(x), runs(y)))
+    return pairs
+
+
+def read_registry(profile: str, names: list[str], allow_all: bool = False) -> dict[str, dict]:
+    """Notebook 04's registry entries for ``names`` (every entry when ``allow_all`` and ``names``
+    holds ``"all"``), in registry order; raises naming the judges it lacks."""
+    path = paths.judge_registry(profile)
+    if not path.exists():
+        raise FileNotFoundError(f"no judge registry at {path}: run notebook 04 at profile {profile!r} first "
+                                f"(make reproduce PROFILE={profile})")
+    registry = {e["name"]: e for e in io.read_json(path)}
+    wanted = [n for n in names if not (allow_all and n == "all")]
+    unknown = [n for n in wanted if n not in registry]
+    if unknown:
+        raise ValueError(f"unknown judge(s) {unknown}; the notebook 04 registry has {list(registry)}")
+    every = allow_all and "all" in names
+    return {n: e for n, e in registry.items() if every or n in wanted}
+
+
+# ----------------------------------------------------------------------------- evaluation records
+
+#: The two evaluation splits: name in the predictions -> notebook 03's balanced file.
+EVAL_SPLITS = {"dev": "dev_balanced", "test": "test_balanced"}
+
+
+def predictions(name: str, rule: str, data_rule: dict, judged: dict) -> dict:
+    """Per-chunk predictions of one judge on both evaluation splits, keyed (judge, rule, split)
+    (:func:`stepwiser_lib.evaluation.judge_predictions`; ``judged``: split -> the judge's outputs)."""
+    from .evaluation import judge_predictions
+    from .judge import chunk_truth
+
+    return {(name, rule, split): judge_predictions(name, rule, split, data_rule[key], judged[split],
+                                                   [chunk_truth(e) for e in data_rule[key]])
+            for split, key in EVAL_SPLITS.items()}
+
+
+def reference_predictions(preds: dict, rule: str, warm_judged: dict) -> dict:
+    """The two yardsticks on the warm-up's chunks of both splits, keyed as :func:`predictions`:
+    :data:`REF_RULE` (the verdict the warm-up's own greedy analysis implies: what a judge gets
+    with no RL and no MC label) and :data:`REF_EXACT` (the exact step checker: the MC labels'
+    noise ceiling). Toy world only."""
+    from .evaluation import reference_judge
+    from .judge import analysis_implied
+
+    out = {}
+    for split, jd in warm_judged.items():
+        warm = preds[(WARMUP_NAME, rule, split)]
+        out[(REF_RULE, rule, split)] = reference_judge(warm, REF_RULE, [analysis_implied(j["analysis"]) for j in jd])
+        out[(REF_EXACT, rule, split)] = reference_judge(warm, REF_EXACT, [p["truth"] for p in warm])
+    return out
+
+
+def reference_summary(test: list[dict], dev: list[dict]) -> dict:
+    """A yardstick's numbers: test balanced accuracy with its interval (against the MC labels
+    and the exact checker), its Positive rate (%), and dev balanced accuracy."""
+    from .evaluation import balanced_accuracy_ci
+
+    ci = balanced_accuracy_ci(test)
+    return {"balanced_acc": ci["balanced_acc"], "ci95": ci, "dev_balanced_acc": balanced_accuracy_ci(dev)["balanced_acc"],
+            "truth_balanced_acc": balanced_accuracy_ci(test, against="truth")["balanced_acc"],
+            "positive_rate": round(100 * sum(p["verdict"] is True for p in test) / len(test), 2)}
+
+
+def variant_row(run_id: str, rec: dict, seed: int) -> dict:
+    """One judge's row of notebook 04's table: dev and test metrics, training time, its seed and
+    the paper row it stands for, with that row's ProcessBench average F1 (Tables 5/6: 1.5B where
+    the paper has it, else 7B)."""
+    from .paper_results import paper_row
+
+    e, m = rec["entry"], rec["test"]
+    p = paper_row(e["row"], e["rule"]) or paper_row(e["row"], e["rule"], "7B")
+    return {"judge": run_id, "rule": e["rule"], "dev_balanced_acc": rec["dev"]["balanced_acc"], **m,
+            "ci95": f"[{m['ci95']['low']}, {m['ci95']['high']}]", "train_s": rec["train"]["seconds"],
+            "seed": int(run_id.split("@seed")[1]) if "@seed" in run_id else seed,
+            "paper_row": e["row"], "paper_pb_avg_f1": p["avg"] if p else None, "paper_model": p["model"] if p else None}
+
+
+def main_summary(main: str, records: dict, before: dict, comparisons: list[dict], auc_k: int = 0) -> dict:
+    """The main judge on test, every seed, beside its warm-up: balanced accuracy (MC labels and
+    exact checker) with intervals, and the first two paired questions of :func:`comparison_pairs`
+    answered (RL beats its warm-up; RL beats chance); with ``auc_k`` also the Maj@k score AUCs."""
+    rule = parse_variant(main)[1]
+    runs = [records[r]["test"] for r in seeds_of(records, main)]
+    w = before[rule]
+    out = {"main": main, "split": "test", "seeds": len(runs), "warmup_balanced_acc": w["balanced_acc"],
+           "rl_balanced_acc": [m["balanced_acc"] for m in runs], "rl_ci95": [m["ci95"] for m in runs],
+           "warmup_truth_acc": w.get("truth_balanced_acc"), "rl_truth_acc": [m.get("truth_balanced_acc") for m in runs],
+           "rl_beats_warmup": comparisons[0]["verdict"] == "a higher",
+           "rl_beats_chance": comparisons[1]["verdict"] == "a higher"}
+    if auc_k:
+        out.update(warmup_score_auc=w.get("score_auc"), rl_score_auc=[m.get("score_auc") for m in runs],
+                   warmup_truth_score_auc=w.get("truth_score_auc"), rl_truth_score_auc=[m.get("truth_score_auc") for m in runs])
+    return out
+
+
+def variants_out(records: dict) -> dict:
+    """What ``results/<profile>/judges.json`` keeps of each trained run: its registry entry, test
+    and dev metrics, training time, steps and examples, the GRPO dev curve and RS-FT's kept count
+    where the kind has them."""
+    return {r: {"entry": rec["entry"], "test": rec["test"], "dev": rec["dev"], "seconds": rec["train"]["seconds"],
+                "steps": rec["train"]["steps"], "train_examples": rec["train"]["train_examples"],
+                **{k: rec["train"][k] for k in ("val_curve", "rsft_kept") if k in rec["train"]}}
+            for r, rec in records.items()}
+
+
+def warmup_entry(warmups: dict, warm_keys: dict, init: str) -> dict:
+    """The registry entry of the judge before RL: the CoT warm-up, or the initial model itself
+    when there is no warm-up (instruct models)."""
+    return {"name": WARMUP_NAME, "kind": "warmup", "rule": None, "style": "cot", "base": warmups.get("cot", init),
+            "adapter": None, "row": "format warm-up", "key": warm_keys.get("cot", paths.model_fingerprint(init))}
+
+
+def analysis_implies_truth(judged: list[dict], examples: list[dict]) -> float:
+    """% of chunks where the verdict a judge's own analysis implies (every difference 0 ->
+    Positive) equals the exact checker (toy world) [not in paper]: how much of the answer the
+    analysis already holds (``analysis_faithful`` is the same against the MC labels)."""
+    from .judge import analysis_implied, chunk_truth
+
+    hits = [analysis_implied(j["analysis"]) == chunk_truth(e) for j, e in zip(judged, examples, strict=True)]
+    return round(100 * sum(hits) / len(hits), 2)

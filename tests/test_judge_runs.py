@@ -1,0 +1,114 @@
+import pytest
+
+from stepwiser_lib import io, judge_runs as jr
+from stepwiser_lib.judge import WARMUP_NAME
+
+
+def _ex(problem, chunk="c", history=()):
+    return {"problem": problem, "history": list(history), "chunk": chunk, "label": True, "problem_id": problem}
+
+
+def test_training_runs_repeat_only_the_main_pair():
+    variants = ["disc_sft:rel_ratio", "stepwiser:rel_ratio", "stepwiser:abs_q", "no_cot_rl:rel_ratio"]
+    assert jr.main_variants(variants) == ("stepwiser:rel_ratio", "disc_sft:rel_ratio")
+    assert jr.main_variants(["disc_sft:abs_q", "stepwiser:rel_ratio"]) == ("stepwiser:rel_ratio", None)
+    assert jr.main_variants(["disc_sft:abs_q"]) == (None, None)
+    runs = jr.training_runs(variants, 0, [1, 0, 2, 1])  # the SEED itself and duplicates add nothing
+    assert [r for _, _, r in runs] == variants + ["stepwiser:rel_ratio@seed1", "stepwiser:rel_ratio@seed2",
+                                                  "disc_sft:rel_ratio@seed1", "disc_sft:rel_ratio@seed2"]
+    assert runs[-1] == ("disc_sft:rel_ratio", 2, "disc_sft:rel_ratio@seed2")
+    assert jr.seeds_of([r for _, _, r in runs], "stepwiser:rel_ratio") == [
+        "stepwiser:rel_ratio", "stepwiser:rel_ratio@seed1", "stepwiser:rel_ratio@seed2"]
+
+
+def test_warmup_inputs_dedupe_and_refuse_held_out_problems():
+    data = {"abs_q": {"train_unbalanced": [_ex("p1"), _ex("p2")], "dev_balanced": [_ex("d")], "test_balanced": [_ex("t")]},
+            "rel_ratio": {"train_unbalanced": [_ex("p1"), _ex("p1", "other")], "dev_balanced": [], "test_balanced": []}}
+    got = jr.warmup_inputs(data, [_ex("s1")])
+    assert [(e["problem"], e["chunk"]) for e in got] == [("p1", "c"), ("p2", "c"), ("s1", "c"), ("p1", "other")]
+    with pytest.raises(ValueError, match="1 warm-up input problem.* are dev or test problems, e.g. 't'"):
+        jr.warmup_inputs(data, [_ex("t")])
+
+
+def _p(judge, verdicts, labels=(True, False, True, False)):
+    return [{"judge": judge, "split": "test", "problem_id": f"q{i // 2}", "chunk_id": f"q{i // 2}/s0#{i}",
+             "label": lab, "truth": lab, "verdict": v, "score": float(bool(v))} for i, (v, lab) in enumerate(zip(verdicts, labels))]
+
+
+def test_comparison_pairs_ask_the_papers_questions_where_both_sides_exist():
+    right, wrong = [True, False, True, False], [False, True, False, True]
+    names = ["stepwiser:rel_ratio", "stepwiser:rel_ratio@seed1", "disc_sft:rel_ratio", "no_cot_rl:rel_ratio",
+             "stepwiser:abs_q", "disc_warmup_sft:rel_ratio"]
+    preds = {(n, n.split(":")[1].split("@")[0], "test"): _p(n, right) for n in names}
+    preds[(WARMUP_NAME, "rel_ratio", "test")] = _p(WARMUP_NAME, wrong)
+    pairs = jr.comparison_pairs(preds, names, "stepwiser:rel_ratio")
+    assert [c for c, *_ in pairs] == [
+        "RL beats its warm-up", "RL beats chance (a constant verdict)", "generative RL beats discriminative SFT",
+        "the warm-up helps the discriminative judge", "the judge's chain of thought helps (RL on both)"]
+    assert all(rule == "rel_ratio" for _, rule, _, _ in pairs)  # stepwiser:abs_q meets other labels: not here
+    _, _, a, b = pairs[0]
+    assert len(a) == 2 and b[0]["judge"] == WARMUP_NAME  # both seeds of the main judge
+    assert {p["verdict"] for p in pairs[1][3]} == {True}  # chance: always Positive
+    assert len(pairs[2][3]) == 1 and len(pairs[3][2]) == 1
+
+
+def test_read_registry_names_what_is_missing(tmp_path, monkeypatch):
+    monkeypatch.setenv("STEPWISER_OUTPUT_ROOT", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="run notebook 04 at profile 'x' first"):
+        jr.read_registry("x", ["a"])
+    reg = tmp_path / "runs" / "x" / "artifacts" / "04_judge_grpo" / "judges.json"
+    reg.parent.mkdir(parents=True)
+    io.write_json(reg, [{"name": "w"}, {"name": "a"}, {"name": "b"}])
+    assert list(jr.read_registry("x", ["b", "a"])) == ["a", "b"]
+    assert list(jr.read_registry("x", ["all"], allow_all=True)) == ["w", "a", "b"]
+    with pytest.raises(ValueError, match=r"unknown judge\(s\) \['c'\]; the notebook 04 registry has \['w', 'a', 'b'\]"):
+        jr.read_registry("x", ["a", "c"])
+
+
+def test_reference_predictions_and_summary(monkeypatch):
+    from stepwiser_lib import judge
+    monkeypatch.setattr(judge, "analysis_implied", lambda text: text == "difference 0")  # a toy analysis's reading
+    ex = [{**_ex(f"q{i // 2}", f"c{i}"), "label": lab, "traj_id": f"q{i // 2}/s0", "chunk_index": i}
+          for i, lab in enumerate((True, False, False, True))]
+    data_rule = {"dev_balanced": ex[:2], "test_balanced": ex}
+    judged = {"dev": [{"verdict": "Positive", "analysis": "1 + 2 = 3, difference 0"}] * 2,
+              "test": [{"verdict": v, "analysis": a} for v, a in (
+                  ("Positive", "difference 0"), ("Negative", "difference 1"), ("Positive", "difference 0"), (None, "difference 2"))]}
+    preds = jr.predictions(WARMUP_NAME, "abs_q", data_rule, judged)
+    assert sorted(preds) == [(WARMUP_NAME, "abs_q", "dev"), (WARMUP_NAME, "abs_q", "test")]
+    assert [p["verdict"] for p in preds[(WARMUP_NAME, "abs_q", "test")]] == [True, False, True, None]
+    refs = jr.reference_predictions(preds, "abs_q", judged)
+    assert list(refs) == [(jr.REF_RULE, "abs_q", "dev"), (jr.REF_EXACT, "abs_q", "dev"),
+                          (jr.REF_RULE, "abs_q", "test"), (jr.REF_EXACT, "abs_q", "test")]
+    rule_test = refs[(jr.REF_RULE, "abs_q", "test")]
+    assert [p["verdict"] for p in rule_test] == [True, False, True, False]  # every difference 0 -> Positive
+    assert all(p["verdict"] is None for p in refs[(jr.REF_EXACT, "abs_q", "test")])  # not toy problems: no checker
+    s = jr.reference_summary(rule_test, refs[(jr.REF_RULE, "abs_q", "dev")])
+    # MC labels T F F T against verdicts T F T F: Positive 1/2 right, Negative 1/2 right
+    assert (s["balanced_acc"], s["positive_rate"], s["dev_balanced_acc"]) == (50.0, 50.0, 50.0)
+
+
+def test_variant_row_names_its_seed_and_paper_row():
+    rec = {"entry": {"row": "Generative CoT + RL (StepWiser)", "rule": "rel_ratio"}, "train": {"seconds": 12.0},
+           "dev": {"balanced_acc": 60.0}, "test": {"balanced_acc": 62.5, "ci95": {"low": 55.0, "high": 70.0}}}
+    row = jr.variant_row("stepwiser:rel_ratio@seed2", rec, 0)
+    assert (row["seed"], row["ci95"], row["dev_balanced_acc"], row["paper_pb_avg_f1"], row["paper_model"]) == (
+        2, "[55.0, 70.0]", 60.0, 36.2, "1.5B")
+    assert jr.variant_row("stepwiser:rel_ratio", rec, 0)["seed"] == 0
+
+
+def test_main_summary_and_variants_out():
+    ci = {"low": 50.0, "high": 70.0}
+    records = {"stepwiser:rel_ratio": {"test": {"balanced_acc": 60.0, "ci95": ci, "score_auc": 0.7}},
+               "stepwiser:rel_ratio@seed1": {"test": {"balanced_acc": 58.0, "ci95": ci, "score_auc": 0.6}},
+               "disc_sft:rel_ratio": {"test": {"balanced_acc": 65.0, "ci95": ci}}}
+    before = {"rel_ratio": {"balanced_acc": 50.0, "score_auc": 0.5}}
+    comps = [{"verdict": "a higher"}, {"verdict": "within noise"}]
+    s = jr.main_summary("stepwiser:rel_ratio", records, before, comps, auc_k=4)
+    assert (s["seeds"], s["rl_balanced_acc"], s["rl_beats_warmup"], s["rl_beats_chance"]) == (2, [60.0, 58.0], True, False)
+    assert s["rl_score_auc"] == [0.7, 0.6] and s["warmup_score_auc"] == 0.5
+    assert "rl_score_auc" not in jr.main_summary("stepwiser:rel_ratio", records, before, comps)
+    rec = {"entry": {"name": "x"}, "test": {}, "dev": {}, "train": {"seconds": 1.0, "steps": 2, "train_examples": 3, "rsft_kept": 4}}
+    assert jr.variants_out({"x": rec})["x"] == {"entry": {"name": "x"}, "test": {}, "dev": {}, "seconds": 1.0, "steps": 2,
+                                                "train_examples": 3, "rsft_kept": 4}
+    assert jr.warmup_entry({"cot": "warm/model"}, {"cot": "k"}, "init")["base"] == "warm/model"
