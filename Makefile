@@ -44,7 +44,7 @@ reproduce: venv $(if $(filter colab-smoke,$(PROFILE)),standin,)
 	$(if $(DRY_RUN),,$(PY) -m stepwiser_lib.readme)
 
 test: venv
-	STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) STEPWISER_SHARED_DATA=$(abspath $(SHARED_DATA)) $(PY) -m pytest -m "not slow" -q
+	STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) STEPWISER_SHARED_DATA=$(abspath $(SHARED_DATA)) $(PY) -m pytest -m "not slow" -q --durations=15
 
 test-slow: venv
 	STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) STEPWISER_SHARED_DATA=$(abspath $(SHARED_DATA)) $(PY) -m pytest -q

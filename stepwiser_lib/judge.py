@@ -281,6 +281,23 @@ class _eval_mode:
             self.model.train()
 
 
+def self_check_yield(judge: "Judge", examples: list[dict], k: int = 4, seed: int = 0) -> dict:
+    """What a self-taught warm-up could train on (issue 17, item 5): the judge's own check texts,
+    ``k`` sampled per chunk at temperature 1 with the judge prompt, counted by whether they end in
+    a parsable verdict and whether that verdict agrees with the Monte-Carlo label. Kept
+    STaR-style, the agreeing ones would be a warm-up whose analysis nobody computed from the true
+    values. [not in paper: the paper's judges start from instruct models that follow the prompt]"""
+    res = judge.judge([_triple(e) for e in examples], k=k, temperature=1.0, seed=seed)
+    parsable = agree = 0
+    for e, r in zip(examples, res):
+        pos = round(r["score"] * k)
+        neg = k - r["n_unparsed"] - pos
+        parsable += pos + neg
+        agree += pos if e["label"] else neg
+    return {"chunks": len(examples), "samples": k * len(examples), "parsable": parsable,
+            "label_matching": agree, "example": res[0]["analysis"] if res else None}
+
+
 def verdict_readout(judge: "Judge", examples: list[dict], judged: list[dict]) -> dict:
     """Does the verdict follow the judge's own analysis? (notebook 04) [not in paper]
 

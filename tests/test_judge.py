@@ -248,3 +248,20 @@ def test_recipe_key_holds_only_what_a_kind_trains_with():
     assert recipe_key("disc_sft", r) != recipe_key("disc_sft", new_disc)
     assert recipe_key("rsft", {**r, "rl": GRPOSettings(temperature=0.7)}) != recipe_key("rsft", r)  # it samples with rl
     assert all(recipe_key(k, r) for k in KINDS)
+
+
+def test_self_check_yield_counts_parsable_and_label_matching_samples():
+    from stepwiser_lib.judge import Judge, self_check_yield
+    from stepwiser_lib.models import Completion
+
+    class Scripted:  # chunk "p": two Positive, one Negative, one unparsable; chunk "q": nothing parsable
+        def generate(self, prompts, n=1, **kw):
+            texts = {True: ["\\boxed{Positive}", "x \\boxed{Positive}", "\\boxed{Negative}", "the answer is 7"],
+                     False: ["7", "8", "9", "10"]}
+            return [[Completion(t, 1, True) for t in texts["CHUNK-p" in p][:n]] for p in prompts]
+
+    ex = [{"problem": "P", "history": [], "chunk": "CHUNK-p", "label": True},
+          {"problem": "P", "history": [], "chunk": "CHUNK-p", "label": False},
+          {"problem": "Q", "history": [], "chunk": "CHUNK-q", "label": True}]
+    r = self_check_yield(Judge(Scripted()), ex, k=4)
+    assert (r["chunks"], r["samples"], r["parsable"], r["label_matching"]) == (3, 12, 6, 3)  # 2 + 1

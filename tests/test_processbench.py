@@ -141,6 +141,30 @@ def test_judge_solutions_protocol():
     assert full[0]["scores"] == [1.0, 0.0, 1.0, 0.0]
 
 
+def test_stopping_at_a_zero_score_leaves_every_thresholded_prediction_as_it_was():
+    """The Maj@k score path judges fewer steps, and no threshold can tell."""
+    class Graded(_ScriptedJudge):  # score = the fraction of Positive samples a step's text names
+        def judge(self, triples, k=1, seed=0, **kw):
+            self.batches.append(triples)
+            return [{"verdict": None, "score": float(c), "analysis": c} for _, _, c in triples]
+
+    recs = [{"problem": "P", "steps": ["1", "0.5", "0", "0.25", "1"]},
+            {"problem": "Q", "steps": ["0.75", "1"]},
+            {"problem": "R", "steps": ["0", "0.75", "0"]},
+            {"problem": "S", "steps": ["0.25", "0.5", "0.75"]}]
+    full = PB.judge_solutions(Graded(), recs, stop_at_first_negative=False, progress=False)
+    j = Graded()
+    cut = PB.judge_solutions(j, recs, stop_at_first_negative=False, stop_at_zero_score=True, progress=False)
+    assert [o["scores"] for o in cut] == [[1.0, 0.5, 0.0], [0.75, 1.0], [0.0], [0.25, 0.5, 0.75]]
+    assert sum(map(len, j.batches)) == 9  # of the 13 steps
+    for t in (0.0, 0.1, 0.26, 0.5, 0.6, 0.8, 1.0, 1.1):
+        assert (PB.threshold_predictions([o["scores"] for o in cut], t)
+                == PB.threshold_predictions([o["scores"] for o in full], t)), t
+    labels = [2, -1, 0, 1]
+    assert (PB.best_threshold(labels, [o["scores"] for o in cut])
+            == PB.best_threshold(labels, [o["scores"] for o in full]))
+
+
 def test_toy_processbench_labels_agree_with_the_step_checker():
     from stepwiser_lib import toyworld as tw
 
