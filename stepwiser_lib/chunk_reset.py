@@ -195,3 +195,143 @@ def run_arm(policy, judge, items: list[dict], template: str, cfg: ResetConfig, i
     res, secs = timed(chunk_reset, policy, judge, [i["problem"] for i in items], template, cfg, progress=False)
     correct = [bool(is_correct(i, r["response"])) for i, r in zip(items, res)]
     return {"results": res, "correct": correct, "summary": summarize(res, correct, secs)}
+
+
+# ----------------------------------------------------------------------------- notebook 06's driver
+
+#: The two no-judge rows of Table 7's analogue.
+NO_JUDGE = "chunk policy (no judge)"
+GREEDY = "chunk policy (greedy, no judge)"
+
+
+def run_grid(policy, registry: dict[str, dict], load, items: dict[str, list[dict]], template: str,
+             base: ResetConfig, runs: int, art, *, policy_fingerprint: str, max_completion: int,
+             is_correct) -> dict[tuple[str, str, int], dict]:
+    """Notebook 06, section 1: :func:`run_arm` with no judge and with each judge of ``registry``
+    (name -> notebook 04 entry; ``load``: entry -> judge, called only when a run is not on disk),
+    on every task of ``items``, for ``runs`` seeds (``base.seed + k``), then the policy decoded
+    greedily with no judge (one run: nothing is random). Each run is cached in ``art``; the sampled
+    arms share their random numbers (:func:`draw_seed`), so each judge is paired with the sampled
+    no-judge run. Returns (row label, task, k) -> the run."""
+    from . import io
+    from .judge import variant_slug
+    from .models import release
+
+    out = {}
+    for name in [None, *registry]:
+        label, holder = name or NO_JUDGE, {}
+
+        def judge_for():
+            if name and "judge" not in holder:
+                holder["judge"] = load(registry[name])
+            return holder.get("judge")
+
+        for k in range(runs):
+            rc = ResetConfig(**{**config_dict(base), "seed": base.seed + k})
+            for task, its in items.items():
+                key = io.digest(policy_fingerprint, registry.get(name), config_dict(rc), task, [i["id"] for i in its],
+                                max_completion)
+                slug = "no_judge" if name is None else variant_slug(name)
+                rec = io.cached_json(art / f"{slug}__{task}__seed{k}.json", key,
+                                     lambda: run_arm(policy, judge_for(), its, template, rc, is_correct))
+                out[(label, task, k)] = rec
+                print(f"{label:28s} {task:8s} seed {k}: {rec['summary']}")
+        if "judge" in holder:
+            release(holder.pop("judge"))  # the next judge's engine needs the memory
+    rc = ResetConfig(max_attempts=1, max_chunks=base.max_chunks, temperature=0.0, max_new_tokens=base.max_new_tokens,
+                     seed=base.seed)
+    for task, its in items.items():
+        key = io.digest(policy_fingerprint, config_dict(rc), task, [i["id"] for i in its])
+        out[(GREEDY, task, 0)] = io.cached_json(art / f"no_judge_greedy__{task}.json", key,
+                                                lambda: run_arm(policy, None, its, template, rc, is_correct))
+        print(f"{GREEDY:28s} {task:8s}: {out[(GREEDY, task, 0)]['summary']}")
+    return out
+
+
+def table(runs: dict, tasks: list[str]) -> tuple[list[dict], dict[str, list[int]]]:
+    """Table 7's analogue, one row per label of ``runs``: accuracy per task (mean and spread over
+    seeds), the mean accepted and rejected length, judge calls and seconds, and the average
+    accuracy over tasks. Also label -> its seeds (the greedy row has one)."""
+    from .evaluation import mean_sd
+
+    labels = list(dict.fromkeys(l for l, _, _ in runs))
+    seeds = {label: sorted({k for l, _, k in runs if l == label}) for label in labels}
+    rows = []
+    for label in labels:
+        row, accs = {"method": label, "runs": len(seeds[label])}, []
+        for task in tasks:
+            m, sd = mean_sd([runs[(label, task, k)]["summary"]["accuracy"] for k in seeds[label]])
+            row[f"{task} acc"], row[f"{task} acc std"] = round(m, 2), round(sd, 2)
+            accs.append(m)
+        for col in ("accepted_length", "rejected_length", "judge_calls", "seconds"):
+            vals = [runs[(label, t, k)]["summary"].get(col, 0) for t in tasks for k in seeds[label]]
+            row[col] = round(sum(vals) / len(vals), 1)
+        row["avg acc"] = round(sum(accs) / len(accs), 2)
+        rows.append(row)
+    return rows, seeds
+
+
+def predictions(runs: dict, items: dict[str, list[dict]], seeds: dict[str, list[int]], seed: int) -> dict[str, list[dict]]:
+    """Per-problem outcomes of every row (``results/<profile>/chunk_reset_predictions.jsonl``:
+    :func:`stepwiser_lib.evaluation.problem_predictions`), label -> records."""
+    from .evaluation import problem_predictions
+
+    return {label: [p for task, its in items.items() for k in ks
+                    for p in problem_predictions(label, task, seed + k, [f"{task}/{i['id']}" for i in its],
+                                                 runs[(label, task, k)]["correct"])] for label, ks in seeds.items()}
+
+
+def comparisons(preds: dict[str, list[dict]]) -> list[dict]:
+    """Table 7's questions, paired by problem (:func:`stepwiser_lib.evaluation.compare_rates`): each
+    judge against the sampled no-judge run, and greedy decoding against sampling (no judge)."""
+    from .evaluation import compare_rates
+
+    out = [{"claim": "the judge helps chunk-reset (Table 7)", **compare_rates(preds[label], preds[NO_JUDGE])}
+           for label in preds if label not in (NO_JUDGE, GREEDY)]
+    if GREEDY in preds:
+        out.append({"claim": "greedy decoding beats sampling (no judge)", **compare_rates(preds[GREEDY], preds[NO_JUDGE])})
+    return out
+
+
+def paper_rows(model: str = "1.5B") -> list[dict]:
+    """The paper's Table 7 rows for ``model``, in notebook 06's columns: for display, never mixed in."""
+    from .paper_results import TABLE7
+
+    return [{"method": f"PAPER {model}: {r['row']} {r['signal']}", "MATH500": r["math500"], "Heldout-1K": r["heldout"],
+             "avg": r["avg"], "accepted_length": r["accepted"], "rejected_length": r["rejected"]}
+            for r in TABLE7 if r["model"] == model]
+
+
+def reset_example(runs: dict, items: dict[str, list[dict]], judges: list[str]) -> str | None:
+    """The first reset followed by an accepted replacement on the first task's seed-0 runs, a
+    StepWiser judge's first: the accepted history, then every attempt with its verdict and the
+    judge's analysis. None when no judge reset a chunk and then accepted another."""
+    task0 = next(iter(items))
+    for name in sorted(judges, key=lambda n: not n.startswith("stepwiser:")):
+        rec = runs[(name, task0, 0)]
+        for it, r, ok in zip(items[task0], rec["results"], rec["correct"]):
+            t = next((t for t in r["trace"] if t["accepted"] > 0 and not t["exhausted"]), None)
+            if t is None:
+                continue
+            hist = " | ".join(x["attempts"][x["accepted"]]["content"].replace("\n", " / ") for x in r["trace"][:t["chunk_index"]])
+            lines = [f"JUDGE: {name}", f"PROBLEM: {it['problem']}   (answer {it['answer']}; final response correct: {ok})",
+                     f"ACCEPTED HISTORY: {hist or '(none)'}"]
+            for a_i, a in enumerate(t["attempts"]):
+                tag = "ACCEPTED" if a_i == t["accepted"] else "REJECTED"
+                lines += [f"  attempt {a_i} [{tag}, judge {a['verdict']}]: {a['content'].replace(chr(10), ' / ')}",
+                          f"      judge analysis: {a['analysis'].strip().replace(chr(10), ' / ')}"]
+            return "\n".join(lines)
+    return None
+
+
+def results_markdown(rows: list[dict], comps: list[dict], paper: list[dict], runs: int) -> str:
+    """``results/<profile>/chunk_reset.md``: our table, the paired comparisons, the paper's rows."""
+    from .io import markdown_table
+
+    md = ["Chunk-Reset Reasoning on held-out problems (ours; mean over %d seeds):" % runs, "",
+          markdown_table(rows, list(rows[0]) if rows else []), "",
+          "Each judge against the plain chunk policy on the same problems (paired bootstrap by problem):", "",
+          markdown_table(comps, ["a", "b", "diff", "low", "high", "p_bootstrap", "test", "verdict"]), "",
+          "The paper's Table 7 (Qwen2.5-1.5B-chunk, MATH500 / NuminaMath Heldout-1K; not ours):", "",
+          markdown_table(paper, ["method", "MATH500", "Heldout-1K", "avg", "accepted_length", "rejected_length"])]
+    return "\n".join(md) + "\n"

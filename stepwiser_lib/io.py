@@ -236,6 +236,25 @@ def cached_json(path: str | Path, key: str, compute) -> dict:
     return rec
 
 
+def cached_jsonl(path: str | Path, key: str, compute) -> list[dict]:
+    """:func:`cached_json` for a list of records kept as JSONL (a documented artifact such as
+    notebook 07's ``samples.jsonl``): the records at ``path`` if ``path.meta.json`` (beside it,
+    ``samples.meta.json`` for ``samples.jsonl``) holds the same ``key``; otherwise ``compute()``'s,
+    written first, then the key (an interrupted write leaves no key, so it is recomputed)."""
+    path = Path(path)
+    meta = path.with_suffix(".meta.json")
+    if path.exists() and meta.exists():
+        try:
+            if read_json(meta).get("key") == key:
+                return read_jsonl(path)
+        except (OSError, ValueError):  # damaged: recomputed
+            pass
+    rows = compute()
+    write_jsonl(path, rows)
+    write_json(meta, {"key": key})
+    return rows
+
+
 def markdown_table(rows: list[dict], columns: list[str]) -> str:
     """A GitHub Markdown table of ``rows`` (missing or None cells are blank; floats to 1 dp,
     fractions strictly between -1 and 1 such as AUCs to 2 dp, and below 0.01 (small p-values) to

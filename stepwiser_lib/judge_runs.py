@@ -73,6 +73,142 @@ def training_runs(variants: list[str], seed: int, repeat_seeds: list[int]) -> li
     return runs
 
 
+def self_check(art, init: str, examples: list[dict], k: int, *, family: str, max_completion: int, batch: int,
+               seed: int) -> dict:
+    """:func:`stepwiser_lib.judge.self_check_yield` of the initial model on ``examples``, cached in
+    ``art/self_check.json``: what a self-taught warm-up could keep (notebook 04, section 1)."""
+    from . import judge, models
+
+    def run():
+        j = judge.Judge.load(init, batch_size=batch, family=family, max_new_tokens=max_completion)
+        r = judge.self_check_yield(j, examples, k, seed)
+        models.release(j)
+        return r
+
+    key = io.digest(paths.model_fingerprint(init), family, k, max_completion, seed, examples)
+    return {k_: v for k_, v in io.cached_json(art / "self_check.json", key, run).items() if k_ != "_key"}
+
+
+def warmup_chunks(art, init: str, n_problems: int, samples: int, *, family: str, seed: int) -> list[dict]:
+    """Chunks the chunk policy writes on ``n_problems`` SFT-split toy problems, ``samples`` each
+    (:func:`stepwiser_lib.judge.policy_chunks`), cached in ``art/warmup_chunks.json``: more, and
+    more varied, warm-up inputs than the training chunks alone. None for ``n_problems`` 0."""
+    from . import judge, tasks
+
+    if not n_problems:
+        return []
+    wp = tasks.load_problems("toy", "sft", n_problems, seed=seed)
+    key = io.digest(paths.model_fingerprint(init), n_problems, samples, seed)
+    return io.cached_json(art / "warmup_chunks.json", key, lambda: {"chunks": judge.policy_chunks(
+        init, wp, samples, family, seed)})["chunks"]
+
+
+def train_warmups(art, styles: list[str], chunks: list[dict], init: str, *, family: str, seed: int, steps: int,
+                  direct_steps: int, lr: float, batch: int, micro_batch: int) -> tuple[dict, dict, dict]:
+    """Notebook 04, section 1: one format warm-up per output ``style`` (:func:`stepwiser_lib.judge.warmup_records`
+    on ``chunks``: the re-derivation and a coin-flip verdict, never a label), SFT for ``steps``
+    optimizer steps (``direct_steps`` for the verdict-only style), cached in ``art/warmup_<style>``
+    under a key of every setting. Returns style -> model dir, style -> cache key, style -> its records."""
+    from . import judge, sft
+    from .trainers import SFTSettings
+
+    dirs, keys, records = {}, {}, {}
+    for style in styles:
+        recs = records[style] = judge.warmup_records(chunks, family, seed, style)
+        d = art / f"warmup_{style}"
+        ws = SFTSettings(max_steps=direct_steps if style == "direct" else steps, lr=lr, global_batch=batch,
+                         micro_batch=micro_batch, seed=seed, name="WARMUP")
+        key = io.digest(style, paths.model_fingerprint(init), ws, recs)
+        rec = io.cached_json(d / "record.json", key, lambda: sft.sft(init, recs, d, ws))
+        dirs[style], keys[style] = rec["model_dir"], rec["_key"]
+        print(f"warm-up {style}: {len(recs)} records, {rec['steps']} steps, {rec['train_seconds']} s")
+    return dirs, keys, records
+
+
+def evaluate_start(entry: dict, data: dict, *, family: str, max_completion: int, batch: int,
+                   auc_k: int) -> tuple[dict, dict, dict, dict]:
+    """Notebook 04, section 2: the judge every variant starts from (``entry``, the warm-up) on each
+    rule's test split (every metric, with the verdict readout) and dev split (greedy verdicts),
+    and on toy problems how often its own analysis implies the exact checker's verdict.
+    Returns (test metrics, test judged, dev metrics, dev judged), each keyed by rule."""
+    from . import judge, models
+
+    j = judge.load_judge(entry, family, max_completion, batch)
+    before, before_judged, before_dev, before_dev_judged = {}, {}, {}, {}
+    for rule in data:
+        before[rule], before_judged[rule] = judge.evaluate_judge(j, data[rule]["test_balanced"], auc_k=auc_k, readout=True)
+        before_dev[rule], before_dev_judged[rule] = judge.evaluate_judge(j, data[rule]["dev_balanced"])
+        if family == "toy":
+            before[rule]["analysis_implies_truth"] = analysis_implies_truth(before_judged[rule], data[rule]["test_balanced"])
+    models.release(j)  # its weights leave the GPU before training
+    return before, before_judged, before_dev, before_dev_judged
+
+
+def train_runs(art, variants: list[str], seed: int, repeat_seeds: list[int], *, recipe: dict, init: str,
+               warmups: dict, warm_keys: dict, data: dict, data_hash: dict, family: str) -> dict[str, dict]:
+    """Notebook 04, section 3: every run of :func:`training_runs` trained once
+    (:func:`stepwiser_lib.judge.train_variant`) and cached in ``art/<slug>/record.json`` under a key
+    of only the settings its kind trains with (:func:`stepwiser_lib.judge.recipe_key`: a new
+    DISC_LR retrains no GRPO judge). The key travels with the run's registry entry, so later
+    results computed from an older judge are redone. Returns run id -> record; prints a line a run."""
+    from . import judge
+
+    records = {}
+    for name, s, run_id in training_runs(variants, seed, repeat_seeds):
+        rule = name.split(":")[1]
+        d = art / judge.variant_slug(run_id)
+        key = io.digest(name, s, judge.recipe_key(parse_variant(name)[0], recipe), paths.model_fingerprint(init),
+                        warm_keys, data_hash[rule], family)
+        cached = io.has_cached(d / "record.json", key)
+        records[run_id] = io.cached_json(d / "record.json", key, lambda: judge.train_variant(
+            name, data, d, base_model=init, warmups=warmups, recipe=recipe, family=family, seed=s))
+        records[run_id]["entry"].update(name=run_id, key=records[run_id]["_key"])
+        print(f"{run_id:32s} trained in {records[run_id]['train']['seconds']:7.1f} s{'  (from disk)' if cached else ''}")
+    return records
+
+
+def evaluate_runs(records: dict, data: dict, before: dict, before_dev: dict, warm_judged: dict, *, family: str,
+                  max_completion: int, direct_max_completion: int, judge_batch: int, auc_k: int,
+                  seed: int) -> tuple[dict, list[dict], dict, dict]:
+    """Notebook 04, section 4: the per-chunk predictions and the table rows of the warm-up (per
+    rule), the two yardsticks (toy world) and every trained run. Each run is evaluated once on test
+    (every metric, the reported numbers) and on dev (greedy verdicts, what choices read); its
+    record gains ``dev`` and ``test`` metrics with their 95% intervals (problems resampled).
+    ``warm_judged``: rule -> split -> the warm-up's judged chunks. Returns (predictions keyed
+    (judge, rule, split), rows, run id -> judged test chunks, the yardsticks' summaries)."""
+    from . import judge, models
+    from .evaluation import balanced_accuracy_ci
+
+    preds, rows, judged_by, references = {}, [], {}, {}
+    for rule in warm_judged:
+        preds.update(predictions(WARMUP_NAME, rule, data[rule], warm_judged[rule]))
+        ci = balanced_accuracy_ci(preds[(WARMUP_NAME, rule, "test")])
+        rows.append({"judge": "warm-up (before RL)", "rule": rule, "dev_balanced_acc": before_dev[rule]["balanced_acc"],
+                     **before[rule], "ci95": f"[{ci['low']}, {ci['high']}]", "train_s": None, "seed": seed})
+    for rule in warm_judged if family == "toy" else []:  # they read the toy analysis and the exact checker
+        preds.update(reference_predictions(preds, rule, warm_judged[rule]))
+        for name in (REF_RULE, REF_EXACT):
+            sm = references.setdefault(name, {})[rule] = reference_summary(preds[(name, rule, "test")], preds[(name, rule, "dev")])
+            rows.append({"judge": name, "rule": rule, **sm, "ci95": f"[{sm['ci95']['low']}, {sm['ci95']['high']}]", "seed": seed})
+    for run_id, rec in records.items():
+        e = rec["entry"]
+        j = judge.load_judge(e, family, direct_max_completion if e["style"] == "direct" else max_completion, judge_batch)
+        rec["dev"], dev_judged = judge.evaluate_judge(j, data[e["rule"]]["dev_balanced"])
+        rec["test"], judged_by[run_id] = judge.evaluate_judge(j, data[e["rule"]]["test_balanced"], auc_k=auc_k, readout=True)
+        models.release(j)
+        preds.update(predictions(run_id, e["rule"], data[e["rule"]], {"dev": dev_judged, "test": judged_by[run_id]}))
+        for split in ("dev", "test"):
+            rec[split]["ci95"] = balanced_accuracy_ci(preds[(run_id, e["rule"], split)])
+        rows.append(variant_row(run_id, rec, seed))
+    return preds, rows, judged_by, references
+
+
+def split_sizes(data: dict) -> dict:
+    """Chunks and problems of each rule's evaluation splits (:data:`EVAL_SPLITS`)."""
+    return {r: {s: {"chunks": len(data[r][k]), "problems": len({e["problem_id"] for e in data[r][k]})}
+                for s, k in EVAL_SPLITS.items()} for r in data}
+
+
 def seeds_of(run_ids, variant: str) -> list[str]:
     """The run ids of ``variant``: its ``SEED`` run and its repeat seeds, in order."""
     return [r for r in run_ids if r == variant or r.startswith(variant + "@")]

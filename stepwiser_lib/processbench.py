@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import os
+import time
 import warnings
 from pathlib import Path
 
@@ -171,7 +172,8 @@ def best_threshold(labels: list[int], step_scores: list[list[float]],
 
 
 def judge_solutions(judge, records: list[dict], stop_at_first_negative: bool = True, k: int = 1,
-                    seed: int = 0, progress: bool = True, stop_at_zero_score: bool = False) -> list[dict]:
+                    seed: int = 0, progress: bool = True, stop_at_zero_score: bool = False,
+                    temperature: float | None = None) -> list[dict]:
     """Run a stepwise judge over ProcessBench-style records (notes §4.7, §8.3).
 
     Step ``i`` is judged with history ``steps[:i]``. Solutions advance together, one step index
@@ -180,8 +182,10 @@ def judge_solutions(judge, records: list[dict], stop_at_first_negative: bool = T
     ``stop_at_zero_score`` (for a score thresholded afterwards, :func:`thresholded`) a solution
     stops after a step whose score is 0, the lowest there is: every threshold that flags any step
     flags that one, so what follows it cannot change a thresholded prediction (at Maj@4 on
-    toy-full this skips about a quarter of the steps). Returns, per record: ``prediction`` (first
-    Negative, else -1), ``verdicts``, ``scores`` and ``analyses`` of the judged steps.
+    toy-full this skips about a quarter of the steps). ``temperature``: of the ``k`` samples
+    (None: the judge's default, greedy for one and 1.0 for more). Returns, per record:
+    ``prediction`` (first Negative, else -1), ``verdicts``, ``scores`` and ``analyses`` of the
+    judged steps.
     """
     from tqdm.auto import tqdm
 
@@ -194,7 +198,8 @@ def judge_solutions(judge, records: list[dict], stop_at_first_negative: bool = T
         if not todo:
             break
         res = judge.judge([(records[j]["problem"], records[j]["steps"][:i], records[j]["steps"][i])
-                           for j in todo], k=k, seed=seed + i)
+                           for j in todo], k=k, seed=seed + i,
+                          **({"temperature": temperature} if temperature is not None else {}))
         for j, r in zip(todo, res):
             o = out[j]
             o["verdicts"].append(r["verdict"])
@@ -417,6 +422,121 @@ def average_f1_ci(labels: dict[str, list[int]], predictions: dict[str, list[int]
     return {"avg_f1": round(est, 2), "low": round(lo, 2), "high": round(hi, 2)}
 
 
+# ----------------------------------------------------------------------------- notebook 05's driver
+
+def load_bench(kind: str, toy_dir, local_dir: str | None = None, fix_math_688: bool = False,
+               limit: int = 0) -> dict[str, list[dict]]:
+    """Notebook 05's benchmark, split -> solutions: toy-ProcessBench (``kind`` "toy", from
+    ``toy_dir``) or the real ProcessBench ("real", :func:`load_split`), each split cut to ``limit``
+    solutions with its groups balanced (:func:`subset`; 0 keeps all)."""
+    if kind == "toy":
+        bench = {s: load_toy(s, toy_dir) for s in TOY_SPLITS}
+    elif kind == "real":
+        bench = {s: load_split(s, local_dir, fix_math_688) for s in SPLITS}
+    else:
+        raise ValueError(f"BENCH must be toy or real, not {kind!r}")
+    return {s: subset(r, limit) for s, r in bench.items()}
+
+
+def bench_summary(bench: dict[str, list[dict]]) -> dict:
+    """Per split: solutions, how many are erroneous, and the mean number of steps."""
+    return {s: {"solutions": len(r), "erroneous": sum(x["label"] != -1 for x in r),
+                "mean steps": round(sum(len(x["steps"]) for x in r) / len(r), 2)} for s, r in bench.items()}
+
+
+def run_judges(judges: list[dict], bench: dict[str, list[dict]], art, load, *, bench_kind: str,
+               stop_at_first_negative: bool, maj_k: int, maj_temperature: float, max_completion: int,
+               maj_k_score: int, maj_k_score_judges: list[str], seed: int) -> dict:
+    """Notebook 05, section 2: every judge of the registry on every split (:func:`judge_solutions`),
+    each run cached in ``art/<slug>.json``; ``load``: registry entry -> a judge.
+
+    A generative judge gives its first Negative (Maj@``maj_k`` verdicts; stops at the first
+    Negative when ``stop_at_first_negative``). A discriminative judge is also run on every step and
+    its score thresholded (:func:`thresholded`, ProcessBench's rule for scalar PRMs), as is the
+    Maj@``maj_k_score`` score of each generative judge in ``maj_k_score_judges``. Returns
+    ``results`` (row -> split -> :func:`score`), ``outputs`` (judge -> split -> judged
+    solutions), ``cis`` (row -> average F1 with its 95% interval), ``records`` (one per row and
+    solution, :func:`prediction_records`), ``first_error`` (judge -> split -> the predictions its
+    paired orderings use: the thresholded ones for a scalar score) and ``seconds`` per judge."""
+    from . import io, models
+    from .judge import variant_slug
+
+    labels = {s: [r["label"] for r in rs] for s, rs in bench.items()}
+    out = {"results": {}, "outputs": {}, "cis": {}, "records": [], "first_error": {}, "seconds": {}}
+
+    def add_row(row, preds):
+        out["results"][row] = {s: score(labels[s], preds[s]) for s in bench}
+        out["records"].extend(prediction_records(row, bench, preds))
+        out["cis"][row] = average_f1_ci(labels, preds)
+
+    def run(e, k, stop, stop_at_zero=False):
+        j = load(e)
+        t = time.time()
+        outs = {s: judge_solutions(j, rs, stop_at_first_negative=stop, k=k, seed=seed, stop_at_zero_score=stop_at_zero,
+                                   temperature=maj_temperature if k > 1 else None, progress=False)
+                for s, rs in bench.items()}
+        models.release(j)
+        return {"outputs": outs, "seconds": round(time.time() - t, 1)}
+
+    def threshold(name, outs):
+        t, thr = thresholded(labels, {s: [o["scores"] for o in outs[s]] for s in bench})
+        out["first_error"][name] = thr  # a scalar score enters the orderings at its threshold (ProcessBench's rule)
+        add_row(f"{name} (threshold {t:.2f})", thr)
+
+    for e in judges:
+        key = io.digest(e, bench_kind, {s: [r["id"] for r in rs] for s, rs in bench.items()}, stop_at_first_negative,
+                        maj_k, maj_temperature, max_completion, seed)
+        disc = e["style"] == "disc"
+        # a scalar-score judge is run on every step, so any threshold can be applied afterwards
+        rec = io.cached_json(art / f"{variant_slug(e['name'])}.json", key,
+                             lambda: run(e, 1 if disc else maj_k, stop_at_first_negative and not disc))
+        out["outputs"][e["name"]], out["seconds"][e["name"]] = rec["outputs"], rec["seconds"]
+        preds = {s: [o["prediction"] for o in rec["outputs"][s]] for s in bench}
+        out["first_error"][e["name"]] = preds
+        add_row(e["name"], preds)
+        if disc:
+            threshold(e["name"], rec["outputs"])
+        elif e["name"] in maj_k_score_judges:  # a generative judge's Maj@k score, thresholded the same way
+            key_k = io.digest(key, "maj_k_score", maj_k_score, "stop_at_zero_score")
+            rec_k = io.cached_json(art / f"{variant_slug(e['name'])}__maj{maj_k_score}.json", key_k,
+                                   lambda: run(e, maj_k_score, False, stop_at_zero=True))  # a 0 flags at every threshold
+            threshold(f"{e['name']} Maj@{maj_k_score} score", rec_k["outputs"])
+        print(f"{e['name']:34s} avg F1 {average_f1(out['results'][e['name']]):5.1f}   ({rec['seconds']} s)")
+    return out
+
+
+def error_kinds_by_judge(outputs: dict, bench: dict[str, list[dict]]) -> dict[str, dict[str, int]]:
+    """:func:`error_kinds` of each judge's first-Negative predictions, over all splits."""
+    labels = [r["label"] for s in bench for r in bench[s]]
+    return {n: error_kinds(labels, [o["prediction"] for s in bench for o in outs[s]]) for n, outs in outputs.items()}
+
+
+def examples(bench: dict[str, list[dict]], outputs: dict, n: int) -> list[tuple[str, str, dict, dict]]:
+    """Up to ``n`` erroneous solutions whose first error the judge found and ``n`` it missed, in
+    benchmark order: (kind, split, record, the judge's output on it)."""
+    shown, out = {"found": 0, "missed": 0}, []
+    for s in bench:
+        for r, o in zip(bench[s], outputs[s]):
+            kind = None if r["label"] == -1 else "found" if o["prediction"] == r["label"] else "missed"
+            if kind and shown[kind] < n:
+                shown[kind] += 1
+                out.append((kind, s, r, o))
+    return out
+
+
+def format_example(kind: str, split: str, r: dict, o: dict) -> str:
+    """One solution as the judge saw it: every step with its verdict, and the judge's analysis at
+    the true first error and at the predicted one."""
+    lines = ["=" * 100, f"{kind.upper()} ({split}, {r['id']}, generator {r['generator']}): true first error = step "
+             f"{r['label']}, judge predicted {o['prediction']}", f"PROBLEM: {r['problem']}"]
+    for i, step in enumerate(r["steps"]):
+        v = o["verdicts"][i] if i < len(o["verdicts"]) else "(not judged)"
+        lines.append(f"  step {i} [{v}]: {step.replace(chr(10), ' / ')}")
+        if i < len(o["analyses"]) and i in (r["label"], o["prediction"]):
+            lines.append(f"      judge analysis: {o['analyses'][i].strip().replace(chr(10), ' / ')}")
+    return "\n".join(lines)
+
+
 # ----------------------------------------------------------------------------- notebook 05's tables
 
 def table_row(name: str, per_split: dict[str, dict], **extra) -> dict:
@@ -427,6 +547,37 @@ def table_row(name: str, per_split: dict[str, dict], **extra) -> dict:
         row.update({f"{s} err": round(m["error_acc"], 1), f"{s} corr": round(m["correct_acc"], 1), f"{s} f1": round(m["f1"], 1)})
     row["avg f1"] = round(average_f1(per_split), 1)
     return row
+
+
+def result_rows(results: dict, baselines: dict, cis: dict) -> list[dict]:
+    """Notebook 05's rows (ours): every judge row of :func:`run_judges`, then the baselines, each
+    :func:`table_row` with its average F1's 95% interval where it has one."""
+    rows = [table_row(k, v, source="ours") for k, v in {**results, **baselines}.items()]
+    for r in rows:
+        if r["judge"] in cis:
+            r["avg f1 95% interval"] = f"[{cis[r['judge']]['low']}, {cis[r['judge']]['high']}]"
+    return rows
+
+
+def results_markdown(rows: list[dict], comparisons: list[dict], paper: list[dict], bench_kind: str,
+                     splits: list[str]) -> str:
+    """``results/<profile>/processbench.md``: our trained judges on the benchmark, the untrained
+    baselines on the real ProcessBench where they ran, the paired orderings, then the paper's rows."""
+    from .io import markdown_table
+
+    cols = ["judge", "source"] + [f"{s} {m}" for s in splits for m in ("err", "corr", "f1")] + ["avg f1", "avg f1 95% interval"]
+    real_rows = [r for r in rows if r["judge"].endswith("[real ProcessBench]")]
+    md = [f"Trained judges on {'toy-ProcessBench' if bench_kind == 'toy' else 'ProcessBench'} (ours):", "",
+          markdown_table([r for r in rows if r not in real_rows], cols)]
+    if real_rows:
+        real_cols = ["judge"] + [f"{s} {m}" for s in SPLITS for m in ("err", "corr", "f1")] + ["avg f1"]
+        md += ["", "Real ProcessBench, judges that need no training (ours):", "", markdown_table(real_rows, real_cols)]
+    if comparisons:
+        md += ["", "The paper's judge orderings asked of ours (paired on the same solutions):", "",
+               markdown_table(comparisons, ["claim", "a", "b", "diff", "low", "high", "p_bootstrap", "test", "verdict"])]
+    md += ["", "The paper's rows (real ProcessBench, Qwen2.5-1.5B-chunk judges, Tables 5/6; not ours):", "",
+           markdown_table(paper, ["judge"] + [f"{s} f1" for s in SPLITS] + ["avg f1"])]
+    return "\n".join(md) + "\n"
 
 
 def baselines(tag: str, bench: dict[str, list[dict]]) -> tuple[dict, dict]:

@@ -132,15 +132,68 @@ def teacher_budget(max_new_tokens: int) -> int:
     return int(1.25 * max_new_tokens) + 256
 
 
-def sft_chunk_policy(base_model: str, records: list[dict], out_dir: str | Path, settings) -> dict:
+#: Where the embeddings of chunk tags the base never read start (``TAG_INIT``): ``random`` (as the
+#: tokenizer left them) or ``separator`` (:func:`init_tag_embeddings`). [not in paper]
+TAG_INITS = ("random", "separator")
+
+
+def init_tag_embeddings(model, tok, like: str = "\n", noise: float = 0.1, seed: int = 0) -> dict:
+    """Start each chunk tag that is a token of its own from the embedding of ``like`` (the token
+    the blank-line separator is made of), plus seeded noise of ``noise`` times that row's norm so
+    that the two tags differ. [not in paper: a real BPE splits the tags into pieces it was trained
+    on, and nothing changes; the toy tokenizer has them as added tokens the toy base never read,
+    whose rows stay at their random start, about twice a trained row's norm]
+
+    Input and output rows both (they are one matrix when tied). Returns, per tag changed, its row
+    norm before and after."""
+    import torch
+
+    src = tok.encode(like, add_special_tokens=False)
+    if len(src) != 1:
+        raise ValueError(f"{like!r} is {len(src)} tokens in this tokenizer; tag rows copy one token's row")
+    mats = [model.get_input_embeddings().weight]
+    out_emb = model.get_output_embeddings()
+    if out_emb is not None and out_emb.weight.data_ptr() != mats[0].data_ptr():
+        mats.append(out_emb.weight)
+    g = torch.Generator().manual_seed(seed)
+    changed = {}
+    with torch.no_grad():
+        for tag in (CHUNK_OPEN, CHUNK_CLOSE):
+            ids = tok.encode(tag, add_special_tokens=False)
+            if len(ids) != 1:
+                continue
+            before = round(float(mats[0][ids[0]].norm()), 3)
+            for w in mats:
+                row = w[src[0]].clone()
+                w[ids[0]] = row + noise * row.norm() * torch.randn(row.shape, generator=g, dtype=row.dtype) / row.numel() ** 0.5
+            changed[tag] = {"norm_before": before, "norm_after": round(float(mats[0][ids[0]].norm()), 3)}
+    return changed
+
+
+def sft_chunk_policy(base_model: str, records: list[dict], out_dir: str | Path, settings,
+                     tag_init: str = "random") -> dict:
     """SFT the base policy on chunked responses (paper §3.3 recipe: lr 1e-5, global batch 32,
-    packing 8192 at paper scale) with TRL's ``SFTTrainer``; see :func:`stepwiser_lib.sft.sft`."""
+    packing 8192 at paper scale) with TRL's ``SFTTrainer``; see :func:`stepwiser_lib.sft.sft`.
+    ``tag_init`` (:data:`TAG_INITS`): ``separator`` first writes a copy of the base with
+    :func:`init_tag_embeddings` to ``out_dir/start`` and fine-tunes that; the result records
+    ``tag_init`` and the row norms it changed."""
     from .sft import sft
 
     if not records:
         raise ValueError("no SFT records: the base policy produced no correct, segmentable response "
                          "(sample more prompts or responses)")
-    return sft(base_model, records, out_dir, settings)
+    if tag_init not in TAG_INITS:
+        raise ValueError(f"TAG_INIT must be one of {TAG_INITS}, not {tag_init!r}")
+    changed = {}
+    if tag_init == "separator":
+        from .models import load_model, save_atomically
+
+        model, tok = load_model(base_model)
+        changed = init_tag_embeddings(model, tok, seed=getattr(settings, "seed", 0))
+        start = Path(out_dir) / "start"
+        save_atomically(model, tok, start)
+        base_model = str(start)
+    return {**sft(base_model, records, out_dir, settings), "tag_init": tag_init, "tag_rows": changed}
 
 
 #: Table 4's two claims, as (claim, field) pairs: the chunk policy writes fewer steps, at the same accuracy.

@@ -190,3 +190,49 @@ def test_run_arm_checks_each_response_and_summarizes():
     assert rec["correct"] == [True, False]
     assert rec["summary"]["accuracy"] == 50.0 and rec["summary"]["resets"] == 0.5 and "seconds" in rec["summary"]
     assert [r["response"] for r in rec["results"]] == [C("ok \\boxed{9}"), C("\\boxed{8}")]
+
+
+def test_run_grid_table_and_comparisons_pair_every_arm(tmp_path, capsys):
+    """Notebook 06's driver end to end on the seeded fake: the accept-all judge equals the no-judge
+    row (common random numbers), the judge is loaded once and only when a run is not on disk."""
+    from stepwiser_lib import chunk_reset as cr
+
+    items = {"toy": [{"id": str(i), "problem": f"p{i}", "answer": "3"} for i in range(6)]}
+    loads = []
+
+    def load(entry):
+        loads.append(entry["name"])
+        return AcceptAll()
+
+    correct = lambda it, resp: "\\boxed{3}" in resp  # noqa: E731
+    kw = dict(policy_fingerprint="fp", max_completion=8, is_correct=correct)
+    reg = {"stepwiser:rel_ratio": {"name": "stepwiser:rel_ratio"}}
+    runs = cr.run_grid(SeededChunkPolicy(), reg, load, items, T, ResetConfig(seed=2), 2, tmp_path, **kw)
+    assert list(runs) == [(cr.NO_JUDGE, "toy", 0), (cr.NO_JUDGE, "toy", 1), ("stepwiser:rel_ratio", "toy", 0),
+                          ("stepwiser:rel_ratio", "toy", 1), (cr.GREEDY, "toy", 0)]
+    assert loads == ["stepwiser:rel_ratio"]
+    assert runs[("stepwiser:rel_ratio", "toy", 1)]["correct"] == runs[(cr.NO_JUDGE, "toy", 1)]["correct"]
+    cr.run_grid(SeededChunkPolicy(), reg, load, items, T, ResetConfig(seed=2), 2, tmp_path, **kw)
+    assert loads == ["stepwiser:rel_ratio"]  # everything from disk: no judge loaded
+    rows, seeds = cr.table(runs, ["toy"])
+    assert [r["method"] for r in rows] == [cr.NO_JUDGE, "stepwiser:rel_ratio", cr.GREEDY]
+    assert seeds[cr.GREEDY] == [0] and rows[0]["runs"] == 2 and rows[0]["toy acc"] == rows[1]["toy acc"]
+    preds = cr.predictions(runs, items, seeds, 2)
+    assert len(preds[cr.NO_JUDGE]) == 12 and {p["seed"] for p in preds[cr.NO_JUDGE]} == {2, 3}
+    comps = cr.comparisons(preds)
+    assert [c["claim"] for c in comps] == ["the judge helps chunk-reset (Table 7)", "greedy decoding beats sampling (no judge)"]
+    assert comps[0]["diff"] == 0 and comps[0]["b"] == cr.NO_JUDGE
+    assert cr.reset_example(runs, items, list(reg)) is None  # accept-all never resets
+    md = cr.results_markdown(rows, comps, cr.paper_rows("1.5B"), 2)
+    assert md.startswith("Chunk-Reset Reasoning on held-out problems (ours; mean over 2 seeds):") and "PAPER 1.5B" in md
+
+
+def test_reset_example_shows_the_rejected_and_the_accepted_attempt():
+    from stepwiser_lib import chunk_reset as cr
+
+    pol = ScriptedPolicy({"p": [C("BAD x"), C("good"), "\n" + C("\\boxed{1}")]})
+    rec = cr.run_arm(pol, ScriptedJudge(), [{"problem": "p", "answer": "1"}], T, ResetConfig(), lambda it, r: True)
+    text = cr.reset_example({("stepwiser:rel_ratio", "toy", 0): rec}, {"toy": [{"problem": "p", "answer": "1"}]},
+                            ["stepwiser:rel_ratio"])
+    assert "attempt 0 [REJECTED, judge Negative]" in text and "attempt 1 [ACCEPTED, judge Positive]" in text
+    assert "judge analysis: saw BAD x" in text and "ACCEPTED HISTORY: (none)" in text

@@ -133,3 +133,20 @@ def test_bad_bytes_nan_and_damaged_caches_are_named_or_recomputed(tmp_path):
     with pytest.warns(UserWarning, match="damaged"):
         assert io.cached_json(c, "k", lambda: {"v": 1}) == {"v": 1, "_key": "k"}
     assert oct(c.stat().st_mode & 0o777) == oct(io._FILE_MODE)  # not mkstemp's 0600
+
+
+def test_cached_jsonl_keeps_rows_beside_their_key(tmp_path):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return [{"a": 1}, {"a": 2}]
+
+    p = tmp_path / "samples.jsonl"
+    assert io.cached_jsonl(p, "k1", compute) == [{"a": 1}, {"a": 2}]
+    assert (tmp_path / "samples.meta.json").exists() and io.read_json(tmp_path / "samples.meta.json") == {"key": "k1"}
+    assert io.cached_jsonl(p, "k1", compute) == [{"a": 1}, {"a": 2}] and len(calls) == 1
+    io.cached_jsonl(p, "k2", compute)  # a new key recomputes
+    (tmp_path / "samples.meta.json").write_text("{not json")  # a damaged key recomputes too
+    io.cached_jsonl(p, "k2", compute)
+    assert len(calls) == 3

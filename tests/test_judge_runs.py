@@ -112,3 +112,107 @@ def test_main_summary_and_variants_out():
     assert jr.variants_out({"x": rec})["x"] == {"entry": {"name": "x"}, "test": {}, "dev": {}, "seconds": 1.0, "steps": 2,
                                                 "train_examples": 3, "rsft_kept": 4}
     assert jr.warmup_entry({"cot": "warm/model"}, {"cot": "k"}, "init")["base"] == "warm/model"
+
+
+def test_train_runs_trains_each_run_once_and_retrains_only_what_a_setting_names(tmp_path, monkeypatch, capsys):
+    from stepwiser_lib import judge, paths
+    calls = []
+
+    def fake_train(name, data, d, *, seed, **kw):
+        calls.append((name, seed))
+        return {"entry": {"name": name, "kind": name.split(":")[0]}, "train": {"seconds": 1.0}}
+
+    monkeypatch.setattr(judge, "train_variant", fake_train)
+    monkeypatch.setattr(judge, "recipe_key", lambda kind, recipe: {kind: recipe[kind]})  # each kind reads its own setting
+    monkeypatch.setattr(paths, "model_fingerprint", lambda init: "fp")
+    kw = dict(init="init", warmups={}, warm_keys={}, data={}, data_hash={"rel_ratio": "h"}, family="toy")
+    variants = ["stepwiser:rel_ratio", "disc_sft:rel_ratio"]
+    recs = jr.train_runs(tmp_path, variants, 0, [1], recipe={"stepwiser": 1, "disc_sft": 1}, **kw)
+    assert list(recs) == variants + ["stepwiser:rel_ratio@seed1", "disc_sft:rel_ratio@seed1"]
+    assert calls[-1] == ("disc_sft:rel_ratio", 1) and len(calls) == 4
+    assert recs["stepwiser:rel_ratio@seed1"]["entry"]["name"] == "stepwiser:rel_ratio@seed1"  # the run id, with its key
+    assert recs["disc_sft:rel_ratio"]["entry"]["key"] == recs["disc_sft:rel_ratio"]["_key"]
+    calls.clear()
+    jr.train_runs(tmp_path, variants, 0, [1], recipe={"stepwiser": 1, "disc_sft": 2}, **kw)  # a new disc setting
+    assert calls == [("disc_sft:rel_ratio", 0), ("disc_sft:rel_ratio", 1)]
+    assert "(from disk)" in capsys.readouterr().out
+
+
+def test_evaluate_runs_rows_in_order_with_intervals(monkeypatch):
+    from stepwiser_lib import judge, models
+    monkeypatch.setattr(judge, "analysis_implied", lambda text: True)
+    monkeypatch.setattr(judge, "load_judge", lambda e, fam, max_new, batch: ("judge", e["name"], max_new))
+    monkeypatch.setattr(models, "release", lambda *a: None)
+
+    def fake_eval(j, examples, auc_k=0, readout=False):
+        judged = [{"verdict": "Positive" if e["label"] else "Negative", "score": 1.0, "analysis": ""} for e in examples]
+        return {"balanced_acc": 100.0, "max_new": j[2]}, judged
+
+    monkeypatch.setattr(judge, "evaluate_judge", fake_eval)
+    ex = [{**_ex(f"q{i // 2}", f"c{i}"), "label": i % 2 == 0, "traj_id": f"q{i // 2}/s0", "chunk_index": i} for i in range(4)]
+    data = {"rel_ratio": {"dev_balanced": ex[:2], "test_balanced": ex}}
+    warm = {"rel_ratio": {"dev": [{"verdict": "Positive", "analysis": ""}] * 2,
+                          "test": [{"verdict": "Positive", "analysis": ""}] * 4}}
+    records = {"no_cot_rl:rel_ratio": {"entry": {"name": "no_cot_rl:rel_ratio", "rule": "rel_ratio", "style": "direct",
+                                                 "row": "Ablate CoT (discriminative format + RL)"}, "train": {"seconds": 2.0}}}
+    preds, rows, judged_by, refs = jr.evaluate_runs(
+        records, data, {"rel_ratio": {"balanced_acc": 50.0}}, {"rel_ratio": {"balanced_acc": 50.0}}, warm, family="toy",
+        max_completion=128, direct_max_completion=8, judge_batch=4, auc_k=0, seed=0)
+    assert [r["judge"] for r in rows] == ["warm-up (before RL)", jr.REF_RULE, jr.REF_EXACT, "no_cot_rl:rel_ratio"]
+    assert records["no_cot_rl:rel_ratio"]["test"]["max_new"] == 8  # a direct judge keeps its own token limit
+    assert records["no_cot_rl:rel_ratio"]["test"]["ci95"]["balanced_acc"] == 100.0
+    assert len(preds[("no_cot_rl:rel_ratio", "rel_ratio", "test")]) == 4 and list(judged_by) == ["no_cot_rl:rel_ratio"]
+    assert set(refs) == {jr.REF_RULE, jr.REF_EXACT}
+    assert jr.split_sizes(data) == {"rel_ratio": {"dev": {"chunks": 2, "problems": 1}, "test": {"chunks": 4, "problems": 2}}}
+    _, rows_paper, _, refs_paper = jr.evaluate_runs(
+        records, data, {"rel_ratio": {"balanced_acc": 50.0}}, {"rel_ratio": {"balanced_acc": 50.0}}, warm, family="paper",
+        max_completion=128, direct_max_completion=8, judge_batch=4, auc_k=0, seed=0)
+    assert len(rows_paper) == 2 and refs_paper == {}  # the yardsticks read the toy analysis
+
+
+def test_notebook04_figures_draw_what_they_get():
+    from stepwiser_lib import plotting
+    tr = {"log_history": [{"step": s, "reward": 0.1 * s, "entropy": 1.0, "completions/mean_length": 50} for s in (1, 2, 3)],
+          "val_curve": [{"step": 0, "balanced_acc": 50.0}, {"step": 3, "balanced_acc": 60.0}]}
+    fig = plotting.grpo_curves({"a": tr, "b": tr})
+    assert len(fig.axes[0].lines) == 4 and len(fig.axes[1].lines) == 3  # 2 runs x (raw, mean); 2 curves + chance
+    assert list(fig.axes[0].lines[1].get_ydata()) == pytest.approx([0.1, 0.15, 0.2])  # the running mean
+    fig = plotting.readout_histograms({"warm-up": [{"p_positive": 0.3, "analysis": "difference 0"}], "rl": []})
+    assert len(fig.axes) == 2
+    fig = plotting.judge_bars([{"judge": "warm-up (before RL)", "rule": "r", "balanced_acc": 55.0},
+                               {"judge": "j", "rule": "r", "balanced_acc": 60.0, "truth_balanced_acc": 70.0}])
+    assert [p.get_height() for p in fig.axes[0].patches][:2] == [55.0, 60.0] and len(fig.axes[0].patches) == 4
+
+
+def test_train_warmups_one_per_style_cached_and_the_direct_one_shorter(tmp_path, monkeypatch, capsys):
+    from stepwiser_lib import judge, paths, sft
+    runs = []
+
+    def fake_sft(init, recs, d, ws):
+        runs.append((d.name, ws.max_steps))
+        return {"model_dir": str(d / "model"), "steps": ws.max_steps, "train_seconds": 0.1}
+
+    monkeypatch.setattr(sft, "sft", fake_sft)
+    monkeypatch.setattr(paths, "model_fingerprint", lambda init: "fp")
+    monkeypatch.setattr(judge, "warmup_records", lambda chunks, fam, seed, style: [{"style": style, "completion": "x"}])
+    kw = dict(family="toy", seed=0, steps=300, direct_steps=60, lr=1e-3, batch=16, micro_batch=8)
+    dirs, keys, recs = jr.train_warmups(tmp_path, ["cot", "direct"], [_ex("p")], "init", **kw)
+    assert runs == [("warmup_cot", 300), ("warmup_direct", 60)] and set(dirs) == set(keys) == {"cot", "direct"}
+    assert recs["direct"] == [{"style": "direct", "completion": "x"}]
+    jr.train_warmups(tmp_path, ["cot", "direct"], [_ex("p")], "init", **kw)  # from disk
+    jr.train_warmups(tmp_path, ["cot"], [_ex("p")], "init", **{**kw, "lr": 5e-4})  # a new setting retrains
+    assert runs[2:] == [("warmup_cot", 300)]
+    assert jr.warmup_chunks(tmp_path, "init", 0, 4, family="toy", seed=0) == []
+
+
+def test_evaluate_start_per_rule_and_the_toy_only_truth_column(monkeypatch):
+    from stepwiser_lib import judge, models
+    monkeypatch.setattr(judge, "load_judge", lambda *a: "j")
+    monkeypatch.setattr(models, "release", lambda *a: None)
+    monkeypatch.setattr(judge, "evaluate_judge", lambda j, ex, auc_k=0, readout=False: ({"n": len(ex), "readout": readout}, ex))
+    monkeypatch.setattr(jr, "analysis_implies_truth", lambda judged, ex: 42.0)
+    data = {r: {"test_balanced": [_ex("t")] * 3, "dev_balanced": [_ex("d")]} for r in ("abs_q", "rel_ratio")}
+    before, bj, dev, dj = jr.evaluate_start({}, data, family="toy", max_completion=8, batch=2, auc_k=0)
+    assert list(before) == ["abs_q", "rel_ratio"] and before["abs_q"] == {"n": 3, "readout": True, "analysis_implies_truth": 42.0}
+    assert dev["rel_ratio"] == {"n": 1, "readout": False} and len(bj["abs_q"]) == 3 and len(dj["abs_q"]) == 1
+    assert "analysis_implies_truth" not in jr.evaluate_start({}, data, family="paper", max_completion=8, batch=2, auc_k=0)[0]["abs_q"]

@@ -240,3 +240,66 @@ def test_notebook05_table_helpers():
     rows = PB.paper_rows([{"row": "Generative CoT + RL (StepWiser)", "rule": "rel_ratio"},
                           {"row": "Generative CoT + RL (StepWiser)", "rule": "rel_ratio"}, {"row": "format warm-up", "rule": None}])
     assert len(rows) == 1 and rows[0]["avg f1"] == 36.2 and rows[0]["judge"].startswith("PAPER 1.5B-chunk")
+
+
+def test_run_judges_rows_thresholds_cache_and_the_orderings_inputs(tmp_path, monkeypatch, capsys):
+    from stepwiser_lib import models
+    monkeypatch.setattr(models, "release", lambda *a: None)
+    bench = {"a": [{"id": "1", "problem": "P", "steps": ["ok", "bad"], "label": 1},
+                   {"id": "2", "problem": "Q", "steps": ["ok"], "label": -1}],
+             "b": [{"id": "3", "problem": "R", "steps": ["bad", "ok"], "label": 0}]}
+    loads = []
+
+    def load(e):
+        loads.append(e["name"])
+        return _ScriptedJudge()
+
+    judges = [{"name": "stepwiser:rel_ratio", "style": "cot"}, {"name": "disc_sft:rel_ratio", "style": "disc"}]
+    kw = dict(bench_kind="toy", stop_at_first_negative=True, maj_k=1, maj_temperature=1.0, max_completion=8,
+              maj_k_score=2, maj_k_score_judges=["stepwiser:rel_ratio"], seed=0)
+    run = PB.run_judges(judges, bench, tmp_path, load, **kw)
+    assert [r.split(" (threshold")[0] for r in run["results"]] == [
+        "stepwiser:rel_ratio", "stepwiser:rel_ratio Maj@2 score", "disc_sft:rel_ratio", "disc_sft:rel_ratio"]
+    assert run["results"]["stepwiser:rel_ratio"]["a"]["f1"] == 100.0  # the scripted judge finds every error
+    assert loads == ["stepwiser:rel_ratio", "stepwiser:rel_ratio", "disc_sft:rel_ratio"]  # greedy, Maj@2, disc
+    assert len(run["records"]) == 3 * len(run["results"]) and set(run["cis"]) == set(run["results"])
+    thr_row = next(r for r in run["results"] if r.startswith("disc_sft:rel_ratio (threshold"))
+    assert run["first_error"]["disc_sft:rel_ratio"] == {s: [r["prediction"] for r in run["records"] if r["judge"] == thr_row and r["split"] == s]
+                                                        for s in bench}  # the disc judge meets others at its threshold
+    assert run["outputs"]["disc_sft:rel_ratio"]["a"][0]["scores"] == [1.0, 0.0]  # run on every step
+    PB.run_judges(judges, bench, tmp_path, load, **kw)
+    assert len(loads) == 3  # all from disk
+    kinds = PB.error_kinds_by_judge(run["outputs"], bench)
+    assert kinds["stepwiser:rel_ratio"] == {"exact": 3, "too_early": 0, "too_late": 0, "missed": 0, "false_alarm": 0}
+    ex = PB.examples(bench, run["outputs"]["stepwiser:rel_ratio"], 1)
+    assert [(k, s, r["id"]) for k, s, r, _ in ex] == [("found", "a", "1")]
+    text = PB.format_example(ex[0][0], ex[0][1], {**ex[0][2], "generator": "g"}, ex[0][3])
+    assert "FOUND (a, 1, generator g): true first error = step 1, judge predicted 1" in text
+    assert "judge analysis: a:bad" in text and "step 0 [Positive]: ok" in text
+    rows = PB.result_rows(run["results"], {}, run["cis"])
+    assert all("avg f1 95% interval" in r for r in rows)
+    md = PB.results_markdown(rows, [], [], "toy", list(bench))
+    assert md.startswith("Trained judges on toy-ProcessBench (ours):") and "a f1" in md
+
+
+def test_load_bench_toy_and_a_clear_error():
+    bench = PB.load_bench("toy", None, limit=10)
+    assert list(bench) == list(PB.TOY_SPLITS) and all(len(r) == 10 for r in bench.values())
+    s = PB.bench_summary(bench)
+    assert all(v["solutions"] == 10 and v["erroneous"] == 5 for v in s.values())
+    with pytest.raises(ValueError, match="BENCH must be toy or real, not 'fake'"):
+        PB.load_bench("fake", None)
+
+
+def test_the_maj_k_temperature_reaches_the_judge_and_greedy_stays_greedy():
+    seen = []
+
+    class Recording(_ScriptedJudge):
+        def judge(self, triples, k=1, seed=0, **kw):
+            seen.append(kw.get("temperature"))
+            return super().judge(triples, k=k, seed=seed)
+
+    recs = [{"problem": "P", "steps": ["ok"]}]
+    PB.judge_solutions(Recording(), recs, k=4, temperature=0.7, progress=False)
+    PB.judge_solutions(Recording(), recs, progress=False)
+    assert seen == [0.7, None]

@@ -47,3 +47,68 @@ def test_sft_records_cut_after_last_chunk():
              {"problem": "Q", "responses": ["y"]}]
     recs = rsft.sft_records(items, [0, None], "Solve {problem}")
     assert recs == [{"prompt": "Solve P", "completion": "<chunk>a</chunk>\n<chunk>\\boxed{1}</chunk>"}]
+
+
+def _items():
+    return [{"problem": "P", "id": "p", "responses": ["<chunk>a</chunk>\n<chunk>b</chunk>", "<chunk>c</chunk>", "<chunk>d</chunk>"],
+             "correct": [True, True, False]},
+            {"problem": "Q", "id": "q", "responses": ["<chunk>e</chunk>"], "correct": [False]}]
+
+
+def test_group_items_keeps_prompt_order():
+    rows = [{"problem_id": "q", "response": "x", "correct": False}, {"problem_id": "p", "response": "y", "correct": True},
+            {"problem_id": "p", "response": "z", "correct": False}]
+    got = rsft.group_items([{"problem": "P", "id": "p"}, {"problem": "Q", "id": "q"}], rows)
+    assert got == [{"problem": "P", "id": "p", "responses": ["y", "z"], "correct": [True, False]},
+                   {"problem": "Q", "id": "q", "responses": ["x"], "correct": [False]}]
+
+
+def test_select_all_scores_once_and_picks_the_best_correct_response(tmp_path, capsys):
+    class ByText:  # a chunk "c" scores 1, every other 0.5
+        def judge(self, triples, k=1, seed=0, **kw):
+            return [{"score": 1.0 if c == "c" else 0.5} for _, _, c in triples]
+
+    loads = []
+    picks, scores = rsft.select_all(_items(), {"stepwiser:rel_ratio": {"name": "s"}}, lambda e: loads.append(e) or ByText(),
+                                    tmp_path, "key", judge_k=1, max_completion=8, seed=0)
+    assert picks["stepwiser:rel_ratio"] == [1, None] and picks["outcome"][1] is None and picks["outcome"][0] in (0, 1)
+    assert scores["stepwiser:rel_ratio"][0] == [[0.5, 0.5], [1.0], [0.5]]
+    rsft.select_all(_items(), {"stepwiser:rel_ratio": {"name": "s"}}, lambda e: loads.append(e) or ByText(),
+                    tmp_path, "key", judge_k=1, max_completion=8, seed=0)
+    assert len(loads) == 1  # the scores came from disk
+    text = rsft.preference_example(_items(), scores, ["stepwiser:rel_ratio"])
+    assert "PREFERRED: average chunk score 1.00" in text and "NOT PREFERRED: average chunk score 0.50" in text
+
+
+def test_table_predictions_and_comparisons_of_table_8():
+    ev = lambda c: {"acc": {"toy": 100 * sum(c) / len(c)}, "correct": {"toy": c}, "records": 2}  # noqa: E731
+    results = {("outcome", 0): ev([True, False]), ("outcome", 1): ev([True, True]),
+               ("stepwiser:rel_ratio", 0): ev([True, True]), ("stepwiser:rel_ratio", 1): ev([True, True])}
+    base = ev([False, False])
+    rows = rsft.table(base["acc"], results, ["outcome", "stepwiser:rel_ratio"], 2)
+    assert [r["method"] for r in rows] == [rsft.BASE, rsft.OUTCOME, "stepwiser:rel_ratio"]
+    assert (rows[1]["avg"], rows[1]["std"], rows[1]["records"]) == (75.0, 35.36, 2) and rows[0]["std"] == 0.0
+    eval_items = {"toy": [{"id": "1"}, {"id": "2"}]}
+    preds = rsft.predictions(base, results, ["outcome", "stepwiser:rel_ratio"], eval_items, 2, 0)
+    assert list(preds) == [rsft.BASE, rsft.OUTCOME, "stepwiser:rel_ratio"] and len(preds[rsft.OUTCOME]) == 4
+    comps = rsft.comparisons(preds)
+    assert [(c["a"], c["b"]) for c in comps] == [(rsft.OUTCOME, rsft.BASE), ("stepwiser:rel_ratio", rsft.OUTCOME)]
+    md = rsft.results_markdown(rows, comps, rsft.paper_rows(), 2)
+    assert "mean over 2 SFT seeds" in md and "PAPER 7B" in md
+
+
+def test_train_all_one_sft_per_method_and_seed_cached(tmp_path, monkeypatch, capsys):
+    from stepwiser_lib import paths, sft
+    from stepwiser_lib.trainers import SFTSettings
+    runs = []
+    monkeypatch.setattr(sft, "sft", lambda policy, recs, d, ss: runs.append((d.name, len(recs))) or
+                        {"model_dir": str(d), "steps": 1, "train_seconds": 0.1})
+    monkeypatch.setattr(paths, "model_fingerprint", lambda p: "fp")
+    evaluate = lambda d: {"acc": {"toy": 50.0}, "correct": {"toy": [True, False]}}  # noqa: E731
+    settings = lambda k: SFTSettings(epochs=1, lr=1e-4, global_batch=2, seed=k, name="SFT")  # noqa: E731
+    picks = {"outcome": [0, None], "stepwiser:rel_ratio": [1, None]}
+    res = rsft.train_all(picks, _items(), "{problem}", "pol", tmp_path, settings, evaluate, "bk", 2)
+    assert runs == [("outcome__seed0", 1), ("outcome__seed1", 1), ("stepwiser__rel_ratio__seed0", 1), ("stepwiser__rel_ratio__seed1", 1)]
+    assert res[("outcome", 1)]["records"] == 1 and res[("outcome", 1)]["acc"] == {"toy": 50.0}
+    rsft.train_all(picks, _items(), "{problem}", "pol", tmp_path, settings, evaluate, "bk", 2)
+    assert len(runs) == 4  # from disk

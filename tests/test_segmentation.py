@@ -1,3 +1,5 @@
+import pytest
+
 from stepwiser_lib import prompts, segmentation as sg
 from stepwiser_lib import toyworld as tw
 
@@ -61,3 +63,35 @@ def test_table4_comparisons_pair_steps_and_accuracy_by_problem():
     assert (steps["claim"], steps["field"], steps["diff"], steps["low"], steps["high"]) == (
         "self-segmentation gives fewer steps per solution", "steps", -2.0, -2.0, -2.0)
     assert (acc["field"], acc["diff"], acc["low"], acc["high"], acc["verdict"]) == ("correct", 50.0, 50.0, 50.0, "a higher")
+
+
+def test_tag_rows_start_from_the_separator_and_stay_apart():
+    """The toy base never read the chunk tags: their rows sit at a random start of about twice a
+    trained row's norm; TAG_INIT separator starts them at the newline's row (noise apart)."""
+    import torch
+
+    from stepwiser_lib.models import load_model
+
+    model, tok = load_model("data/toy_base")
+    emb = model.get_input_embeddings().weight.detach()
+    nl, op, cl = (tok.encode(s, add_special_tokens=False)[0] for s in ("\n", "<chunk>", "</chunk>"))
+    assert emb[op].norm() > 1.5 * emb[nl].norm()  # the random start
+    changed = sg.init_tag_embeddings(model, tok, seed=0)
+    assert set(changed) == {"<chunk>", "</chunk>"} and changed["<chunk>"]["norm_before"] > changed["<chunk>"]["norm_after"]
+    for t in (op, cl):
+        assert torch.nn.functional.cosine_similarity(emb[t], emb[nl], dim=0) > 0.99
+        assert float((emb[t] - emb[nl]).norm()) == pytest.approx(0.1 * float(emb[nl].norm()), rel=0.2)
+    assert not torch.equal(emb[op], emb[cl])
+    assert model.get_output_embeddings().weight.detach()[op].equal(emb[op])  # tied: the output row moved too
+
+
+def test_plain_records_rehearse_the_same_solutions_untagged():
+    from stepwiser_lib.toy_trials import plain_records
+
+    recs = [{"problem_id": f"p{i}", "raw": f"x = {i}", "completion": f"<chunk>x = {i}</chunk>"} for i in range(10)]
+    texts = {f"p{i}": f"problem {i}" for i in range(10)}
+    got = plain_records(recs, texts, "Solve: {problem}", 0.5, seed=1)
+    assert len(got) == 5 and all(g["completion"] == f"x = {g['problem_id'][1:]}" for g in got)
+    assert got[0]["prompt"] == f"Solve: problem {got[0]['problem_id'][1:]}"
+    assert got == plain_records(recs, texts, "Solve: {problem}", 0.5, seed=1) != plain_records(recs, texts, "Solve: {problem}", 0.5, seed=2)
+    assert len(plain_records(recs, texts, "{problem}", 3.0)) == 10  # at most one per record
