@@ -32,6 +32,8 @@ def measured(qwen_standin, tmp_path_factory):
     return {r["case"]: r for r in rows}
 
 
+# slow: three probe processes, about 2 minutes of CI's 15 (make test-slow runs it)
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES)
 def test_estimate_within_30_percent_of_the_measured_peak(case, measured):
     r = measured[case]
