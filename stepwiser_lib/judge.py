@@ -552,7 +552,7 @@ def train_grpo_judge(model_dir: str, train: list[dict], out_dir, settings: dict,
                           train_dataset=grpo_dataset(train, family, style), processing_class=tok,
                           peft_config=lora_config(s.lora_r, s.lora_alpha) if s.use_lora else None,
                           callbacks=[_Val()])
-    if val:
+    if val and s.eval_every:  # 0: no curve at all (the run's dev score is measured after training)
         validate(trainer.model, 0)
     trainer.train()
     save_dir = out_dir / ("adapter" if s.use_lora else "model")

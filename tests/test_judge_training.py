@@ -47,8 +47,9 @@ def test_grpo_verdict_loss_and_balanced_steps_run(toy_base_dir, examples, tmp_pa
     sample writes a verdict, so every token stays in the loss) and balanced steps."""
     s = GRPOSettings(steps=2, prompts_per_step=2, group_size=4, max_completion=16, eval_every=0,
                      loss_tokens="verdict", balanced_steps=True)
-    r = judge.train_grpo_judge(toy_base_dir, examples[:16], tmp_path, s, progress=False)
+    r = judge.train_grpo_judge(toy_base_dir, examples[:16], tmp_path, s, val=examples[16:20], progress=False)
     assert r["steps"] == 2 and any("reward" in h for h in r["log_history"])
+    assert r["val_curve"] == []  # eval_every 0 draws no curve, not even step 0 (toy-full's time cut)
 
 
 def test_judge_inference_api(toy_base_dir, examples):
