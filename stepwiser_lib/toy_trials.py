@@ -6,6 +6,7 @@ steps, the paired comparisons with the base, seconds); :func:`rsft_trial` does t
 notebook 07's fine-tuning recipe (``results/trials/rsft.jsonl``). ``LAB_LOG.md`` tabulates them.
 
     python -m stepwiser_lib.toy_trials --profile tiny --name tags --tag-init separator
+    python -m stepwiser_lib.toy_trials --table      # the lab log's table of every trial so far
 
 The data is notebook 01's: the base policy's samples on the SFT split, cut to
 ``MAX_CORRECT_PER_PROBLEM`` correct ones per prompt and segmented by the rule teacher.
@@ -177,10 +178,27 @@ def rsft_trial(profile: str, name: str, *, policy: str | None = None, lr: float 
             "comparison": comp, "seconds": round(time.time() - t0, 1)}
 
 
+def markdown(records: list[dict]) -> str:
+    """The chunk-SFT trials (records of :func:`run_trial`) as the lab log's table: settings, SFT
+    records and steps, dev Avg@k and greedy accuracy of the chunk policy, its steps and format
+    rate, the paired Avg@k difference with the base (95% interval) and seconds."""
+    head = ("| trial | lr | epochs | LoRA | tags | plain mix | SFT prompts | records | SFT steps | dev Avg@k | greedy "
+            "| steps | format % | chunk − base Avg@k [95%] | s |\n" + "|---" * 15 + "|\n")
+    rows = []
+    for r in records:
+        st, d = r["settings"], r["dev"]["chunk"]
+        acc = next(c for c in r["comparisons"] if c["field"] == "correct")
+        rows.append(f"| {r['name']} | {st['lr']:g} | {st['epochs']:g} | {'yes' if st['use_lora'] else 'no'} | {st['tag_init']} "
+                    f"| {st['mix_plain']:g} | {st['problems']} | {r['data']['chunk_records'] + r['data']['plain_records']} "
+                    f"| {r['sft_steps']} | {d['avg_acc']} | {d['greedy_acc']} | {d['steps']} | {d['format_ok']} "
+                    f"| {acc['diff']:+.1f} [{acc['low']:+.1f}, {acc['high']:+.1f}] | {r['seconds']:.0f} |")
+    return head + "\n".join(rows) + "\n"
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", default="tiny")
-    ap.add_argument("--name", required=True)
+    ap.add_argument("--name")
     ap.add_argument("--lr", type=float, default=5e-4)
     ap.add_argument("--epochs", type=float, default=4.0)
     ap.add_argument("--lora", action="store_true")
@@ -193,7 +211,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rsft", action="store_true", help="an RS-FT recipe from the chunk policy instead (rsft_trial)")
     ap.add_argument("--mix-sft", type=float, default=0.0)
     ap.add_argument("--policy", default=None, help="RS-FT start (default: the profile's chunk policy)")
+    ap.add_argument("--table", action="store_true", help="print the chunk-SFT trials so far as the lab log's table")
     a = ap.parse_args(argv)
+    if a.table:
+        print(markdown(io.read_jsonl(paths.ROOT / TRIALS)), end="")
+        return
+    if not a.name:
+        ap.error("--name is required for a trial")
     if a.rsft:
         rec = rsft_trial(a.profile, a.name, policy=a.policy, lr=a.lr, epochs=a.epochs, use_lora=a.lora,
                          mix_sft=a.mix_sft, seed=a.seed, note=a.note)

@@ -95,3 +95,17 @@ def test_plain_records_rehearse_the_same_solutions_untagged():
     assert got[0]["prompt"] == f"Solve: problem {got[0]['problem_id'][1:]}"
     assert got == plain_records(recs, texts, "Solve: {problem}", 0.5, seed=1) != plain_records(recs, texts, "Solve: {problem}", 0.5, seed=2)
     assert len(plain_records(recs, texts, "{problem}", 3.0)) == 10  # at most one per record
+
+
+def test_trials_table_reads_a_trial_record():
+    from stepwiser_lib.toy_trials import markdown
+
+    rec = {"name": "t5", "settings": {"lr": 2e-4, "epochs": 2.0, "use_lora": False, "tag_init": "random", "mix_plain": 0.0,
+                                      "problems": 1000},
+           "data": {"chunk_records": 2516, "plain_records": 0}, "sft_steps": 316, "seconds": 266.3,
+           "dev": {"chunk": {"avg_acc": 65.12, "greedy_acc": 82.0, "steps": 3.674, "format_ok": 92.75}},
+           "comparisons": [{"field": "steps", "diff": -1.4, "low": -1.5, "high": -1.3},
+                           {"field": "correct", "diff": -7.0, "low": -11.25, "high": -3.0}]}
+    lines = markdown([rec]).splitlines()
+    assert len(lines) == 3 and lines[1].count("|---") == 15
+    assert lines[2] == "| t5 | 0.0002 | 2 | no | random | 0 | 1000 | 2516 | 316 | 65.12 | 82.0 | 3.674 | 92.75 | -7.0 [-11.2, -3.0] | 266 |"
