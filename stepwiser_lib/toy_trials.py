@@ -3,7 +3,9 @@ self-segmentation keeps accuracy), measured on the policy's **dev** split (toy `
 never on ``eval``, which Table 4 reports. Each trial appends one line to
 ``results/trials/chunk_sft.jsonl`` (settings, dev Avg@k with its 95% interval, greedy accuracy,
 steps, the paired comparisons with the base, seconds); :func:`rsft_trial` does the same for
-notebook 07's fine-tuning recipe (``results/trials/rsft.jsonl``). ``LAB_LOG.md`` tabulates them.
+notebook 07's fine-tuning recipe (``results/trials/rsft.jsonl``) and :func:`reset_trial` for
+notebook 06's policy temperature (``results/trials/chunk_reset.jsonl``). ``LAB_LOG.md``
+tabulates them.
 
     python -m stepwiser_lib.toy_trials --profile tiny --name tags --tag-init separator
     python -m stepwiser_lib.toy_trials --table      # the lab log's table of every trial so far
@@ -27,6 +29,7 @@ from . import io, paths
 
 TRIALS = Path("results") / "trials" / "chunk_sft.jsonl"
 RSFT_TRIALS = Path("results") / "trials" / "rsft.jsonl"
+RESET_TRIALS = Path("results") / "trials" / "chunk_reset.jsonl"
 
 
 def _append(rel: Path, rec: dict) -> None:
@@ -67,7 +70,7 @@ def evaluate(model_dir: str, items: list[dict], template: str, chunked: bool, sa
 def run_trial(profile: str, name: str, *, lr: float, epochs: float, use_lora: bool = False, tag_init: str = "random",
               mix_plain: float = 0.0, problems: int = 200, samples_per_problem: int = 4, max_correct: int = 4,
               eval_problems: int = 200, eval_samples: int = 4, max_new_tokens: int = 160, seed: int = 0,
-              note: str = "") -> dict:
+              global_batch: int = 16, note: str = "") -> dict:
     """Train one chunk-SFT recipe from the toy base and measure it on ``eval_dev`` beside the base
     (both cached under ``runs/<profile>/trials/chunk_sft/``); returns the trial's record."""
     from . import prompts, segmentation, tasks, toyworld
@@ -94,22 +97,29 @@ def run_trial(profile: str, name: str, *, lr: float, epochs: float, use_lora: bo
         samples, lambda rs: [toyworld.teacher_segment(r) for r in rs], max_correct, chunk_prompt, seed=seed)
     texts = {r["problem_id"]: r["problem"] for r in samples}
     plain = plain_records(records, texts, base_prompt, mix_plain, seed) if mix_plain else []
-    settings = SFTSettings(epochs=epochs, lr=lr, global_batch=16, micro_batch=8, max_length=512, use_lora=use_lora,
-                           seed=seed, name="SFT")
+    settings = SFTSettings(epochs=epochs, lr=lr, global_batch=global_batch, micro_batch=min(8, global_batch),
+                           max_length=512, use_lora=use_lora, seed=seed, name="SFT")
     out = root / name
     sft = segmentation.sft_chunk_policy(base, records + plain, out, settings, tag_init=tag_init)
     ekey = io.digest(paths.model_fingerprint(base), [i["id"] for i in dev_items], eval_samples, max_new_tokens, seed)
     base_eval = io.cached_json(root / "base_eval_dev.json", ekey, lambda: evaluate(
         base, dev_items, base_prompt, False, eval_samples, max_new_tokens, seed))
+    # the base asked with the chunk prompt, before any SFT: what the prompt costs, apart from what SFT costs
+    base_chunk = io.cached_json(root / "base_chunk_prompt_eval_dev.json", ekey, lambda: evaluate(
+        base, dev_items, chunk_prompt, True, eval_samples, max_new_tokens, seed))
     chunk_eval = evaluate(sft["model_dir"], dev_items, chunk_prompt, True, eval_samples, max_new_tokens, seed)
     comps = segmentation.table4_comparisons(chunk_eval["predictions"], base_eval["predictions"])
+    man = io.read_json(Path(base) / "manifest.json")
     return {"name": name, "profile": profile, "note": note,
+            "base": {"phases": len(man.get("phases", [])) or 1, "weights_sha256": man["files"].get("model.safetensors"),
+                     "last_phase": {k: man["training"].get(k) for k in ("max_steps", "check_fraction", "chunk_fraction")}},
             "settings": {"lr": lr, "epochs": epochs, "use_lora": use_lora, "tag_init": tag_init, "mix_plain": mix_plain,
                          "problems": problems, "samples_per_problem": samples_per_problem, "max_correct": max_correct,
                          "global_batch": settings.global_batch, "seed": seed},
             "data": {**asdict(stats), "chunk_records": len(records), "plain_records": len(plain)},
             "tag_rows": sft.get("tag_rows", {}), "sft_steps": sft["steps"], "sft_seconds": sft.get("train_seconds"),
-            "dev": {"problems": len(dev_items), "samples": eval_samples, "base": base_eval["summary"], "chunk": chunk_eval["summary"]},
+            "dev": {"problems": len(dev_items), "samples": eval_samples, "base": base_eval["summary"],
+                    "base_chunk_prompt": base_chunk["summary"], "chunk": chunk_eval["summary"]},
             "comparisons": comps, "seconds": round(time.time() - t0, 1)}
 
 
@@ -178,21 +188,114 @@ def rsft_trial(profile: str, name: str, *, policy: str | None = None, lr: float 
             "comparison": comp, "seconds": round(time.time() - t0, 1)}
 
 
+def reset_trial(profile: str, name: str, *, temperatures: tuple[float, ...] = (1.0, 0.7, 0.4),
+                judge_name: str = "stepwiser:rel_ratio", n_problems: int = 128, seed: int = 0, note: str = "") -> dict:
+    """Chunk-reset's policy sampling temperature (not in the paper; notebook 06's ``TEMPERATURE``)
+    on ``eval_dev``: at each temperature the plain sampled policy and the reset with
+    ``judge_name`` (notebook 04's registry at ``profile``), on common random numbers, and the
+    greedy policy once; each arm's accuracy with its 95% interval and the paired differences
+    judge - no judge and each arm - greedy (paired bootstrap by problem)."""
+    from . import chunk_reset as cr
+    from . import judge, judge_runs, prompts, tasks
+    from .evaluation import compare_rates, problem_predictions, rate_ci
+    from .labelling import resolve_policy
+    from .models import make_generator, release
+
+    t0 = time.time()
+    policy_dir = resolve_policy({"POLICY_MODEL": "artifact"}, profile)
+    entry = judge_runs.read_registry(profile, [judge_name])[judge_name]
+    template = prompts.get("toy", "chunk_policy")
+    items = tasks.load_problems("toy", "eval_dev", n_problems, seed=seed)
+    ids = [f"toy/{i['id']}" for i in items]
+    policy = make_generator(policy_dir, backend="hf", batch_size=128)
+    j = judge.load_judge(entry, "toy", 128, 128)
+    arms, preds = {}, {}
+
+    def arm(label, jd, cfg):
+        rec = cr.run_arm(policy, jd, items, template, cfg, tasks.is_correct)
+        preds[label] = problem_predictions(label, "toy", cfg.seed, ids, rec["correct"])
+        arms[label] = {**rec["summary"], "ci95": rate_ci(preds[label])}
+        print(label, arms[label], flush=True)
+
+    arm("greedy", None, cr.ResetConfig(max_attempts=1, temperature=0.0, seed=seed))
+    comps = []
+    for t in temperatures:
+        cfg = cr.ResetConfig(temperature=t, seed=seed)
+        arm(f"no judge T={t:g}", None, cfg)
+        arm(f"{judge_name} T={t:g}", j, cfg)
+        comps += [compare_rates(preds[f"{judge_name} T={t:g}"], preds[f"no judge T={t:g}"]),
+                  compare_rates(preds[f"no judge T={t:g}"], preds["greedy"]),
+                  compare_rates(preds[f"{judge_name} T={t:g}"], preds["greedy"])]
+    release(j)
+    release(policy)
+    return {"name": name, "profile": profile, "note": note, "kind": "chunk_reset",
+            "settings": {"temperatures": list(temperatures), "judge": judge_name, "problems": n_problems, "seed": seed,
+                         "policy": policy_dir},
+            "dev": arms, "comparisons": comps, "seconds": round(time.time() - t0, 1)}
+
+
+def _base_label(base: dict | None) -> str:
+    """The toy base a trial started from: its number of phases, and for a third phase its steps and
+    chunk-document share (trials before the three-phase base recorded nothing: two phases)."""
+    if not base:
+        return "2"
+    last = base.get("last_phase") or {}
+    if base["phases"] < 3 or not last:
+        return str(base["phases"])
+    return f"{base['phases']} ({last['max_steps']} steps, chunk {last['chunk_fraction']:g})"
+
+
 def markdown(records: list[dict]) -> str:
     """The chunk-SFT trials (records of :func:`run_trial`) as the lab log's table: settings, SFT
     records and steps, dev Avg@k and greedy accuracy of the chunk policy, its steps and format
     rate, the paired Avg@k difference with the base (95% interval) and seconds."""
-    head = ("| trial | lr | epochs | LoRA | tags | plain mix | SFT prompts | records | SFT steps | dev Avg@k | greedy "
-            "| steps | format % | chunk − base Avg@k [95%] | s |\n" + "|---" * 15 + "|\n")
+    head = ("| trial | base (phases) | lr | epochs | batch | LoRA | tags | plain mix | SFT prompts × samples | records "
+            "| SFT steps | base dev Avg@k | base, chunk prompt | dev Avg@k | greedy | steps | format % | chunk − base Avg@k [95%] "
+            "| s |\n" + "|---" * 19 + "|\n")
     rows = []
     for r in records:
         st, d = r["settings"], r["dev"]["chunk"]
         acc = next(c for c in r["comparisons"] if c["field"] == "correct")
-        rows.append(f"| {r['name']} | {st['lr']:g} | {st['epochs']:g} | {'yes' if st['use_lora'] else 'no'} | {st['tag_init']} "
-                    f"| {st['mix_plain']:g} | {st['problems']} | {r['data']['chunk_records'] + r['data']['plain_records']} "
-                    f"| {r['sft_steps']} | {d['avg_acc']} | {d['greedy_acc']} | {d['steps']} | {d['format_ok']} "
-                    f"| {acc['diff']:+.1f} [{acc['low']:+.1f}, {acc['high']:+.1f}] | {r['seconds']:.0f} |")
+        phases = _base_label(r.get("base"))
+        rows.append(f"| {r['name']} | {phases} | {st['lr']:g} | {st['epochs']:g} | {st.get('global_batch', 16)} "
+                    f"| {'yes' if st['use_lora'] else 'no'} | {st['tag_init']} "
+                    f"| {st['mix_plain']:g} | {st['problems']} × {st['samples_per_problem']} "
+                    f"| {r['data']['chunk_records'] + r['data']['plain_records']} "
+                    f"| {r['sft_steps']} | {r['dev']['base']['avg_acc']} | {r['dev'].get('base_chunk_prompt', {}).get('avg_acc', '–')} | {d['avg_acc']} | {d['greedy_acc']} | {d['steps']} "
+                    f"| {d['format_ok']} | {acc['diff']:+.1f} [{acc['low']:+.1f}, {acc['high']:+.1f}] | {r['seconds']:.0f} |")
     return head + "\n".join(rows) + "\n"
+
+
+def rsft_markdown(records: list[dict]) -> str:
+    """The RS-FT recipe trials (records of :func:`rsft_trial`) as the lab log's table: settings,
+    records trained on, the policy's and the fine-tuned policy's greedy dev accuracy and their
+    paired difference (95% interval)."""
+    head = ("| trial | lr | epochs | LoRA | SFT-set mix | prompts × samples | records | SFT steps | policy greedy "
+            "| RS-FT greedy | RS-FT − policy [95%] | s |\n" + "|---" * 12 + "|\n")
+    rows = []
+    for r in records:
+        st, c = r["settings"], r["comparison"]
+        rows.append(f"| {r['name']} | {st['lr']:g} | {st['epochs']:g} | {'yes' if st['use_lora'] else 'no'} | {st['mix_sft']:g} "
+                    f"| {st['prompts']} × {st['samples']} | {r['data']['records'] + r['data']['sft_records']} | {r['sft_steps']} "
+                    f"| {r['dev']['policy_greedy_acc']} | {r['dev']['rsft_greedy_acc']} "
+                    f"| {c['diff']:+.1f} [{c['low']:+.1f}, {c['high']:+.1f}] | {r['seconds']:.0f} |")
+    return head + "\n".join(rows) + "\n"
+
+
+def reset_markdown(records: list[dict]) -> str:
+    """The chunk-reset temperature trials (records of :func:`reset_trial`): each arm's dev accuracy
+    with its 95% interval, rejected length and judge calls, then the paired differences."""
+    out = []
+    for r in records:
+        out += [f"**{r['name']}** ({r['settings']['problems']} dev problems, judge {r['settings']['judge']}, {r['seconds']:.0f} s)", "",
+                "| arm | accuracy [95%] | accepted length | rejected length | judge calls |", "|---|---|---|---|---|"]
+        out += [f"| {k} | {v['accuracy']} [{v['ci95']['low']}, {v['ci95']['high']}] | {v['accepted_length']} | {v['rejected_length']} "
+                f"| {v['judge_calls']} |" for k, v in r["dev"].items()]
+        out += ["", "| a − b | diff [95%] | verdict |", "|---|---|---|"]
+        out += [f"| {c['a']} − {c['b']} | {c['diff']:+.1f} [{c['low']:+.1f}, {c['high']:+.1f}] | {c['verdict']} |"
+                for c in r["comparisons"]]
+        out.append("")
+    return "\n".join(out)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -206,28 +309,44 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--mix-plain", type=float, default=0.0)
     ap.add_argument("--problems", type=int, default=200)
     ap.add_argument("--samples-per-problem", type=int, default=4)
+    ap.add_argument("--batch", type=int, default=16, help="SFT global batch (micro batch 8)")
+    ap.add_argument("--max-correct", type=int, default=4, help="correct responses kept per SFT prompt")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--note", default="")
     ap.add_argument("--rsft", action="store_true", help="an RS-FT recipe from the chunk policy instead (rsft_trial)")
     ap.add_argument("--mix-sft", type=float, default=0.0)
+    ap.add_argument("--rsft-prompts", type=int, default=100, help="RS-FT training prompts (the pool)")
+    ap.add_argument("--rsft-samples", type=int, default=4, help="RS-FT responses per prompt")
     ap.add_argument("--policy", default=None, help="RS-FT start (default: the profile's chunk policy)")
-    ap.add_argument("--table", action="store_true", help="print the chunk-SFT trials so far as the lab log's table")
+    ap.add_argument("--reset", action="store_true", help="chunk-reset's policy temperature instead (reset_trial)")
+    ap.add_argument("--temperatures", type=float, nargs="+", default=[1.0, 0.7, 0.4])
+    ap.add_argument("--table", action="store_true", help="print the trials so far as the lab log's tables")
     a = ap.parse_args(argv)
     if a.table:
         print(markdown(io.read_jsonl(paths.ROOT / TRIALS)), end="")
+        for path, fmt in ((RSFT_TRIALS, rsft_markdown), (RESET_TRIALS, reset_markdown)):
+            if (paths.ROOT / path).exists():
+                print("\n" + fmt(io.read_jsonl(paths.ROOT / path)), end="")
         return
     if not a.name:
         ap.error("--name is required for a trial")
+    if a.reset:
+        rec = reset_trial(a.profile, a.name, temperatures=tuple(a.temperatures), seed=a.seed, note=a.note)
+        _append(RESET_TRIALS, rec)
+        print(json.dumps({"dev": {k: (v["accuracy"], v["ci95"]["low"], v["ci95"]["high"]) for k, v in rec["dev"].items()},
+                          "comparisons": [(c["a"], c["b"], c["diff"], c["low"], c["high"]) for c in rec["comparisons"]],
+                          "seconds": rec["seconds"]}, indent=1))
+        return
     if a.rsft:
         rec = rsft_trial(a.profile, a.name, policy=a.policy, lr=a.lr, epochs=a.epochs, use_lora=a.lora,
-                         mix_sft=a.mix_sft, seed=a.seed, note=a.note)
+                         mix_sft=a.mix_sft, prompts_n=a.rsft_prompts, samples=a.rsft_samples, seed=a.seed, note=a.note)
         _append(RSFT_TRIALS, rec)
         print(json.dumps({"name": a.name, **rec["dev"], "comparison": {k: rec["comparison"][k] for k in ("diff", "low", "high", "verdict")},
                           "seconds": rec["seconds"]}, indent=1))
         return
     rec = run_trial(a.profile, a.name, lr=a.lr, epochs=a.epochs, use_lora=a.lora, tag_init=a.tag_init,
                     mix_plain=a.mix_plain, problems=a.problems, samples_per_problem=a.samples_per_problem,
-                    seed=a.seed, note=a.note)
+                    max_correct=a.max_correct, global_batch=a.batch, seed=a.seed, note=a.note)
     _append(TRIALS, rec)
     d = rec["dev"]
     print(json.dumps({"name": a.name, "base": {k: d["base"][k] for k in ("avg_acc", "greedy_acc", "steps")},

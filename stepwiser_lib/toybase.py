@@ -8,7 +8,11 @@
    toy-world text only: problems with raw-style solutions (:func:`toyworld.raw_solution`), and
    generic checking text that re-derives a stated result and subtracts
    (:func:`toyworld.check_example`). It never sees a Monte-Carlo label, a verdict word or an
-   evaluation problem (problem splits are disjoint by construction);
+   evaluation problem (problem splits are disjoint by construction). A last phase
+   (``--chunk-fraction``) also shows it the chunk prompt answered with every blank-line paragraph
+   in ``<chunk>`` tags (:func:`stepwiser_lib.chunks.paragraph_chunks`, the paper's "split by
+   \\n\\n" steps in the tag format): like a released instruct model, it can then write tags when
+   asked, and notebook 01's SFT teaches only *where* they go (the teacher's Table 1 segmentation);
 3. an evaluation (sampled and greedy accuracy on held-out problems, and how often the check text
    implies the right verdict) written into ``manifest.json`` with the config, seed, corpus hash and
    training time.
@@ -71,8 +75,14 @@ def build_tokenizer(texts: list[str], vocab_size: int = 400):
     return tok
 
 
-def corpus(seed: int, n_docs: int, check_fraction: float) -> list[tuple[str, str]]:
-    """``(prompt, completion)`` pairs of generic toy-world text (no labels, no verdicts)."""
+def corpus(seed: int, n_docs: int, check_fraction: float, chunk_fraction: float = 0.0) -> list[tuple[str, str]]:
+    """``(prompt, completion)`` pairs of generic toy-world text (no labels, no verdicts).
+    ``chunk_fraction`` of the solution documents are asked with the chunk-policy prompt and
+    answered with every paragraph tagged (:func:`stepwiser_lib.chunks.paragraph_chunks`), never
+    with the teacher's segmentation; at 0 the corpus is the one earlier phases drew (same
+    random numbers)."""
+    from .chunks import paragraph_chunks
+
     rng = random.Random(f"corpus:{seed}")
     probs = toyworld.generate_problems("base_train", n_docs, seed=seed, steps=(2, 4),
                                        distractors=(0, 2))
@@ -83,6 +93,9 @@ def corpus(seed: int, n_docs: int, check_fraction: float) -> list[tuple[str, str
             docs.append((prompts.TOY_CHECK.format(problem=p.text,
                                                   history=hist or prompts.EMPTY_HISTORY,
                                                   chunk=step), check))
+        elif chunk_fraction and rng.random() < chunk_fraction:
+            docs.append((prompts.TOY_CHUNK_POLICY.format(problem=p.text),
+                         paragraph_chunks(toyworld.raw_solution(p, rng))))
         else:
             docs.append((prompts.TOY_BASE_POLICY.format(problem=p.text),
                          toyworld.raw_solution(p, rng)))
@@ -170,6 +183,8 @@ def check_implied_ok(text: str) -> bool | None:
 
 def evaluate(model_dir: str, n_problems: int = 256, seed: int = 0, batch_size: int = 128) -> dict:
     """Held-out accuracy (greedy and T=1) and check-text quality of a toy base model."""
+    from .chunks import format_ok, parse_chunks
+
     model, tok = load_model(model_dir)
     gen = HFGenerator(model, tok, batch_size=batch_size)
     probs = toyworld.generate_problems("eval", n_problems, seed=seed)
@@ -188,6 +203,11 @@ def evaluate(model_dir: str, n_problems: int = 256, seed: int = 0, batch_size: i
     truth = [toyworld.check_step(p, s).ok for p, _, s, _ in exs]
     exact = sum(c[0].text.strip() == ref for c, (_, _, _, ref) in zip(checks, exs)) / len(exs)
     steps = [len(toyworld.split_paragraphs(c[0].text)) for c in greedy]
+    # Under the chunk-policy prompt (what notebook 01 asks the base before SFT): accuracy, tag format, chunks
+    cps = [prompts.TOY_CHUNK_POLICY.format(problem=p.text) for p in probs]
+    c_greedy = [c[0].text for c in gen.generate(cps, n=1, temperature=0, max_new_tokens=160, seed=seed)]
+    c_sampled = [x.text for c in gen.generate(cps, n=4, temperature=1.0, max_new_tokens=160, seed=seed) for x in c]
+    c_probs = [p for p in probs for _ in range(4)]
     return {
         "eval_problems": n_problems,
         "accuracy_greedy": round(acc_g, 4),
@@ -196,6 +216,10 @@ def evaluate(model_dir: str, n_problems: int = 256, seed: int = 0, batch_size: i
         "check_exact_match": round(exact, 4),
         "check_unreadable": round(sum(i is None for i in implied) / len(exs), 4),
         "mean_paragraphs_greedy": round(sum(steps) / len(steps), 3),
+        "chunk_prompt_accuracy_greedy": round(sum(toyworld.is_correct(p, t) for p, t in zip(probs, c_greedy)) / len(probs), 4),
+        "chunk_prompt_accuracy_sampled_t1": round(sum(toyworld.is_correct(p, t) for p, t in zip(c_probs, c_sampled)) / len(c_sampled), 4),
+        "chunk_prompt_format_ok_sampled_t1": round(sum(format_ok(t) for t in c_sampled) / len(c_sampled), 4),
+        "chunk_prompt_mean_chunks_greedy": round(sum(len(parse_chunks(t)) for t in c_greedy) / len(c_greedy), 3),
     }
 
 
@@ -209,11 +233,13 @@ def sha256_dir(path: Path) -> dict[str, str]:
 def train(out_dir: str, work_dir: str, seed: int = 0, max_steps: int = 1000, batch_size: int = 64,
           lr: float = 1e-3, check_fraction: float = 0.3, hidden: int = 256, layers: int = 4,
           heads: int = 4, kv_heads: int = 2, intermediate: int = 768, vocab_size: int = 400,
-          eval_problems: int = 256, init_from: str | None = None, warmup_steps: int = 50) -> dict:
-    """Train (``init_from=None``) or continue training a toy base model (a second phase).
+          eval_problems: int = 256, init_from: str | None = None, warmup_steps: int = 50,
+          chunk_fraction: float = 0.0, corpus_seed: int | None = None) -> dict:
+    """Train (``init_from=None``) or continue training a toy base model (a later phase).
 
-    The second phase starts from a saved phase-1 model and its tokenizer, on a fresh corpus
-    (corpus seed ``seed + 1``) with more checking text, like a continued-pretraining stage.
+    A later phase starts from a saved model and its tokenizer, on a fresh corpus (corpus seed
+    ``corpus_seed``, default ``seed + 1``), like a continued-pretraining stage: phase 2 with more
+    checking text, phase 3 also with chunk-prompt documents (``chunk_fraction``).
     """
     from transformers import AutoModelForCausalLM, LlamaForCausalLM, Trainer, TrainingArguments, set_seed
 
@@ -221,8 +247,9 @@ def train(out_dir: str, work_dir: str, seed: int = 0, max_steps: int = 1000, bat
     set_seed(seed)
     t0 = time.time()
     n_docs = max_steps * batch_size
-    corpus_seed = seed + 1 if init_from else seed  # a continued phase sees new problems
-    docs = corpus(corpus_seed, n_docs, check_fraction)
+    if corpus_seed is None:
+        corpus_seed = seed + 1 if init_from else seed  # a continued phase sees new problems
+    docs = corpus(corpus_seed, n_docs, check_fraction, chunk_fraction)
     corpus_hash = hashlib.sha256("\x00".join(a + "\x01" + b for a, b in docs).encode()).hexdigest()
     work = Path(work_dir)
     work.mkdir(parents=True, exist_ok=True)
@@ -281,7 +308,7 @@ def train(out_dir: str, work_dir: str, seed: int = 0, max_steps: int = 1000, bat
         "config": {"hidden": hidden, "layers": layers, "heads": heads, "kv_heads": kv_heads,
                    "intermediate": intermediate, "vocab_size": len(tok), "parameters": n_params},
         "training": {"max_steps": max_steps, "batch_size": batch_size, "lr": lr,
-                     "check_fraction": check_fraction, "docs": len(rows),
+                     "check_fraction": check_fraction, "chunk_fraction": chunk_fraction, "docs": len(rows),
                      "init_from": init_from, "corpus_seed": corpus_seed,
                      "warmup_steps": warmup_steps,
                      "corpus_sha256": corpus_hash, "final_loss": losses[-1] if losses else None,
@@ -310,13 +337,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--init-from", default=None,
                     help="continue training this saved model (a second phase) instead of from scratch")
     ap.add_argument("--warmup-steps", type=int, default=50)
+    ap.add_argument("--chunk-fraction", type=float, default=0.0,
+                    help="share of solution documents asked with the chunk prompt, answered with tagged paragraphs")
+    ap.add_argument("--corpus-seed", type=int, default=None, help="default: seed (first phase) or seed + 1")
     ap.add_argument("--eval-only", action="store_true", help="re-evaluate --out and print")
     a = ap.parse_args(argv)
     if a.eval_only:
         print(json.dumps(evaluate(a.out, seed=a.seed), indent=2))
         return
     train(a.out, a.work_dir, seed=a.seed, max_steps=a.max_steps, batch_size=a.batch_size, lr=a.lr,
-          check_fraction=a.check_fraction, init_from=a.init_from, warmup_steps=a.warmup_steps)
+          check_fraction=a.check_fraction, init_from=a.init_from, warmup_steps=a.warmup_steps,
+          chunk_fraction=a.chunk_fraction, corpus_seed=a.corpus_seed)
 
 
 if __name__ == "__main__":

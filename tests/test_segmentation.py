@@ -101,11 +101,35 @@ def test_trials_table_reads_a_trial_record():
     from stepwiser_lib.toy_trials import markdown
 
     rec = {"name": "t5", "settings": {"lr": 2e-4, "epochs": 2.0, "use_lora": False, "tag_init": "random", "mix_plain": 0.0,
-                                      "problems": 1000},
+                                      "problems": 1000, "samples_per_problem": 4},
            "data": {"chunk_records": 2516, "plain_records": 0}, "sft_steps": 316, "seconds": 266.3,
-           "dev": {"chunk": {"avg_acc": 65.12, "greedy_acc": 82.0, "steps": 3.674, "format_ok": 92.75}},
+           "dev": {"base": {"avg_acc": 72.12}, "chunk": {"avg_acc": 65.12, "greedy_acc": 82.0, "steps": 3.674, "format_ok": 92.75}},
            "comparisons": [{"field": "steps", "diff": -1.4, "low": -1.5, "high": -1.3},
                            {"field": "correct", "diff": -7.0, "low": -11.25, "high": -3.0}]}
     lines = markdown([rec]).splitlines()
-    assert len(lines) == 3 and lines[1].count("|---") == 15
-    assert lines[2] == "| t5 | 0.0002 | 2 | no | random | 0 | 1000 | 2516 | 316 | 65.12 | 82.0 | 3.674 | 92.75 | -7.0 [-11.2, -3.0] | 266 |"
+    assert len(lines) == 3 and lines[1].count("|---") == 19
+    # a record without "base" or "global_batch" predates them: the two-phase base, batch 16
+    assert lines[2] == ("| t5 | 2 | 0.0002 | 2 | 16 | no | random | 0 | 1000 × 4 | 2516 | 316 | 72.12 | – | 65.12 | 82.0 | 3.674 "
+                        "| 92.75 | -7.0 [-11.2, -3.0] | 266 |")
+    rec = {**rec, "base": {"phases": 3, "last_phase": {"max_steps": 500, "chunk_fraction": 0.8}},
+           "settings": {**rec["settings"], "global_batch": 8}}
+    assert markdown([rec]).splitlines()[2].startswith("| t5 | 3 (500 steps, chunk 0.8) | 0.0002 | 2 | 8 |")
+
+
+def test_rsft_and_reset_trial_tables_read_their_records():
+    from stepwiser_lib.toy_trials import reset_markdown, rsft_markdown
+
+    rec = {"name": "r1", "settings": {"lr": 1e-4, "epochs": 2.0, "use_lora": False, "mix_sft": 1.0, "prompts": 100, "samples": 4},
+           "data": {"records": 90, "sft_records": 90}, "sft_steps": 24, "seconds": 61.2,
+           "dev": {"policy_greedy_acc": 85.0, "rsft_greedy_acc": 84.0},
+           "comparison": {"diff": -1.0, "low": -3.5, "high": 1.5}}
+    lines = rsft_markdown([rec]).splitlines()
+    assert lines[1].count("|---") == 12
+    assert lines[2] == "| r1 | 0.0001 | 2 | no | 1 | 100 × 4 | 180 | 24 | 85.0 | 84.0 | -1.0 [-3.5, +1.5] | 61 |"
+    arm = {"accuracy": 80.0, "ci95": {"low": 74.0, "high": 86.0}, "accepted_length": 70.1, "rejected_length": 12.5, "judge_calls": 4.2}
+    rr = {"name": "c1", "settings": {"problems": 128, "judge": "stepwiser:rel_ratio"}, "seconds": 99.0,
+          "dev": {"greedy": arm}, "comparisons": [{"a": "x", "b": "greedy", "diff": 1.0, "low": -2.0, "high": 4.0, "verdict": "within noise"}]}
+    md = reset_markdown([rr]).splitlines()
+    assert md[0] == "**c1** (128 dev problems, judge stepwiser:rel_ratio, 99 s)"
+    assert "| greedy | 80.0 [74.0, 86.0] | 70.1 | 12.5 | 4.2 |" in md
+    assert "| x − greedy | +1.0 [-2.0, +4.0] | within noise |" in md

@@ -21,16 +21,22 @@ def test_manifest_matches_files(toy_base_dir):
     assert 0.30 <= man["eval"]["accuracy_sampled_t1"] <= 0.80
     assert man["eval"]["accuracy_greedy"] >= 0.35
     assert man["eval"]["check_implied_verdict_accuracy"] >= 0.70
-    # two phases (make toy-base): from scratch, then continued on more checking text
-    assert [ph["training"]["max_steps"] for ph in man["phases"]] == [1000, 600]
+    # three phases (make toy-base): from scratch, continued on more checking text, then with
+    # chunk-prompt documents (tagged paragraphs) so that the base can write tags when asked
+    assert [ph["training"]["max_steps"] for ph in man["phases"]] == [1000, 600, 300]
+    assert [ph["training"].get("chunk_fraction", 0.0) for ph in man["phases"]] == [0.0, 0.0, 0.5]
     assert man["phases"][-1]["files"] == man["files"]
+    # asked for chunks, the base writes them (one per paragraph) and still solves
+    assert man["eval"]["chunk_prompt_format_ok_sampled_t1"] >= 0.8
+    assert man["eval"]["chunk_prompt_accuracy_sampled_t1"] >= 0.30
 
 
 def test_corpus_hash_reproduces_from_seed(toy_base_dir):
     """`make toy-base` is deterministic: the same seed gives the same corpus as the manifest."""
     man = json.loads((Path(toy_base_dir) / "manifest.json").read_text())
     t = man["training"]
-    docs = toybase.corpus(t.get("corpus_seed", man["seed"]), t["max_steps"] * t["batch_size"], t["check_fraction"])
+    docs = toybase.corpus(t.get("corpus_seed", man["seed"]), t["max_steps"] * t["batch_size"], t["check_fraction"],
+                          t.get("chunk_fraction", 0.0))
     h = hashlib.sha256("\x00".join(a + "\x01" + b for a, b in docs).encode()).hexdigest()
     assert h == t["corpus_sha256"]
     # generic text only: no verdicts, no evaluation problems
@@ -60,3 +66,20 @@ def test_loads_through_from_pretrained_and_solves(toy_model):
     acc = sum(toyworld.is_correct(p, o[0].text) for p, o in zip(probs, outs)) / len(probs)
     assert acc >= 0.2, acc  # a real solver, not noise
     assert all(o[0].finished for o in outs[:8])
+
+
+def test_chunk_documents_tag_paragraphs_never_the_teacher_segmentation():
+    """Phase 3's chunk-prompt documents: every blank-line paragraph one chunk (the paper's "split
+    by \\n\\n" in the tag format), the text kept byte for byte; the teacher's merges are left
+    for notebook 01 to teach. Without chunk documents the corpus is the earlier phases' one."""
+    from stepwiser_lib import chunks
+
+    docs = toybase.corpus(7, 400, 0.5, 0.5)
+    chunked = [(a, b) for a, b in docs if a.startswith(prompts.TOY_CHUNK_POLICY.split("{")[0])]
+    assert 60 < len(chunked) < 140  # about a quarter of 400
+    for _, b in chunked:
+        raw = chunks.strip_tags(b)
+        assert chunks.parse_chunks(b) == raw.split("\n\n")
+    assert any(toyworld.teacher_segment(chunks.strip_tags(b)) != b for _, b in chunked)  # the teacher would merge
+    assert toybase.corpus(7, 400, 0.5) == toybase.corpus(7, 400, 0.5, 0.0)
+    assert all(not a.startswith("Solve step by step") for a, _ in toybase.corpus(7, 400, 0.5))
