@@ -242,6 +242,26 @@ TOY_SPLITS = {"toy_2step": ((2, 2), (0, 1)), "toy_3step": ((3, 3), (0, 2)),
 TOY_DIR_DEFAULT = "data/toy_processbench"
 
 
+MAX_ROUNDS = 4  # sampling rounds of build_toy per split before it settles for fewer solutions
+
+
+def _take_both(cor: list, err: list, need: int) -> tuple[list[dict], list[dict]]:
+    """Up to ``need`` correct and ``need`` erroneous solutions (``(order key, record)`` pairs, taken
+    in key order), one per problem across both kinds; the correct ones, rarer on long chains,
+    pick their problems first."""
+    seen: set[str] = set()
+
+    def take(xs):
+        keep = []
+        for _, r in sorted(xs, key=lambda x: x[0]):
+            if r["problem"] not in seen and len(keep) < need:
+                seen.add(r["problem"])
+                keep.append(r)
+        return keep
+    c = take(cor)
+    return c, take(err)
+
+
 def build_toy(out_dir: str = TOY_DIR_DEFAULT, model_dir: str | None = None, per_split: int = 200,
               temperatures: tuple[float, ...] = (0.7, 1.0, 1.3), seed: int = 0,
               batch_size: int = 128) -> dict:
@@ -274,37 +294,30 @@ def build_toy(out_dir: str = TOY_DIR_DEFAULT, model_dir: str | None = None, per_
     for si, (split, (steps, distractors)) in enumerate(TOY_SPLITS.items()):
         need = per_split // 2
         err, cor = [], []
-        # 1.5 problems per wanted solution and one sample per temperature: enough of both kinds
-        probs = toyworld.generate_problems("processbench", 3 * per_split // 2, seed=seed + si,
-                                           steps=steps, distractors=distractors)
-        ps = [prompts.TOY_BASE_POLICY.format(problem=p.text) for p in probs]
-        for ti, t in enumerate(temperatures):
-            outs = gen.generate(ps, n=1, temperature=t, max_new_tokens=200,
-                                seed=seed + 1000 * si + 10 * ti)
-            for pi, (p, o) in enumerate(zip(probs, outs)):
-                c = o[0]
-                steps_ = toyworld.split_paragraphs(c.text)
-                if not c.finished or not steps_ or toyworld.last_boxed(c.text) is None:
-                    continue  # ProcessBench solutions are complete
-                lab = toyworld.first_error(p, steps_)
-                rec = {"id": "", "generator": f"toy_base@T{t}", "problem": p.text, "steps": steps_,
-                       "final_answer_correct": toyworld.is_correct(p, c.text), "label": lab}
-                # problem i prefers generator i mod 3, so the generators take turns
-                (cor if lab == -1 else err).append(((pi, (ti - pi) % len(temperatures)), rec))
-        err = [r for _, r in sorted(err, key=lambda x: x[0])]
-        cor = [r for _, r in sorted(cor, key=lambda x: x[0])]
-
-        seen: set[str] = set()
-
-        def take(xs):  # one solution per problem, in order (generators interleave by problem)
-            keep = []
-            for r in xs:
-                if r["problem"] not in seen and len(keep) < need:
-                    seen.add(r["problem"])
-                    keep.append(r)
-            return keep
-        c = take(cor)  # the rarer kind on long chains picks its problems first
-        e = take(err)
+        # Rounds of 1.5 problems per wanted solution and one sample per temperature, until both kinds
+        # suffice: a strong base errs rarely on short chains, so a round may not find enough errors.
+        # A later round's problems sort after the earlier rounds', so it only tops the split up.
+        for rnd in range(MAX_ROUNDS):
+            n_probs = 3 * per_split // 2
+            probs = toyworld.generate_problems("processbench", n_probs, seed=seed + si + 100 * rnd,
+                                               steps=steps, distractors=distractors)
+            ps = [prompts.TOY_BASE_POLICY.format(problem=p.text) for p in probs]
+            for ti, t in enumerate(temperatures):
+                outs = gen.generate(ps, n=1, temperature=t, max_new_tokens=200,
+                                    seed=seed + 1000 * si + 10 * ti + 100_000 * rnd)
+                for pi, (p, o) in enumerate(zip(probs, outs)):
+                    c = o[0]
+                    steps_ = toyworld.split_paragraphs(c.text)
+                    if not c.finished or not steps_ or toyworld.last_boxed(c.text) is None:
+                        continue  # ProcessBench solutions are complete
+                    lab = toyworld.first_error(p, steps_)
+                    rec = {"id": "", "generator": f"toy_base@T{t}", "problem": p.text, "steps": steps_,
+                           "final_answer_correct": toyworld.is_correct(p, c.text), "label": lab}
+                    # problem i prefers generator i mod 3, so the generators take turns
+                    (cor if lab == -1 else err).append(((rnd, pi, (ti - pi) % len(temperatures)), rec))
+            c, e = _take_both(cor, err, need)
+            if len(c) >= need and len(e) >= need:
+                break
         if len(e) < need or len(c) < need:
             warnings.warn(f"toy-ProcessBench {split}: only {len(e)} erroneous / {len(c)} correct "
                           f"solutions (wanted {need} each)", stacklevel=2)
@@ -314,7 +327,7 @@ def build_toy(out_dir: str = TOY_DIR_DEFAULT, model_dir: str | None = None, per_
             validate_record(r, split, i + 1)
         write_jsonl(out / f"{split}.jsonl", recs)
         manifest["splits"][split] = {
-            "chain_steps": list(steps), "distractors": list(distractors), "n": len(recs),
+            "chain_steps": list(steps), "distractors": list(distractors), "rounds": rnd + 1, "n": len(recs),
             "error": sum(r["label"] != -1 for r in recs), "correct": sum(r["label"] == -1 for r in recs),
             "final_answer_correct": sum(r["final_answer_correct"] for r in recs),
             "mean_steps": round(sum(len(r["steps"]) for r in recs) / max(1, len(recs)), 2),

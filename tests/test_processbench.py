@@ -303,3 +303,18 @@ def test_the_maj_k_temperature_reaches_the_judge_and_greedy_stays_greedy():
     PB.judge_solutions(Recording(), recs, k=4, temperature=0.7, progress=False)
     PB.judge_solutions(Recording(), recs, progress=False)
     assert seen == [0.7, None]
+
+
+def test_take_both_keeps_one_solution_per_problem_in_round_order():
+    """toy-ProcessBench's selection (build_toy): correct solutions pick their problems first, each
+    problem is used once across both kinds, and a later round's records come after the first
+    round's (a top-up never changes what the first round chose)."""
+    def rec(problem, label):
+        return {"problem": problem, "label": label}
+    cor = [((1, 0, 0), rec("p9", -1)), ((0, 1, 0), rec("p1", -1)), ((0, 0, 1), rec("p0", -1))]
+    err = [((0, 0, 0), rec("p0", 2)), ((0, 2, 0), rec("p2", 1)), ((1, 1, 0), rec("p8", 0)), ((0, 3, 0), rec("p3", 1))]
+    c, e = PB._take_both(cor, err, 2)
+    assert [r["problem"] for r in c] == ["p0", "p1"]
+    assert [r["problem"] for r in e] == ["p2", "p3"]  # p0 went to the correct side; round 1's p8 comes last
+    c, e = PB._take_both(cor, err, 3)
+    assert [r["problem"] for r in c] == ["p0", "p1", "p9"] and [r["problem"] for r in e] == ["p2", "p3", "p8"]

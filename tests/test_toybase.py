@@ -23,8 +23,8 @@ def test_manifest_matches_files(toy_base_dir):
     assert man["eval"]["check_implied_verdict_accuracy"] >= 0.70
     # three phases (make toy-base): from scratch, continued on more checking text, then with
     # chunk-prompt documents (tagged paragraphs) so that the base can write tags when asked
-    assert [ph["training"]["max_steps"] for ph in man["phases"]] == [1000, 600, 300]
-    assert [ph["training"].get("chunk_fraction", 0.0) for ph in man["phases"]] == [0.0, 0.0, 0.5]
+    assert [ph["training"]["max_steps"] for ph in man["phases"]] == [1000, 600, 500]
+    assert [ph["training"].get("chunk_fraction", 0.0) for ph in man["phases"]] == [0.0, 0.0, 0.8]
     assert man["phases"][-1]["files"] == man["files"]
     # asked for chunks, the base writes them (one per paragraph) and still solves
     assert man["eval"]["chunk_prompt_format_ok_sampled_t1"] >= 0.8

@@ -116,8 +116,11 @@ def test_batch_rebalance_micro_batches_give_the_random_batch_gradient(toy_base_d
     split, r2 = _sft_weights(toy_base_dir, recs, tmp_path / "b", micro_batch=4)
     other, _ = _sft_weights(toy_base_dir, recs, tmp_path / "c", seed=1)
     assert r1["steps"] == r2["steps"] == 2
-    assert all(torch.allclose(whole[k], split[k], atol=1e-5) for k in whole)
-    assert not all(torch.allclose(whole[k], other[k], atol=1e-5) for k in whole)
+    # 1e-4: Adam divides by the root of the squared gradient, so an entry whose gradient is near
+    # zero amplifies summation-order noise (one q_proj entry of the three-phase base moved 1.3e-5);
+    # a different batch moves the weights by about lr = 1e-3
+    assert all(torch.allclose(whole[k], split[k], atol=1e-4) for k in whole)
+    assert not all(torch.allclose(whole[k], other[k], atol=1e-4) for k in whole)
 
 
 def test_sft_batch_is_global(tmp_path):
