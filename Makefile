@@ -70,16 +70,16 @@ lab: venv
 
 # Three phases, like pre-training, continued pre-training and a light instruction phase: 1000 steps
 # on 30% checking text; 600 steps on a fresh corpus with 60% checking text (the skill the judges
-# build on); 300 steps on another fresh corpus where a quarter of the documents ask the chunk prompt
-# and answer with every paragraph tagged (an instruct model can write tags; notebook 01 teaches
-# where they go). LAB_LOG.md, "Toy policy, part 2".
+# build on); 500 steps on another fresh corpus with half checking text, where 80% of the solution
+# documents (40% of all) ask the chunk prompt and answer with every paragraph tagged (an instruct
+# model can write tags; notebook 01 teaches where they go). LAB_LOG.md, "Toy policy, part 2".
 toy-base: venv
 	$(PY) -m stepwiser_lib.toybase --out runs/toy_base_phase1 --work-dir runs/toy_base_work --seed 0
 	$(PY) -m stepwiser_lib.toybase --init-from runs/toy_base_phase1 --out runs/toy_base_phase2 \
 	  --work-dir runs/toy_base_work2 --seed 0 --max-steps 600 --lr 5e-4 --check-fraction 0.6 --warmup-steps 20
 	$(PY) -m stepwiser_lib.toybase --init-from runs/toy_base_phase2 --out data/toy_base \
-	  --work-dir runs/toy_base_work3 --seed 0 --corpus-seed 2 --max-steps 300 --lr 3e-4 --check-fraction 0.5 \
-	  --chunk-fraction 0.5 --warmup-steps 20
+	  --work-dir runs/toy_base_work3 --seed 0 --corpus-seed 2 --max-steps 500 --lr 3e-4 --check-fraction 0.5 \
+	  --chunk-fraction 0.8 --warmup-steps 20
 
 toy-processbench: venv
 	$(PY) -m stepwiser_lib.processbench build-toy --out data/toy_processbench --per-split 200 --seed 0
