@@ -133,6 +133,16 @@ def test_notebooks_follow_the_skeleton():
         assert "metrics" in "".join(cells[-1]["source"])
 
 
+def test_every_notebook_links_the_readme_map_and_glossary():
+    from stepwiser_lib.paths import ROOT
+
+    readme = (ROOT / "README.md").read_text()
+    assert "### The pipeline at a glance" in readme and "<summary>Glossary" in readme
+    for path in list_notebooks():
+        first = "".join(json.loads(path.read_text())["cells"][0]["source"])
+        assert "(../README.md#the-pipeline-at-a-glance)" in first, path.name
+
+
 def test_every_notebook_has_the_colab_badge_and_bootstrap_cell():
     from stepwiser_lib.colab import BOOTSTRAP_SOURCE, badge_markdown
 
