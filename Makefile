@@ -7,12 +7,13 @@ PROCESSBENCH ?= $(abspath $(wildcard ../shared/data/processbench))
 # The real records beside the checkout (read by path, never copied in): MATH-500, GSM8K, ProcessBench.
 SHARED_DATA ?= ../shared/data
 
-.PHONY: help venv reproduce test test-slow lab toy-base toy-processbench bench check-profiles clean standin gpu-check
+.PHONY: help venv reproduce docs test test-slow lab toy-base toy-processbench bench check-profiles clean standin gpu-check
 
 help:
 	@echo "make reproduce [PROFILE=smoke|tiny|toy-full|colab|paper]  run every notebook headless (default: tiny)"
 	@echo "make reproduce PROFILE=paper DRY_RUN=1           validate and print the plan (models, data, GPU-hours)"
 	@echo "make reproduce PROFILE=paper LAUNCHER=configs/accelerate/zero2.yaml  multi-GPU training (DeepSpeed ZeRO-2)"
+	@echo "make docs        executed read-only copies of the notebooks at tiny -> docs/tiny/ (reuses runs/tiny/; minutes after make reproduce)"
 	@echo "make test        unit tests + every notebook at the smoke and colab-smoke profiles (what CI runs)"
 	@echo "make gpu-check   the colab-smoke notebooks on a CUDA GPU: time and peak GPU memory per stage [GPU_PYTHON=... WHEELS=dir BACKEND=vllm DATA=dir]"
 	@echo "make standin     the real-architecture stand-ins of colab-smoke: random-weight Qwen2 + NuminaMath-schema file (seconds)"
@@ -42,6 +43,14 @@ LAUNCHER ?=
 reproduce: venv $(if $(filter colab-smoke,$(PROFILE)),standin,)
 	STEPWISER_LAUNCHER=$(LAUNCHER) STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) $(PY) -m stepwiser_lib.runner --profile $(PROFILE) $(if $(DRY_RUN),--dry-run,)
 	$(if $(DRY_RUN),,$(PY) -m stepwiser_lib.readme)
+	$(if $(DRY_RUN),,$(if $(filter tiny,$(PROFILE)),$(PY) -m stepwiser_lib.docs --profile tiny --no-run,))
+
+# The notebooks executed at tiny with their outputs, for a reader who runs nothing (docs/tiny/,
+# committed). Every stage resumes from runs/tiny/artifacts, so after `make reproduce` this takes
+# minutes; from a fresh clone it is a whole tiny run.
+docs: venv
+	STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) $(PY) -m stepwiser_lib.docs --profile tiny
+	$(PY) -m stepwiser_lib.readme
 
 test: venv
 	STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) STEPWISER_SHARED_DATA=$(abspath $(SHARED_DATA)) $(PY) -m pytest -m "not slow" -q --durations=15

@@ -100,13 +100,17 @@ def _paper(file: str, claim: dict) -> tuple[str, float | None, float | None, str
     return None
 
 
-def rows(results_dir: str | Path) -> list[dict]:
-    """One row per paper claim that ``results_dir``'s comparisons test: ``claim``, ``paper``
-    (a − b, points), ``paper_source``, ``ours`` (a − b), ``low``, ``high``, ``test`` and
-    ``verdict`` (*reproduced* when our interval excludes zero in the paper's direction,
-    *contradicted* the other way, else *within noise*)."""
+FILES = ("self_segmentation", "judges", "processbench", "chunk_reset", "rsft")
+
+
+def rows(results_dir: str | Path, files: list[str] | None = None) -> list[dict]:
+    """One row per paper claim that ``results_dir``'s comparisons test (of ``files``, default
+    all): ``claim``, ``paper`` (a − b, points), ``paper_source``, ``ours`` (a − b), ``low``,
+    ``high``, ``test``, ``verdict`` (*reproduced* when our interval excludes zero in the paper's
+    direction, *contradicted* the other way, else *within noise*), and ``file`` and ``question``
+    (the results file and its comparison's own wording)."""
     out = []
-    for file in ("self_segmentation", "judges", "processbench", "chunk_reset", "rsft"):
+    for file in files or FILES:
         path = Path(results_dir) / f"{file}.json"
         if not path.exists():
             continue
@@ -118,7 +122,8 @@ def rows(results_dir: str | Path) -> list[dict]:
             diff = round(pa - pb, 1)
             out.append({"claim": text, "paper": diff, "paper_source": source, "ours": c["diff"],
                         "low": c["low"], "high": c["high"], "test": c["test"],
-                        "verdict": claim_verdict(c["low"], c["high"], 1 if diff > 0 else -1)})
+                        "verdict": claim_verdict(c["low"], c["high"], 1 if diff > 0 else -1),
+                        "file": file, "question": c["claim"]})
     return out
 
 

@@ -331,6 +331,7 @@ def sync(root: str | Path, url: str = REPO_URL, write: bool = True) -> list[str]
         cells[0]["source"] = _lines(fix("".join(cells[0]["source"])))
         boot = next(c for c in cells if "bootstrap" in c.get("metadata", {}).get("tags", []))
         boot["source"] = _lines(bootstrap_source(url))
+        boot["metadata"].setdefault("jupyter", {})["source_hidden"] = True  # collapsed: a learner need not read it
         if json.dumps(cells) != old:
             changed.append(str(nb_path.relative_to(root)))
             if write:

@@ -525,12 +525,17 @@ def error_kinds_by_judge(outputs: dict, bench: dict[str, list[dict]]) -> dict[st
 
 
 def examples(bench: dict[str, list[dict]], outputs: dict, n: int) -> list[tuple[str, str, dict, dict]]:
-    """Up to ``n`` erroneous solutions whose first error the judge found and ``n`` it missed, in
-    benchmark order: (kind, split, record, the judge's output on it)."""
-    shown, out = {"found": 0, "missed": 0}, []
+    """Up to ``n`` erroneous solutions whose first error the judge found, ``n`` it missed (a later
+    step or none flagged), and ``n`` correct solutions it flagged anyway (a false alarm, the
+    commonest failure of a stepwise judge: one wrong verdict anywhere is enough), in benchmark
+    order: (kind, split, record, the judge's output on it)."""
+    shown, out = {"found": 0, "missed": 0, "false alarm": 0}, []
     for s in bench:
         for r, o in zip(bench[s], outputs[s]):
-            kind = None if r["label"] == -1 else "found" if o["prediction"] == r["label"] else "missed"
+            if r["label"] == -1:
+                kind = "false alarm" if o["prediction"] != -1 else None
+            else:
+                kind = "found" if o["prediction"] == r["label"] else "missed"
             if kind and shown[kind] < n:
                 shown[kind] += 1
                 out.append((kind, s, r, o))
@@ -540,8 +545,9 @@ def examples(bench: dict[str, list[dict]], outputs: dict, n: int) -> list[tuple[
 def format_example(kind: str, split: str, r: dict, o: dict) -> str:
     """One solution as the judge saw it: every step with its verdict, and the judge's analysis at
     the true first error and at the predicted one."""
-    lines = ["=" * 100, f"{kind.upper()} ({split}, {r['id']}, generator {r['generator']}): true first error = step "
-             f"{r['label']}, judge predicted {o['prediction']}", f"PROBLEM: {r['problem']}"]
+    truth = "none (a correct solution)" if r["label"] == -1 else f"step {r['label']}"
+    lines = ["=" * 100, f"{kind.upper()} ({split}, {r['id']}, generator {r['generator']}): true first error = "
+             f"{truth}, judge predicted {o['prediction']}", f"PROBLEM: {r['problem']}"]
     for i, step in enumerate(r["steps"]):
         v = o["verdicts"][i] if i < len(o["verdicts"]) else "(not judged)"
         lines.append(f"  step {i} [{v}]: {step.replace(chr(10), ' / ')}")

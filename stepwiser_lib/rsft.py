@@ -11,6 +11,7 @@ then fine-tuned on each selected set with the recipe of notebook 01 and evaluate
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 from .chunks import chunk_ends, parse_chunks
 
@@ -60,6 +61,30 @@ def score_responses(judge, items: list[dict], k: int = 1, seed: int = 0,
     for (i, r), x in zip(where, res):
         out[i][r].append(float(x["score"]))
     return out
+
+
+def sample_responses(policy: str, items: list[dict], template: str, art, *, samples: int, temperature: float,
+                     max_new_tokens: int, seed: int, backend: str = "hf", gen_batch: int = 128,
+                     engine: dict | None = None, reference: bool = False) -> tuple[list[dict], str]:
+    """Notebook 07, section 1: ``samples`` responses per training prompt from the chunk policy
+    (one record per response, ``data/README.md``), cached in ``art/samples.jsonl`` under a key of
+    the policy's weights, the prompts and the sampling settings; ``reference`` adds each prompt's
+    reference solution (colab-smoke's shortcut). Returns the records and the key, which the
+    later caches of the notebook build on."""
+    from . import io, paths, sampling
+    from .models import make_generator, release
+
+    key = io.digest(paths.model_fingerprint(policy), [i["id"] for i in items], samples, temperature, max_new_tokens,
+                    seed, *(["reference"] if reference else []))
+
+    def sample():
+        gen = make_generator(policy, backend=backend, batch_size=gen_batch, **(engine or {}))
+        out = sampling.sample_solutions(gen, items, template, samples, temperature, max_new_tokens, seed=seed,
+                                        progress="sample")
+        release(gen)  # one engine at a time on a GPU
+        return out + (sampling.reference_samples(items, chunked=True) if reference else [])
+
+    return io.cached_jsonl(Path(art) / "samples.jsonl", key, sample), key
 
 
 def sft_records(items: list[dict], picks: list[int | None], template: str) -> list[dict]:

@@ -57,3 +57,12 @@ def test_table4_and_same_rule_judge_orderings_enter_the_claims_table(tmp_path):
         (0.5, "contradicted"),  # Table 4 1.5B accuracy: 44.7 - 44.2
         (1.9, "within noise")]  # Table 6 1.5B no-CoT: 36.2 - 34.3 (rel_ratio)
     assert "steps per solution" in rows[0]["paper_source"] and "test chunks" in rows[2]["paper_source"]
+
+
+def test_rows_of_one_results_file(tmp_path):
+    c = {"claim": "self-segmentation gives fewer steps per solution", "field": "steps", "a": "chunk", "b": "base",
+         "diff": -1.0, "low": -2.0, "high": -0.5, "test": "t"}
+    (tmp_path / "self_segmentation.json").write_text(json.dumps({"comparisons": [c]}))
+    assert [r["file"] for r in claims.rows(tmp_path)] == ["self_segmentation"]
+    assert claims.rows(tmp_path, files=["rsft"]) == []
+    assert claims.rows(tmp_path, files=["self_segmentation"])[0]["question"] == c["claim"]

@@ -1,4 +1,5 @@
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -130,7 +131,28 @@ def test_notebooks_follow_the_skeleton():
         assert "config.resolve(globals()" in "".join(cells[i + 1]["source"])
         assert all(not c.get("outputs") for c in cells if c["cell_type"] == "code"), \
             f"{path.name} is committed with outputs"
-        assert "metrics" in "".join(cells[-1]["source"])
+        close = _closing_cells(path.name, cells)
+        assert any("save_metrics" in "".join(c["source"]) for c in cells[:close]), f"{path.name}: metrics are written before the closing cells"
+
+
+def _closing_cells(name: str, cells: list[dict]) -> int:
+    """Every notebook ends (issue 19) with: a "What this run shows" heading, a code cell that
+    computes this run's numbers, a markdown cell with what it shows / does not show, three "what
+    you learned" lines and a link onward, then a "Try this" cell with a rerun command and knobs."""
+    src = ["".join(c["source"]) for c in cells]
+    k = next((i for i, t in enumerate(src) if t.startswith("## What this run shows, and what it does not")), None)
+    assert k is not None and k == len(cells) - 4, f"{name}: the closing cells are not the last four"
+    assert cells[k + 1]["cell_type"] == "code"
+    text = src[k + 2]
+    for part in ("**What it shows.**", "**What it does not show.**", "**What you learned.**"):
+        assert part in text, f"{name}: no {part}"
+    learned = text.split("**What you learned.**")[1].split("\n\n")[0]
+    assert len([ln for ln in learned.splitlines() if ln.startswith("- ")]) == 3, f"{name}: not three lines learned"
+    assert re.search(r"\]\((0\d_\w+\.ipynb|\.\./README\.md)\)", text.split("**What you learned.**")[1]), f"{name}: no link onward"
+    tries = src[-1]
+    assert tries.startswith("## Try this") and f"--only {name[:2]}" in tries, f"{name}: no Try this cell"
+    assert len([ln for ln in tries.splitlines() if ln.startswith("| `")]) >= 2, f"{name}: fewer than two knobs"
+    return k
 
 
 def test_every_notebook_links_the_readme_map_and_glossary():
@@ -151,4 +173,5 @@ def test_every_notebook_has_the_colab_badge_and_bootstrap_cell():
         assert badge_markdown(path.stem) in "".join(cells[0]["source"]), path.name
         assert "".join(cells[1]["source"]) == BOOTSTRAP_SOURCE, f"{path.name}: bootstrap cell differs"
         assert "bootstrap" in cells[1]["metadata"]["tags"]
+        assert cells[1]["metadata"]["jupyter"]["source_hidden"], f"{path.name}: bootstrap cell not collapsed"
     exec(compile(BOOTSTRAP_SOURCE, "bootstrap", "exec"), {})  # off Colab it is a no-op

@@ -318,3 +318,12 @@ def test_take_both_keeps_one_solution_per_problem_in_round_order():
     assert [r["problem"] for r in e] == ["p2", "p3"]  # p0 went to the correct side; round 1's p8 comes last
     c, e = PB._take_both(cor, err, 3)
     assert [r["problem"] for r in c] == ["p0", "p1", "p9"] and [r["problem"] for r in e] == ["p2", "p3", "p8"]
+
+
+def test_examples_show_a_found_error_a_missed_one_and_a_false_alarm():
+    bench = {"s": [{"id": "1", "label": 1}, {"id": "2", "label": 0}, {"id": "3", "label": -1}, {"id": "4", "label": -1}]}
+    outs = {"s": [{"prediction": 1}, {"prediction": -1}, {"prediction": -1}, {"prediction": 0}]}
+    assert [(k, r["id"]) for k, _, r, _ in PB.examples(bench, outs, 1)] == [("found", "1"), ("missed", "2"), ("false alarm", "4")]
+    r = {"id": "4", "label": -1, "generator": "g", "problem": "P", "steps": ["a"]}
+    text = PB.format_example("false alarm", "s", r, {"prediction": 0, "verdicts": ["Negative"], "analyses": ["why"]})
+    assert "true first error = none (a correct solution), judge predicted 0" in text and "judge analysis: why" in text

@@ -112,3 +112,20 @@ def test_train_all_one_sft_per_method_and_seed_cached(tmp_path, monkeypatch, cap
     assert res[("outcome", 1)]["records"] == 1 and res[("outcome", 1)]["acc"] == {"toy": 50.0}
     rsft.train_all(picks, _items(), "{problem}", "pol", tmp_path, settings, evaluate, "bk", 2)
     assert len(runs) == 4  # from disk
+
+
+def test_sample_responses_samples_once_and_keys_the_later_caches(tmp_path, monkeypatch):
+    from stepwiser_lib import models, paths, rsft as R, sampling
+    calls = []
+    monkeypatch.setattr(models, "make_generator", lambda *a, **k: "gen")
+    monkeypatch.setattr(models, "release", lambda *a: None)
+    monkeypatch.setattr(paths, "model_fingerprint", lambda p: "fp")
+    monkeypatch.setattr(sampling, "sample_solutions", lambda g, items, *a, **k: calls.append(1) or
+                        [{"problem_id": i["id"], "response": "r", "correct": True} for i in items])
+    items = [{"id": "a", "problem": "P"}]
+    kw = dict(samples=2, temperature=1.0, max_new_tokens=8, seed=0)
+    rows, key = R.sample_responses("pol", items, "{problem}", tmp_path, **kw)
+    rows2, key2 = R.sample_responses("pol", items, "{problem}", tmp_path, **kw)
+    assert rows == rows2 == [{"problem_id": "a", "response": "r", "correct": True}] and key == key2 and calls == [1]
+    _, key3 = R.sample_responses("pol", items, "{problem}", tmp_path, **{**kw, "seed": 1})
+    assert key3 != key and calls == [1, 1]

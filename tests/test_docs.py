@@ -1,0 +1,83 @@
+"""make docs: the reader's executed copies (stepwiser_lib.docs)."""
+
+import json
+
+import pytest
+
+from stepwiser_lib import docs
+
+
+def _executed(root: str, exception=False, end="2026-01-01T00:00:01"):
+    return {"metadata": {"kernelspec": {"name": "python3"},
+                         "papermill": {"input_path": f"{root}/notebooks/01_x.ipynb", "output_path": f"{root}/runs/tiny/01_x.ipynb",
+                                       "parameters": {"PROFILE": "tiny"}, "duration": 90.0, "exception": exception,
+                                       "start_time": "2026-01-01T00:00:00", "end_time": end},
+                         "widgets": {"state": {}}},
+            "cells": [{"cell_type": "markdown", "id": "a", "metadata": {}, "source": ["# 01 · X\n", "[map](../README.md#m)"]},
+                      {"cell_type": "code", "id": "b", "execution_count": 1,
+                       "metadata": {"execution": {"iopub.status.idle": "2026"}, "papermill": {"duration": 1.0}, "tags": ["t"]},
+                       "source": ["print(1)"],
+                       "outputs": [{"output_type": "stream", "name": "stderr", "text": ["sample: 100%|####|\r"]},
+                                   {"output_type": "stream", "name": "stdout", "text": [f"wrote {root}/results/tiny/x.json\n"]},
+                                   {"output_type": "display_data", "metadata": {},
+                                    "data": {"application/vnd.jupyter.widget-view+json": {"model_id": "m"}}},
+                                   {"output_type": "display_data", "metadata": {},
+                                    "data": {"text/plain": [f"{root}"], "image/png": "iVBOR"}}]}],
+            "nbformat": 4, "nbformat_minor": 5}
+
+
+def test_clean_keeps_what_a_reader_needs_and_nothing_of_the_machine():
+    ex = _executed("/x/repo")
+    ex["cells"].insert(1, {"cell_type": "code", "id": "e14a8d0b", "metadata": {"tags": ["injected-parameters"]},
+                           "source": ["PROFILE = 'tiny'"], "outputs": [], "execution_count": 1})
+    nb = docs.clean(ex, "/x/repo", "notebooks/01_x.ipynb", "tiny")
+    assert nb["cells"].pop(2)["id"] == "injected-parameters"  # papermill's random id, made stable
+    text = json.dumps(nb)
+    assert "/x/repo" not in text and "iopub" not in text and "widget" not in text and "100%" not in text
+    assert nb["metadata"]["stepwiser_docs"] == {"profile": "tiny", "source": "notebooks/01_x.ipynb",
+                                                "parameters": {"PROFILE": "tiny"}, "minutes": 1.5}
+    assert nb["cells"][0]["id"] == "docs-banner" and "Executed copy" in nb["cells"][0]["source"][0]
+    assert nb["cells"][1]["source"][1] == "[map](../../README.md#m)"  # one folder deeper
+    outs = nb["cells"][2]["outputs"]
+    assert [o["output_type"] for o in outs] == ["stream", "display_data"]
+    assert outs[0]["text"] == ["wrote results/tiny/x.json\n"] and outs[1]["data"]["text/plain"] == ["."]
+    assert nb["cells"][2]["metadata"] == {"tags": ["t"]}
+
+
+def test_export_writes_the_copies_and_an_index_and_refuses_an_unfinished_run(tmp_path):
+    src, out = tmp_path / "runs", tmp_path / "docs"
+    src.mkdir()
+    with pytest.raises(FileNotFoundError, match="make reproduce"):
+        docs.export("tiny", src, out, root="/x/repo")
+    (src / "01_x.ipynb").write_text(json.dumps(_executed("/x/repo")))
+    assert [p.name for p in docs.export("tiny", src, out, root="/x/repo")] == ["01_x.ipynb"]
+    index = (out / "README.md").read_text()
+    assert "| [01 · X](01_x.ipynb) | [`notebooks/01_x.ipynb`](../../notebooks/01_x.ipynb) | 1.5 |" in index
+    (src / "02_y.ipynb").write_text(json.dumps(_executed("/x/repo", end=None)))
+    with pytest.raises(RuntimeError, match="did not finish"):
+        docs.export("tiny", src, out, root="/x/repo")
+    (src / "02_y.ipynb").write_text(json.dumps(_executed("/x/repo", exception=True)))
+    with pytest.raises(RuntimeError, match="stopped with an error"):
+        docs.export("tiny", src, out, root="/x/repo")
+
+
+def test_committed_docs_are_clean_copies_of_the_current_notebooks():
+    """docs/tiny holds one executed copy per notebook, with outputs, no machine paths, and the
+    source notebook's cells in the same order (a stale copy fails: rerun `make docs`)."""
+    from stepwiser_lib.paths import ROOT
+    from stepwiser_lib.runner import list_notebooks
+
+    d = ROOT / "docs" / "tiny"
+    if not d.exists():
+        pytest.skip("no docs/tiny yet")
+    for src in list_notebooks():
+        copy = json.loads((d / src.name).read_text())
+        text = json.dumps(copy)
+        assert str(ROOT) not in text and "/work/" not in text and "/home/" not in text, src.name
+        cells = [c for c in copy["cells"][1:] if c["id"] != "injected-parameters"]
+        source = json.loads(src.read_text())["cells"]
+        assert [c["id"] for c in cells] == [c["id"] for c in source], f"{src.name}: stale copy (run make docs)"
+        for a, b in zip(cells, source):
+            want = "".join(b["source"]).replace("](../README.md", "](../../README.md").replace("](../LAB_LOG.md", "](../../LAB_LOG.md")
+            assert "".join(a["source"]) == want, f"{src.name}, cell {b['id']}: stale copy (run make docs)"
+        assert any(c.get("outputs") for c in cells), f"{src.name}: no outputs"
