@@ -525,8 +525,9 @@ def error_kinds_by_judge(outputs: dict, bench: dict[str, list[dict]]) -> dict[st
 
 
 def examples(bench: dict[str, list[dict]], outputs: dict, n: int) -> list[tuple[str, str, dict, dict]]:
-    """Up to ``n`` erroneous solutions whose first error the judge found, ``n`` it missed (a later
-    step or none flagged), and ``n`` correct solutions it flagged anyway (a false alarm, the
+    """Up to ``n`` erroneous solutions whose first error the judge found, ``n`` whose first error
+    it did not find exactly ("missed" here: another step flagged, earlier or later, or none; the
+    finer kinds are :func:`error_kinds`), and ``n`` correct solutions it flagged anyway (a false alarm, the
     commonest failure of a stepwise judge: one wrong verdict anywhere is enough), in benchmark
     order: (kind, split, record, the judge's output on it)."""
     shown, out = {"found": 0, "missed": 0, "false alarm": 0}, []
