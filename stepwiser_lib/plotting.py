@@ -93,7 +93,7 @@ def _ci_bounds(row: dict) -> tuple[float, float] | None:
 def judge_bars(rows: list[dict]):
     """Notebook 04, section 4: each judge's test balanced accuracy against the MC labels (with its
     95% interval, problems resampled, where the row has one) and, where the row has one (toy
-    world), against the exact checker. Seeds of one judge stand side by side."""
+    world), against the exact checker, in the order of ``rows``."""
     fig, ax = plt.subplots(figsize=(max(6, 0.8 * len(rows)), 3.8))
     x = list(range(len(rows)))
     acc = [r.get("balanced_acc", float("nan")) for r in rows]
