@@ -5,7 +5,9 @@ The chunk policy writes one chunk at a time (generation stops at ``</chunk>``). 
 from the extended prefix; a Negative one is discarded and a new chunk is sampled from the same
 point, up to ``max_attempts`` samples in all. What happens when every attempt is rejected is not
 in the paper: ``on_exhausted`` chooses (default: the attempt with the highest judge score, ties
-to the latest). Whether the final-answer chunk is judged is ``judge_final``.
+to the latest). Whether the final-answer chunk is judged is ``judge_final``. A judge output with
+no parsable verdict accepts nothing and scores 0 (:data:`stepwiser_lib.verdicts.RULE`): the chunk is
+sampled again, and such outputs are counted (``judge_unparsed``).
 
 Problems advance together: each round generates one candidate chunk for every unfinished
 problem in one batched call and judges them in one batched call. **Common random numbers**: each
@@ -52,6 +54,7 @@ class _State:
     accepted_tokens: int = 0
     rejected_tokens: int = 0
     judge_calls: int = 0
+    judge_unparsed: int = 0  # judge outputs without a parsable verdict (verdicts.RULE: never an acceptance)
     attempts: list[dict] = field(default_factory=list)  # candidates at the current point
     trace: list[dict] = field(default_factory=list)
     done: bool = False
@@ -130,6 +133,7 @@ def chunk_reset(policy, judge, problems: list[str], template: str, cfg: ResetCon
                 a = states[i].attempts[-1]
                 a.update(verdict=r["verdict"], score=r["score"], analysis=r["analysis"])
                 states[i].judge_calls += 1
+                states[i].judge_unparsed += int(r.get("n_unparsed", 0))
         for i in active:
             s = states[i]
             if s.done or not s.attempts:
@@ -158,7 +162,7 @@ def chunk_reset(policy, judge, problems: list[str], template: str, cfg: ResetCon
                 bar.update(1)
     bar.close()
     return [{"problem": s.problem, "response": s.prefix, "accepted_tokens": s.accepted_tokens,
-             "rejected_tokens": s.rejected_tokens, "judge_calls": s.judge_calls,
+             "rejected_tokens": s.rejected_tokens, "judge_calls": s.judge_calls, "judge_unparsed": s.judge_unparsed,
              "chunks": len(s.history), "resets": sum(len(t["attempts"]) - 1 for t in s.trace),
              "exhausted": sum(t["exhausted"] for t in s.trace), "trace": s.trace} for s in states]
 
@@ -281,12 +285,48 @@ def predictions(runs: dict, items: dict[str, list[dict]], seeds: dict[str, list[
                                                  runs[(label, task, k)]["correct"])] for label, ks in seeds.items()}
 
 
-def comparisons(preds: dict[str, list[dict]]) -> list[dict]:
-    """Table 7's questions, paired by problem (:func:`stepwiser_lib.evaluation.compare_rates`): each
-    judge against the sampled no-judge run, and greedy decoding against sampling (no judge)."""
-    from .evaluation import compare_rates
+def tallies(runs: dict, judge_k: int = 1) -> dict[str, dict]:
+    """Row label -> :func:`stepwiser_lib.verdicts.tally`-shaped counts of its judge over every task
+    and seed (``asked``: judge calls; ``unparsed``: outputs without a verdict). A judge arm whose
+    judge was never asked (the policy wrote no complete chunk) or never parsed says nothing about
+    the judge (:func:`stepwiser_lib.verdicts.informative`)."""
+    out: dict[str, dict] = {}
+    for (label, _, _), rec in runs.items():
+        if label in (NO_JUDGE, GREEDY):
+            continue
+        t = out.setdefault(label, {"asked": 0, "samples": 0, "unparsed": 0, "no_verdict": 0})
+        for r in rec["results"]:
+            t["asked"] += r["judge_calls"]
+            t["samples"] += r["judge_calls"] * judge_k
+            t["unparsed"] += r.get("judge_unparsed", 0)
+    for t in out.values():
+        t["unparsed_pct"] = round(100 * t["unparsed"] / t["samples"], 2) if t["samples"] else None
+    return out
 
-    out = [{"claim": "the judge helps chunk-reset (Table 7)", **compare_rates(preds[label], preds[NO_JUDGE])}
+
+def with_verdicts(rows: list[dict], judge_tallies: dict[str, dict]) -> list[dict]:
+    """Table 7 rows with a ``verdicts`` column: how each judge arm's judge outputs parsed, or why
+    the arm says nothing about its judge (never asked, nothing parsed); "-" for the no-judge rows."""
+    from .verdicts import describe
+
+    return [{**r, "verdicts": describe(judge_tallies[r["method"]]) if r["method"] in judge_tallies else "-"} for r in rows]
+
+
+def comparisons(preds: dict[str, list[dict]], judge_tallies: dict[str, dict] | None = None) -> list[dict]:
+    """Table 7's questions, paired by problem (:func:`stepwiser_lib.evaluation.compare_rates`): each
+    judge against the sampled no-judge run, and greedy decoding against sampling (no judge). A
+    judge arm whose judge was never asked or never parsed (``judge_tallies``, :func:`tallies`) is
+    not compared: its verdict is :data:`~stepwiser_lib.verdicts.UNINFORMATIVE`."""
+    from .evaluation import compare_rates
+    from .verdicts import describe, informative, uninformative_comparison
+
+    def judged(label):
+        t = (judge_tallies or {}).get(label)
+        if judge_tallies is not None and not informative(t):
+            return uninformative_comparison({"a": label, "b": NO_JUDGE}, f"not compared: {describe(t)}")
+        return compare_rates(preds[label], preds[NO_JUDGE])
+
+    out = [{"claim": "the judge helps chunk-reset (Table 7)", **judged(label)}
            for label in preds if label not in (NO_JUDGE, GREEDY)]
     if GREEDY in preds:
         out.append({"claim": "greedy decoding beats sampling (no judge)", **compare_rates(preds[GREEDY], preds[NO_JUDGE])})

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from . import paper_results as P
 from .stats import claim_verdict
+from .verdicts import UNINFORMATIVE
 
 KIND_ROW = {"stepwiser": "Generative CoT + RL (StepWiser)", "disc_sft": "Discriminative + SFT",
             "no_cot_rl": "Ablate CoT (discriminative format + RL)",
@@ -120,11 +121,20 @@ def rows(results_dir: str | Path, files: list[str] | None = None) -> list[dict]:
                 continue
             text, pa, pb, source = paper
             diff = round(pa - pb, 1)
+            silent = c.get("verdict") == UNINFORMATIVE  # a judge that gave no parsable verdict (verdicts.RULE)
             out.append({"claim": text, "paper": diff, "paper_source": source, "ours": c["diff"],
                         "low": c["low"], "high": c["high"], "test": c["test"],
-                        "verdict": claim_verdict(c["low"], c["high"], 1 if diff > 0 else -1),
+                        "verdict": UNINFORMATIVE if silent else claim_verdict(c["low"], c["high"], 1 if diff > 0 else -1),
                         "file": file, "question": c["claim"]})
     return out
+
+
+def _num(x) -> str:
+    return "-" if x is None else f"{x:+.1f}"
+
+
+def _interval(r: dict) -> str:
+    return "-" if r["low"] is None else f"[{r['low']:+.1f}, {r['high']:+.1f}]"
 
 
 def markdown(results_dir: str | Path) -> list[str]:
@@ -134,6 +144,6 @@ def markdown(results_dir: str | Path) -> list[str]:
         return []
     lines = ["| paper claim | paper: a − b | where | ours: a − b | 95% interval | paired test | verdict |",
              "|---|---|---|---|---|---|---|"]
-    lines += [f"| {r['claim']} | {r['paper']:+.1f} | {r['paper_source']} | {r['ours']:+.1f} | "
-              f"[{r['low']:+.1f}, {r['high']:+.1f}] | {r['test']} | **{r['verdict']}** |" for r in rs]
+    lines += [f"| {r['claim']} | {r['paper']:+.1f} | {r['paper_source']} | {_num(r['ours'])} | "
+              f"{_interval(r)} | {r['test']} | **{r['verdict']}** |" for r in rs]
     return lines

@@ -33,7 +33,7 @@ from .checks import type_ok as _type_ok
 from .paths import PROFILES_DIR
 
 #: The shipped profiles (tests check each; any other valid ``configs/profiles/*.yaml`` works too).
-PROFILES = ("smoke", "colab-smoke", "tiny", "toy-full", "colab", "paper")
+PROFILES = ("smoke", "colab-smoke", "real-smoke", "real-smoke-vllm", "tiny", "toy-full", "colab", "paper")
 
 
 

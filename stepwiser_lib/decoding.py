@@ -39,20 +39,53 @@ class _Row:
     gen: torch.Generator | None = None  # this sample's own random stream (``seeds``), else the shared one
 
 
-#: The attention the loop runs with: transformers' SDPA path, except that grouped-query attention
-#: is left to the kernel (``enable_gqa``) instead of copying every key/value head per query group
-#: at every step. transformers only does that without a padding mask; with one (always, here)
-#: ``repeat_kv`` was 30% of the loop's time on the toy model, and the kernel is 7x faster at a
-#: 128-row decode step (measured; LAB_LOG.md). The numbers are the same.
+#: The multiplier that spreads a prompt's seed over its samples (an odd prime, so that on the CPU,
+#: where torch's generator keeps only the low 32 bits of a seed, distinct samples of one prompt
+#: still get distinct seeds).
+SAMPLE_STRIDE = 1_000_003
+
+
+def sample_seed(prompt_seed: int, sample: int) -> int:
+    """The seed of sample ``sample`` of a prompt whose seed is ``prompt_seed``: every (prompt,
+    sample) pair has a random stream of its own, the same on both backends (the HF loop's
+    per-sample generators, vLLM's per-request seeds). Reduced to 63 bits, as both accept."""
+    return (int(prompt_seed) * SAMPLE_STRIDE + int(sample)) % 2**63
+
+
+def prompt_seed(call_seed: int, index: int) -> int:
+    """The seed of prompt ``index`` of a call seeded ``call_seed`` (vLLM, where no per-prompt
+    seeds are given: it has no shared generator whose draws would not depend on scheduling)."""
+    return sample_seed(call_seed, index)
+
+
+#: The attention the loop runs with: transformers' SDPA path, except that on the CPU grouped-query
+#: attention is left to the kernel (``enable_gqa``) instead of copying every key/value head per
+#: query group at every step. transformers does that only without a padding mask; with one (always,
+#: here) ``repeat_kv`` was 30% of the loop's time on the toy model, and the CPU kernel is 7x faster
+#: at a 128-row decode step (measured; LAB_LOG.md). The numbers are the same.
 ATTENTION = "stepwiser_sdpa_gqa"
+
+
+def gqa_in_kernel(device_type: str, masked: bool) -> bool:
+    """Whether SDPA gets grouped-query attention itself (``enable_gqa=True``) or the key/value
+    heads repeated per group. transformers' rule (``sdpa_attention.use_gqa_in_sdpa``): on CUDA only
+    without a mask, because torch 2.13 serves masked GQA there with the math kernel alone, whose
+    fp32 score matrix is O(batch x heads x L^2) (``shared/reference/real_path_review_2.md`` C1:
+    +23.5 GiB at colab's first GRPO validation). The CPU kernel takes both, and faster."""
+    return device_type == "cpu" or not masked
 
 
 def _sdpa_gqa(module, query, key, value, attention_mask, dropout=0.0, scaling=None, is_causal=None, **kwargs):
     groups = getattr(module, "num_key_value_groups", 1)
     causal = query.shape[2] > 1 and attention_mask is None and getattr(module, "is_causal", True)
     mask = attention_mask[:, :, :, : key.shape[-2]] if attention_mask is not None and attention_mask.dim() == 4 else attention_mask
+    if query.dtype != key.dtype:  # a half-precision cache (sample's ``half``): RoPE left q in fp32
+        query = query.to(key.dtype)
+    in_kernel = groups > 1 and gqa_in_kernel(query.device.type, mask is not None)
+    if groups > 1 and not in_kernel:
+        key, value = key.repeat_interleave(groups, dim=1), value.repeat_interleave(groups, dim=1)
     out = torch.nn.functional.scaled_dot_product_attention(query, key, value, attn_mask=mask, dropout_p=0.0, scale=scaling,
-                                                           is_causal=causal, enable_gqa=groups > 1)
+                                                           is_causal=causal, enable_gqa=in_kernel)
     return out.transpose(1, 2).contiguous(), None
 
 
@@ -187,31 +220,45 @@ def _choose(logits: torch.Tensor, temperature: float, top_p: float,
     return torch.multinomial(probs, 1, generator=gen).squeeze(-1)
 
 
-def sample(model, prompts: list[list[int]], n: int, **kw) -> list[list[_Row]]:
-    """``n`` samples of each token-id prompt (see :func:`_sample` for the arguments)."""
-    with _attention(model):
-        return _sample(model, prompts, n, **kw)
+def sample(model, prompts: list[list[int]], n: int, half: torch.dtype | None = None, **kw) -> list[list[_Row]]:
+    """``n`` samples of each token-id prompt (see :func:`_sample` for the arguments).
+
+    ``half``: a model kept in fp32 (a trainer's master weights: GRPO's group sampling and its
+    validation) is run under autocast in this dtype, and its KV cache is kept in it. Without it,
+    RoPE promotes the keys to fp32 and the cache's first tensor sets the values' dtype too: twice
+    the memory the plan assumes (real_path_review_2.md C3: a 43.7 GiB cache at paper's validation)."""
+    import contextlib
+
+    device = next(model.parameters()).device
+    ctx = torch.autocast(device.type, dtype=half) if half is not None else contextlib.nullcontext()
+    with _attention(model), ctx:
+        return _sample(model, prompts, n, cache_dtype=half, **kw)
 
 
 @torch.no_grad()
-def _sample(model, prompts: list[list[int]], n: int, *, max_new_tokens: int, temperature: float = 1.0,
+def _sample(model, prompts: list[list[int]], n: int, *, max_new_tokens: int | list[int], temperature: float = 1.0,
            top_p: float = 1.0, eos: list[int], seed: int = 0, batch_size: int = 128,
-           stop_check=None, on_done=None, seeds: list[int] | None = None) -> list[list[_Row]]:
+           stop_check=None, on_done=None, seeds: list[int] | None = None,
+           cache_dtype: torch.dtype | None = None) -> list[list[_Row]]:
     """``n`` samples of each token-id prompt: ``out[i][j].tokens`` (up to and including an end
     token) and ``.finished``. ``stop_check(tokens) -> bool`` ends a row early (stop strings);
     ``on_done(k)`` reports progress (rows finished). At most ``batch_size`` rows decode at once;
     a prompt's samples join the batch together when there is room (one prefill, shared).
     ``seeds`` (one per prompt): sample ``j`` of prompt ``i`` draws from its own generator seeded
-    ``seeds[i] * 1_000_003 + j`` instead of the batch's shared one (seeded ``seed``)."""
+    :func:`sample_seed` ``(seeds[i], j)`` instead of the batch's shared one (seeded ``seed``).
+    ``max_new_tokens``: one limit for every prompt, or one per prompt (each at least 1)."""
     from transformers import DynamicCache
 
     device = next(model.parameters()).device
     # generators live on the model's device: torch refuses a CPU generator for CUDA probabilities
     gen = torch.Generator(device=device).manual_seed(int(seed))
     eos = set(eos)
+    limit = [max_new_tokens] * len(prompts) if isinstance(max_new_tokens, int) else list(max_new_tokens)
+    if len(limit) != len(prompts) or min(limit, default=1) < 1:
+        raise ValueError(f"max_new_tokens: one limit of at least 1 per prompt, got {max_new_tokens!r}")
     if seeds is not None and len(seeds) != len(prompts):
         raise ValueError(f"seeds: {len(seeds)} for {len(prompts)} prompts; want one per prompt")
-    out = [[_Row(i, j, gen=None if seeds is None else torch.Generator(device=device).manual_seed(int(seeds[i]) * 1_000_003 + j))
+    out = [[_Row(i, j, gen=None if seeds is None else torch.Generator(device=device).manual_seed(sample_seed(seeds[i], j)))
             for j in range(n)] for i in range(len(prompts))]
     # admission units: (prompt, its samples), at most batch_size samples each; longest prompts first
     units = [(i, list(range(s, min(s + batch_size, n)))) for i in range(len(prompts)) for s in range(0, n, batch_size)]
@@ -237,7 +284,8 @@ def _sample(model, prompts: list[list[int]], n: int, *, max_new_tokens: int, tem
             reps = torch.tensor([len(js) for _, js in take], device=device)  # each prompt's cache to its samples
             sel = torch.repeat_interleave(torch.arange(len(take), device=device), reps)
             grow = _grow_layer_class()
-            cache.layers = [grow(layer.keys.index_select(0, sel), layer.values.index_select(0, sel))
+            cache.layers = [grow(layer.keys.index_select(0, sel).to(cache_dtype or layer.keys.dtype),
+                                 layer.values.index_select(0, sel).to(cache_dtype or layer.values.dtype))
                             for layer in cache.layers]
             rows = [out[i][j] for i, js in take for j in js]
             first = _choose(logits.index_select(0, sel), temperature, top_p, gen if seeds is None else [r.gen for r in rows])
@@ -252,7 +300,7 @@ def _sample(model, prompts: list[list[int]], n: int, *, max_new_tokens: int, tem
                 continue
             if r.tokens[-1] in eos or (stop_check is not None and stop_check(r.tokens)):
                 r.finished = True
-            if r.finished or len(r.tokens) >= max_new_tokens:
+            if r.finished or len(r.tokens) >= limit[r.prompt]:
                 r.done = True
                 newly += 1
         if on_done and newly:

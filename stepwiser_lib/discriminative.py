@@ -112,6 +112,10 @@ class DiscJudge:
         model, tok = load_model(path)
         return cls(model, tok, **kw)
 
+    def close(self) -> None:
+        """Drop the model, so :func:`stepwiser_lib.models.release` can return its GPU memory."""
+        self.model = None
+
     def scores(self, triples: list[tuple[str, list[str], str]]) -> list[float]:
         """``P(+) / (P(+) + P(-))`` after each (problem, history, chunk) conversation; only the
         last position's logits are computed (:func:`stepwiser_lib.models.last_token_rows`)."""

@@ -14,6 +14,7 @@ one, and RL above its starting point). [not in paper]
 from __future__ import annotations
 
 from . import stats
+from .verdicts import informative, tally, uninformative_comparison
 
 FIELDS = ("judge", "rule", "split", "problem_id", "chunk_id", "label", "verdict", "score", "truth")
 
@@ -93,6 +94,11 @@ def compare(a: list[list[dict]], b: list[dict] | list[list[dict]], against: str 
     b_runs = b if b and isinstance(b[0], list) else [b]
     ref = b_runs[0]
     a, b_runs = _aligned(a, ref), _aligned(b_runs, ref)
+    silent = list(dict.fromkeys(r[0]["judge"] for r in [*a, *b_runs] if r and not informative(tally(r))))
+    if silent:  # verdicts.RULE: a judge with no parsable verdict is no yardstick and no contender
+        return uninformative_comparison({"a": a[0][0]["judge"], "b": ref[0]["judge"], "against": against,
+                                         "seeds_a": len(a), "seeds_b": len(b_runs)},
+                                        f"not compared: {', '.join(silent)} gave no parsable verdict")
     clusters = [p["problem_id"] for p in ref]
     stats_a = [_bal(r, against) for r in a]
     stats_b = [_bal(r, against) for r in b_runs]
@@ -109,6 +115,17 @@ def compare(a: list[list[dict]], b: list[dict] | list[list[dict]], against: str 
         out["mcnemar"] = {"only_a": only_a, "only_b": only_b,
                           "p": _sig(stats.mcnemar_exact(only_a, only_b, "two-sided"))}
     return out
+
+
+def comparison_line(c: dict) -> str:
+    """One paired comparison as a sentence (notebooks 04-07): a − b with its interval, test and
+    verdict, or why it was not made (:func:`stepwiser_lib.verdicts.uninformative_comparison`)."""
+    if c["diff"] is None:
+        return f"**{c['claim']}?** {c['a']} vs {c['b']}: **{c['verdict']}** ({c['test']})."
+    seeds = f" ({c['seeds_a']} seed(s))" if "seeds_a" in c else ""
+    extra = f"; McNemar p = {c['mcnemar']['p']}" if "mcnemar" in c else ""
+    return (f"**{c['claim']}?** {c['a']}{seeds} minus {c['b']}: **{c['diff']:+.1f}** points "
+            f"[{c['low']:+.1f}, {c['high']:+.1f}], {c['test']}, p = {c['p_bootstrap']}{extra}: **{c['verdict']}**.")
 
 
 def reference_judge(preds: list[dict], judge: str, verdicts: list[bool | None]) -> list[dict]:

@@ -10,25 +10,10 @@ discriminative baseline is in :mod:`stepwiser_lib.discriminative`.
 
 from __future__ import annotations
 
-from .chunks import boxed_contents, parse_chunks
+from .chunks import parse_chunks
 from .launch import launchable
-
-VERDICTS = ("Positive", "Negative")
-
-
-def parse_verdict(text: str) -> str | None:
-    """``"Positive"``/``"Negative"`` from the content of the **last** ``\\boxed{...}``
-    (whitespace-stripped, case-insensitive); None if there is no box or another word (or no text)."""
-    if text is not None and not isinstance(text, str):
-        raise TypeError(f"parse_verdict reads a judge's output text, not a {type(text).__name__}")
-    boxes = boxed_contents(text or "")
-    if not boxes:
-        return None
-    v = boxes[-1].strip().lower()
-    for name in VERDICTS:
-        if v == name.lower():
-            return name
-    return None
+# The verdict format and the one rule for an output without one (stepwiser_lib.verdicts.RULE)
+from .verdicts import VERDICTS, parse_verdict  # noqa: F401  (judge.parse_verdict: the notebooks' name)
 
 
 def verdict_reward(completions: list, label: list | None = None, labels: list | None = None,
@@ -471,7 +456,7 @@ def loop_generation_trainer():
     from trl.models import unwrap_model_for_generation
 
     from . import decoding
-    from .models import for_sampling
+    from .models import for_sampling, sampling_half
 
     class LoopGenerationGRPOTrainer(GRPOTrainer):
         _loop_calls = 0
@@ -489,7 +474,8 @@ def loop_generation_trainer():
                                               gather_deepspeed3_params=self.args.ds3_gather_for_generation,
                                               gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs)
                   as model, torch.no_grad(), self._dist.summon_full_params(self.model_wrapped, recurse=False)):
-                rows = decoding.sample(for_sampling(model), heads, n, max_new_tokens=self.max_completion_length,
+                rows = decoding.sample(for_sampling(model), heads, n, half=sampling_half(model),
+                                       max_new_tokens=self.max_completion_length,
                                        temperature=self.temperature, top_p=self.top_p if self.top_p is not None else 1.0,
                                        eos=list(self.eos_token_ids), seed=seed, batch_size=len(prompt_ids))
             return [r.tokens for group in rows for r in group], None
@@ -517,7 +503,8 @@ def train_grpo_judge(model_dir: str, train: list[dict], out_dir, settings: dict,
     import torch
     from transformers import AutoModelForCausalLM, TrainerCallback
 
-    from .models import for_sampling, load_tokenizer, lora_config, neutral_generation_config, save_atomically
+    from .models import (for_sampling, load_tokenizer, lora_config, neutral_generation_config, release,
+                         save_atomically)
     from .trainers import GRPOSettings, world_size
 
     s = settings if isinstance(settings, GRPOSettings) else GRPOSettings(**settings)
@@ -534,7 +521,10 @@ def train_grpo_judge(model_dir: str, train: list[dict], out_dir, settings: dict,
     curve: list[dict] = []
 
     def validate(model_, step: int) -> None:
-        j = Judge.from_model(for_sampling(model_), tok, family=family, max_new_tokens=s.max_completion, style=style)
+        # JUDGE_BATCH chunks at once, and on a GPU under autocast with a half-precision cache
+        # (models.sampling_half): the fp32 master weights would otherwise keep an fp32 cache
+        j = Judge.from_model(for_sampling(model_), tok, batch_size=s.val_batch, family=family,
+                             max_new_tokens=s.max_completion, style=style)
         curve.append({"step": step, **step_accuracy(j.judge([_triple(e) for e in val]), val)})
 
     class _Val(TrainerCallback):
@@ -559,9 +549,15 @@ def train_grpo_judge(model_dir: str, train: list[dict], out_dir, settings: dict,
     if trainer.accelerator.is_main_process:  # one writer under accelerate launch (DDP, ZeRO-2)
         save_atomically(trainer.model, tok, save_dir)
     trainer.accelerator.wait_for_everyone()
-    return {"dir": str(save_dir), "log_history": trainer.state.log_history, "val_curve": curve,
-            "seconds": round(time.time() - t0, 1), "steps": trainer.state.global_step // s.updates_per_step,
-            "batches": s.batches(world)}
+    out = {"dir": str(save_dir), "log_history": trainer.state.log_history, "val_curve": curve,
+           "seconds": round(time.time() - t0, 1), "steps": trainer.state.global_step // s.updates_per_step,
+           "batches": s.batches(world)}
+    # The trainer (model, optimizer state, at paper scale TRL's colocated vLLM engine) sits in a
+    # reference cycle through the validation callback's closure: drop it here, so the next training
+    # run of the same notebook kernel finds the GPU memory (real_path_review_2.md C6).
+    del trainer, model
+    release()
+    return out
 
 
 # ----------------------------------------------------------------------------- variants (nb 04)
@@ -577,6 +573,8 @@ KINDS = {
     "disc_warmup_sft": "Diagnostic: discriminative + SFT from the generative judge's warm-up (toy only)",
     "restate_rl": "Diagnostic: generative + RL from a warm-up whose analysis only restates the chunk (toy only)",
 }
+#: The kinds trained by GRPO (:func:`train_variant`'s first branch; the plan counts their runs).
+RL_KINDS = ("stepwiser", "no_balance_rl", "no_cot_rl", "exact_rl", "restate_rl")
 #: Output format of each kind: a CoT judge, a direct boxed verdict, or a "+"/"-" token.
 STYLE = {"stepwiser": "cot", "no_balance_rl": "cot", "rsft": "cot", "no_cot_rl": "direct",
          "disc_sft": "disc", "exact_rl": "cot", "disc_warmup_sft": "disc", "restate_rl": "cot"}
@@ -741,7 +739,7 @@ def train_variant(name: str, data: dict, out_dir, *, base_model: str, warmups: d
     rl = recipe["rl"].with_(seed=seed,
                             # the no-balancing ablation keeps its lopsided label mix in every step too
                             balanced_steps=recipe["rl"].balanced_steps and kind != "no_balance_rl")
-    if kind in ("stepwiser", "no_balance_rl", "no_cot_rl", "exact_rl", "restate_rl"):
+    if kind in RL_KINDS:
         start = warmups.get(WARMUP_OF[kind]) or base_model
         train = d["train_unbalanced"] if kind == "no_balance_rl" else d["train_balanced"]
         if kind == "exact_rl":  # the same chunks, labelled by the exact step checker instead of MC
@@ -781,13 +779,16 @@ def train_variant(name: str, data: dict, out_dir, *, base_model: str, warmups: d
         release(j.gen)  # the sampling judge's weights leave the GPU before SFT (finding 23)
         recs = rsft_select(train, [[c.text for c in o] for o in outs], recipe["rsft_per_example"],
                            family, "cot")
+        unparsed = sum(parse_verdict(c.text) is None for o in outs for c in o)  # never kept (verdicts.RULE)
         if not recs:
-            raise RuntimeError(f"{name}: no sampled judge output matched a label; nothing to fine-tune on")
+            raise RuntimeError(f"{name}: no sampled judge output matched a label ({unparsed} of "
+                               f"{len(train) * recipe['rsft_samples']} had no parsable verdict); nothing to fine-tune on")
         r = sft(start, recs, out_dir, recipe["rsft"].with_(seed=seed), progress=progress)
         entry.update(base=r["model_dir"], adapter=None)
         rec = {"seconds": round(time.time() - t0, 1), "steps": r["steps"],
                "train_examples": len(train), "rsft_kept": len(recs),
-               "rsft_sampled": len(train) * recipe["rsft_samples"], "loss_curve": r["loss_curve"]}
+               "rsft_sampled": len(train) * recipe["rsft_samples"], "rsft_unparsed": unparsed,
+               "loss_curve": r["loss_curve"]}
     return {"entry": entry, "train": rec}
 
 

@@ -167,15 +167,34 @@ def train_runs(art, variants: list[str], seed: int, repeat_seeds: list[int], *, 
     return records
 
 
+#: The numbers of a judge's row that mean nothing when it gave no parsable verdict (verdicts.RULE).
+ROW_NUMBERS = ["dev_balanced_acc", "balanced_acc", "acc", "ci95", "truth_balanced_acc", "score_auc", "truth_score_auc",
+               "verdict_prob_auc", "readout_auc", "positive_rate"]
+
+
+def start_label(warmed: bool) -> str:
+    """How tables name the judge every variant starts from: the format warm-up, or (an instruct
+    model, ``WARMUP: false``) the initial model itself. Its registry name stays :data:`WARMUP_NAME`."""
+    return WARMUP_NAME if warmed else "initial model (before RL; no warm-up)"
+
+
+def _masked(row: dict, test_preds: list[dict]) -> dict:
+    from .verdicts import mask, tally
+
+    return mask(row, tally(test_preds), ROW_NUMBERS)
+
+
 def evaluate_runs(records: dict, data: dict, before: dict, before_dev: dict, warm_judged: dict, *, family: str,
                   max_completion: int, direct_max_completion: int, judge_batch: int, auc_k: int,
-                  seed: int) -> tuple[dict, list[dict], dict, dict]:
+                  seed: int, warmed: bool = True) -> tuple[dict, list[dict], dict, dict]:
     """Notebook 04, section 4: the per-chunk predictions and the table rows of the warm-up (per
     rule), the two yardsticks (toy world) and every trained run. Each run is evaluated once on test
     (every metric, the reported numbers) and on dev (greedy verdicts, what choices read); its
     record gains ``dev`` and ``test`` metrics with their 95% intervals (problems resampled).
-    ``warm_judged``: rule -> split -> the warm-up's judged chunks. Returns (predictions keyed
-    (judge, rule, split), rows, run id -> judged test chunks, the yardsticks' summaries)."""
+    ``warm_judged``: rule -> split -> the warm-up's judged chunks. A row whose judge parsed no
+    verdict on test shows :data:`stepwiser_lib.verdicts.UNINFORMATIVE` instead of its numbers, and
+    every row says how its verdicts parsed. Returns (predictions keyed (judge, rule, split), rows,
+    run id -> judged test chunks, the yardsticks' summaries)."""
     from . import judge, models
     from .evaluation import balanced_accuracy_ci
 
@@ -183,8 +202,9 @@ def evaluate_runs(records: dict, data: dict, before: dict, before_dev: dict, war
     for rule in warm_judged:
         preds.update(predictions(WARMUP_NAME, rule, data[rule], warm_judged[rule]))
         ci = balanced_accuracy_ci(preds[(WARMUP_NAME, rule, "test")])
-        rows.append({"judge": "warm-up (before RL)", "rule": rule, "dev_balanced_acc": before_dev[rule]["balanced_acc"],
-                     **before[rule], "ci95": f"[{ci['low']}, {ci['high']}]", "train_s": None, "seed": seed})
+        rows.append(_masked({"judge": start_label(warmed), "rule": rule, "dev_balanced_acc": before_dev[rule]["balanced_acc"],
+                             **before[rule], "ci95": f"[{ci['low']}, {ci['high']}]", "train_s": None, "seed": seed},
+                            preds[(WARMUP_NAME, rule, "test")]))
     for rule in warm_judged if family == "toy" else []:  # they read the toy analysis and the exact checker
         preds.update(reference_predictions(preds, rule, warm_judged[rule]))
         for name in (REF_RULE, REF_EXACT):
@@ -199,7 +219,7 @@ def evaluate_runs(records: dict, data: dict, before: dict, before_dev: dict, war
         preds.update(predictions(run_id, e["rule"], data[e["rule"]], {"dev": dev_judged, "test": judged_by[run_id]}))
         for split in ("dev", "test"):
             rec[split]["ci95"] = balanced_accuracy_ci(preds[(run_id, e["rule"], split)])
-        rows.append(variant_row(run_id, rec, seed))
+        rows.append(_masked(variant_row(run_id, rec, seed), preds[(run_id, e["rule"], "test")]))
     return preds, rows, judged_by, references
 
 
@@ -346,7 +366,7 @@ def variants_out(records: dict) -> dict:
     where the kind has them."""
     return {r: {"entry": rec["entry"], "test": rec["test"], "dev": rec["dev"], "seconds": rec["train"]["seconds"],
                 "steps": rec["train"]["steps"], "train_examples": rec["train"]["train_examples"],
-                **{k: rec["train"][k] for k in ("val_curve", "rsft_kept") if k in rec["train"]}}
+                **{k: rec["train"][k] for k in ("val_curve", "rsft_kept", "rsft_unparsed") if k in rec["train"]}}
             for r, rec in records.items()}
 
 

@@ -45,7 +45,7 @@ from pathlib import Path
 from . import io
 from .sampling import chunk_format_ok
 from .tasks import is_correct
-from .chunks import chunk_ends, paragraph_chunks, parse_chunks, prefix_ends
+from .chunks import CHUNK_OPEN, chunk_ends, last_boxed, paragraph_chunks, parse_chunks, prefix_ends
 
 # ----------------------------------------------------------------------------- label rules
 
@@ -151,6 +151,10 @@ class LabelConfig:
     # interval of z standard errors on the success rate of the remaining rollouts (a confidence
     # bound: fewer rollouts, labels can differ from full M)
     shard_size: int = 16  # prompts per shard (the unit of resumption)
+    # paper §4.1: 40k prompts *kept* by the pass@16 pre-filter. 0: label every prompt given; > 0:
+    # stop after the shard in which this many prompts have been kept (the given prompts are the
+    # pool drawn from, shard by shard; not a rollout setting, so not in a shard's key)
+    n_kept: int = 0
     seed: int = 0
     # [shortcut, colab-smoke only] label each prompt's reference solution (paragraphs as chunks)
     # and keep every prompt: a random-weight policy solves nothing, so the pre-filter would keep
@@ -161,7 +165,8 @@ class LabelConfig:
     SPECS = {"n_prefilter": "int in [1, inf)", "m_rollouts": "int in [1, inf)", "temperature": "float in (0, inf)",
              "max_new_tokens": "int in [1, inf)", "traj_per_prompt": "int in [1, inf)", "alpha": "float in [0, inf)",
              "gamma": "float in [0, inf)", "mu_n": "int in [1, inf)", "adaptive_rule": "str in {abs_q, rel_effective, rel_ratio, all}",
-             "adaptive_round": "int in [1, inf)", "adaptive_z": "float in [0, inf)", "shard_size": "int in [1, inf)", "seed": "int in [0, inf)"}
+             "adaptive_round": "int in [1, inf)", "adaptive_z": "float in [0, inf)", "shard_size": "int in [1, inf)",
+             "n_kept": "int in [0, inf)", "seed": "int in [0, inf)"}
 
     def __post_init__(self):
         from .checks import check_fields
@@ -310,18 +315,36 @@ class ShardStats:
     rollouts_full: int = 0  # what full M would have cost
     seconds: float = 0.0
     prefilter_seconds: float = 0.0
+    truncated_rollouts: int = 0  # rollouts that hit the response budget or the context end unfinished
+    skipped_rollouts: int = 0  # rollouts with no room left at all (counted as failures)
+    # the policy's own pre-filter samples (what a real model writes; sampling.output_rates)
+    prefilter_samples: int = 0
+    prefilter_boxed: int = 0
+    prefilter_correct: int = 0
+    prefilter_chunk_tags: int = 0
+    prefilter_chunk_format: int = 0
+    prefilter_truncated: int = 0
     extra: dict = field(default_factory=dict)
 
 
 def _rollout_round(generator, todo: list[tuple[dict, str]], n: int, cfg: LabelConfig, template: str,
-                   seed: int) -> list[int]:
-    """Successes among ``n`` rollouts for each (item, prefix), in one batched generate call."""
+                   seed: int, st: "ShardStats | None" = None) -> list[int]:
+    """Successes among ``n`` rollouts for each (item, prefix), in one batched generate call.
+
+    A rollout completes the response its prefix began, so the prefix's tokens count against
+    ``max_new_tokens`` (the paper's 8,192 tokens are a response's, not each continuation's). A
+    rollout that reaches that budget (or the engine's context end) without an answer is a failure,
+    as the response would be; one with no room at all is skipped and also a failure (``st``
+    counts both: ``truncated_rollouts``, ``skipped_rollouts``). Never an error for the shard."""
     if not todo:
         return []
     outs = generator.generate([template.format(problem=it["problem"]) for it, _ in todo], n=n,
                               temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens,
-                              seed=seed, prefixes=[p for _, p in todo])
-    return [sum(is_correct(it, p + c.text) for c in cs) for (it, p), cs in zip(todo, outs)]
+                              seed=seed, prefixes=[p for _, p in todo], count_prefix=True)
+    if st is not None:
+        st.skipped_rollouts += sum(c.skipped for cs in outs for c in cs)
+        st.truncated_rollouts += sum(not c.finished and not c.skipped for cs in outs for c in cs)
+    return [sum(not c.skipped and is_correct(it, p + c.text) for c in cs) for (it, p), cs in zip(todo, outs)]
 
 
 def label_shard(generator, items: list[dict], template: str, cfg: LabelConfig, shard_id: int
@@ -341,6 +364,12 @@ def label_shard(generator, items: list[dict], template: str, cfg: LabelConfig, s
     for it, cands in zip(items, pre):
         res = [(c.text, bool(is_correct(it, c.text))) for c in cands]
         q0 = sum(ok for _, ok in res) / len(res)
+        st.prefilter_samples += len(res)
+        st.prefilter_boxed += sum(last_boxed(t) is not None for t, _ in res)
+        st.prefilter_correct += sum(ok for _, ok in res)
+        st.prefilter_chunk_tags += sum(CHUNK_OPEN in t for t, _ in res)
+        st.prefilter_chunk_format += sum(chunk_format_ok(t) for t, _ in res)
+        st.prefilter_truncated += sum(not c.finished for c in cands)
         if cfg.reference_trajectories:
             ref = paragraph_chunks(it["solution"])
             res, names = [(ref, bool(is_correct(it, ref)))], ["ref"]
@@ -368,7 +397,7 @@ def label_shard(generator, items: list[dict], template: str, cfg: LabelConfig, s
     while active:
         todo = [(trajs[ti]["item"], trajs[ti]["response"][:trajs[ti]["ends"][i]]) for ti, i in active]
         n = min(round_n, M - trajs[active[0][0]]["done"][active[0][1]])
-        succ = _rollout_round(generator, todo, n, cfg, template, seed=base_seed + 1 + rnd)
+        succ = _rollout_round(generator, todo, n, cfg, template, seed=base_seed + 1 + rnd, st=st)
         for (ti, i), s in zip(active, succ):
             trajs[ti]["succ"][i] += s
             trajs[ti]["done"][i] += n
@@ -434,8 +463,11 @@ def label_prompts(generator, items: list[dict], template: str, cfg: LabelConfig,
                   model_id: str, progress: bool = True, stop_after: int | None = None) -> dict:
     """Label all prompts shard by shard, resuming from valid shards in ``out_dir/shards``.
 
-    ``stop_after`` (tests) raises :class:`KeyboardInterrupt` after that many newly written
-    shards, as an interruption would. Returns ``{"records", "stats", "resumed", "redone"}``.
+    With ``cfg.n_kept`` > 0, ``items`` is a pool: shards are labelled in order until that many
+    prompts have passed the pre-filter (the paper's 40k are kept prompts, not drawn ones), and
+    the shards after it are never sampled. ``stop_after`` (tests) raises :class:`KeyboardInterrupt`
+    after that many newly written shards, as an interruption would. Returns ``{"records",
+    "stats", "resumed", "redone", "shards"}`` (``shards``: how many were used).
     """
     from tqdm.auto import tqdm
 
@@ -472,14 +504,30 @@ def label_prompts(generator, items: list[dict], template: str, cfg: LabelConfig,
         dt = max(time.time() - t_start, 1e-9)
         bar.set_postfix(prefixes=sum(s.prefixes for s in stats), rollouts_per_s=f"{n_roll / dt:.0f}")
         bar.update(len(shard))
+        if cfg.n_kept and sum(x.kept_prompts for x in stats) >= cfg.n_kept:
+            break  # enough prompts kept: the rest of the pool is never sampled
         if stop_after is not None and written >= stop_after and sid + 1 < len(shards):
             bar.close()
             raise KeyboardInterrupt(f"stopped after {written} new shard(s) (test hook)")
     bar.close()
+    if cfg.n_kept and sum(x.kept_prompts for x in stats) < cfg.n_kept:
+        print(f"[labelling] {sum(x.kept_prompts for x in stats)} prompts kept of the {cfg.n_kept} wanted (N_KEPT): the "
+              f"pool of {len(items)} prompts (N_PROMPTS) ran out; raise N_PROMPTS")
     total = ShardStats(**{k: sum(getattr(s, k) for s in stats) for k in
                           ("prompts", "kept_prompts", "trajectories", "prefixes", "rollouts",
-                           "rollouts_full", "seconds", "prefilter_seconds")})
-    return {"records": records, "stats": asdict(total), "resumed": resumed, "redone": redone}
+                           "rollouts_full", "seconds", "prefilter_seconds", "truncated_rollouts",
+                           "skipped_rollouts", "prefilter_samples", "prefilter_boxed", "prefilter_correct",
+                           "prefilter_chunk_tags", "prefilter_chunk_format", "prefilter_truncated")})
+    return {"records": records, "stats": asdict(total), "resumed": resumed, "redone": redone, "shards": len(stats)}
+
+
+def prefilter_rates(stats: dict) -> dict:
+    """The pre-filter samples' :func:`stepwiser_lib.sampling.output_rates` from labelling stats
+    (shards written before these counts were kept report ``n`` 0)."""
+    n = stats.get("prefilter_samples", 0)
+    pct = lambda k: round(100 * stats.get(k, 0) / n, 1) if n else None  # noqa: E731
+    return {"n": n, "boxed": pct("prefilter_boxed"), "correct": pct("prefilter_correct"), "chunk_tags": pct("prefilter_chunk_tags"),
+            "chunk_format": pct("prefilter_chunk_format"), "truncated": pct("prefilter_truncated")}
 
 
 def label_summary(records: list[dict]) -> dict:
@@ -541,7 +589,7 @@ def label_config_from_params(p: dict) -> LabelConfig:
                        traj_per_prompt=p["TRAJ_PER_PROMPT"], alpha=p["ALPHA"], gamma=p["GAMMA"],
                        mu_n=p["MU_N"], adaptive=p["ADAPTIVE"], adaptive_rule=p["ADAPTIVE_RULE"],
                        adaptive_round=p["ADAPTIVE_ROUND"], adaptive_z=p["ADAPTIVE_Z"],
-                       shard_size=p["SHARD_SIZE"], seed=p["SEED"],
+                       shard_size=p["SHARD_SIZE"], n_kept=p["N_KEPT"], seed=p["SEED"],
                        reference_trajectories=p["REFERENCE_TRAJECTORIES"])
 
 

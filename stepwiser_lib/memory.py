@@ -115,6 +115,8 @@ KNOWN_MODELS: dict[str, ModelShape] = {
     "Qwen/Qwen2.5-7B-Instruct": ModelShape(152064, 3584, 28, 28, 4, 18944, False),
     "meta-llama/Llama-3.1-70B-Instruct": ModelShape(128256, 8192, 80, 64, 8, 28672, False,
                                                     qkv_bias=False),
+    # make smollm2 (the real-smoke profile); its config.json, as converted from the GGUF
+    "HuggingFaceTB/SmolLM2-135M-Instruct": ModelShape(49152, 576, 30, 9, 3, 1536, True, qkv_bias=False),
 }
 
 
@@ -267,9 +269,24 @@ def logits_bytes(shape: ModelShape, batch: int, positions: int) -> int:
     return batch * positions * shape.vocab_size * FP32
 
 
+def tp_problem(shape: ModelShape, tensor_parallel: int) -> str | None:
+    """Why vLLM refuses an engine of this model at this tensor parallelism, or None. vLLM 0.32
+    (``config/model.py``, ``verify_with_parallel_config``) requires the attention heads to divide
+    by it, and its QKV layer (``model_executor/layers/linear.py``) splits the key/value heads
+    evenly, or replicates them when there are fewer heads than devices (then the devices must
+    divide evenly among them). Qwen2.5-1.5B's 12 heads refuse TP 8 (real_path_review_2.md C2)."""
+    tp, h, kv = tensor_parallel, shape.num_heads, shape.num_kv_heads
+    if h % tp:
+        return f"vLLM refuses tensor parallelism {tp}: the model's {h} attention heads do not divide by it"
+    if (kv % tp if tp <= kv else tp % kv):
+        return f"vLLM refuses tensor parallelism {tp}: the model's {kv} key/value heads cannot be split over it"
+    return None
+
+
 def inference(shape: ModelShape, dtype_bytes: int, batch: int, prompt_len: int, new_tokens: int,
               logits_positions: int = 1, *, tensor_parallel: int = 1,
-              attention_scores: bool = False, sampling: bool = True) -> Breakdown:
+              attention_scores: bool = False, sampling: bool = True, sdpa_math: bool = False,
+              gqa_repeat: bool = False) -> Breakdown:
     """Peak of a forward / ``generate`` without grad, per device.
 
     * weights: ``params x bytes / tp``.
@@ -289,6 +306,13 @@ def inference(shape: ModelShape, dtype_bytes: int, batch: int, prompt_len: int, 
       memory-efficient and flash SDPA kernels never build them): ``batch x heads x prompt^2`` in
       the compute dtype plus their fp32 softmax (``softmax(..., dtype=float32)`` in
       ``modeling_qwen2.eager_attention_forward``).
+    * sdpa_math (only with ``sdpa_math=True``): SDPA's math kernel, which torch 2.13 alone offers
+      on CUDA for grouped-query attention with a mask; it keeps the scores and their softmax in
+      fp32 whatever the input dtype, ``batch x heads x prompt^2 x 8`` bytes at prefill
+      (real_path_review_2.md C1: 23.5 GiB for colab's first GRPO validation). The sampling loop
+      no longer asks for it (:func:`stepwiser_lib.decoding.gqa_in_kernel`).
+    * repeated_kv (only with ``gqa_repeat=True``): one layer's keys and values repeated per query
+      group for the memory-efficient kernel, ``2 x batch x heads x (prompt + new) x head_dim``.
     """
     tp = tensor_parallel
     seq = prompt_len + new_tokens
@@ -303,9 +327,13 @@ def inference(shape: ModelShape, dtype_bytes: int, batch: int, prompt_len: int, 
         "activations": batch * prompt_len * width * dtype_bytes,
         "attention_mask": batch * prompt_len * prompt_len,
     }
+    heads = math.ceil(shape.num_heads / tp)
     if attention_scores:
-        heads = math.ceil(shape.num_heads / tp)
         parts["attention_scores"] = batch * heads * prompt_len**2 * (dtype_bytes + FP32)
+    if sdpa_math:
+        parts["sdpa_math_scores"] = batch * heads * prompt_len**2 * 2 * FP32
+    if gqa_repeat and shape.num_heads > shape.num_kv_heads:
+        parts["repeated_kv"] = KV * batch * heads * seq * shape.head_dim * dtype_bytes
     return Breakdown(parts, f"inference b={batch} s={prompt_len}+{new_tokens} tp={tp}")
 
 

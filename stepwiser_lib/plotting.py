@@ -96,16 +96,18 @@ def judge_bars(rows: list[dict]):
     world), against the exact checker, in the order of ``rows``."""
     fig, ax = plt.subplots(figsize=(max(6, 0.8 * len(rows)), 3.8))
     x = list(range(len(rows)))
-    acc = [r.get("balanced_acc", float("nan")) for r in rows]
+    num = lambda v: v if isinstance(v, (int, float)) else float("nan")  # noqa: E731  (an uninformative row draws no bar)
+    acc = [num(r.get("balanced_acc", float("nan"))) for r in rows]
     cis = [_ci_bounds(r) for r in rows]
     err = [[a - c[0] if c else 0 for a, c in zip(acc, cis)], [c[1] - a if c else 0 for a, c in zip(acc, cis)]]
     ax.bar([i - 0.2 for i in x], acc, width=0.4, label="vs MC labels (bar: 95% interval)", color=OURS_COLOR,
            yerr=err, capsize=2, error_kw={"lw": 0.8})
     if any("truth_balanced_acc" in r for r in rows):
-        ax.bar([i + 0.2 for i in x], [r.get("truth_balanced_acc", float("nan")) for r in rows], width=0.4,
+        ax.bar([i + 0.2 for i in x], [num(r.get("truth_balanced_acc", float("nan"))) for r in rows], width=0.4,
                label="vs exact checker", color="#ff7f0e")
     ax.axhline(50, ls="--", c="k", lw=0.8, label="chance (50)")
-    ax.set_xticks(x, [f"{r['judge']}\n({r['rule']})" if r["judge"].startswith("warm") else r["judge"] for r in rows],
+    ax.set_xticks(x, [f"{r['judge']}\n({r['rule']})" if r["judge"].startswith(("warm", "initial")) else r["judge"]
+                      for r in rows],
                   rotation=60, ha="right", fontsize=7)
     ax.set(ylabel="balanced accuracy % (test)", title="Test step accuracy per judge", ylim=(0, 105))
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
@@ -115,7 +117,7 @@ def judge_bars(rows: list[dict]):
 # ----------------------------------------------------------------------------- notebook 05
 
 KIND_COLORS = {"exact": "#2ca02c", "too_early": "#ff7f0e", "too_late": "#d62728", "missed": "#9467bd",
-               "false_alarm": "#8c564b"}
+               "false_alarm": "#8c564b", "no_verdict": "#bbbbbb"}
 
 
 def processbench_figure(results: dict[str, dict], kinds: dict[str, dict[str, int]], bench_name: str,
@@ -151,7 +153,7 @@ def processbench_figure(results: dict[str, dict], kinds: dict[str, dict[str, int
     axes[0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), title="split", title_fontsize=7)
     kdf = pd.DataFrame(kinds).T
     if len(kdf):
-        kdf = kdf[[k for k in KIND_COLORS if k in kdf]]
+        kdf = kdf[[k for k in KIND_COLORS if k in kdf and (k != "no_verdict" or kdf[k].any())]]
         (kdf.div(kdf.sum(axis=1), axis=0) * 100).plot.barh(stacked=True, ax=axes[1], width=0.7,
                                                            color=[KIND_COLORS[k] for k in kdf])
         axes[1].invert_yaxis()

@@ -104,10 +104,14 @@ def load_split(split: str, local_dir: str | None = None, fix_math_688: bool = Fa
     return recs
 
 
-def first_error_index(verdicts: list) -> int:
+def first_error_index(verdicts: list) -> int | None:
     """Prediction of a stepwise judge: index of the first step judged Negative (False or
-    "Negative"), else -1."""
+    "Negative"), -1 when every step is Positive, and None when a step before any Negative got no
+    verdict (:data:`stepwiser_lib.verdicts.RULE`: the solution has no prediction, which matches
+    neither an error index nor -1, as ProcessBench scores an unparsable critic)."""
     for i, v in enumerate(verdicts):
+        if v is None:
+            return None
         if v is False or v == "Negative":
             return i
     return -1
@@ -178,7 +182,8 @@ def judge_solutions(judge, records: list[dict], stop_at_first_negative: bool = T
 
     Step ``i`` is judged with history ``steps[:i]``. Solutions advance together, one step index
     per round, so every round is one batched judge call. With ``stop_at_first_negative`` a
-    solution stops at its first Negative (the prediction cannot change after it). With
+    solution stops at its first Negative, or at its first step without a parsable verdict
+    (:func:`first_error_index`: its prediction cannot change after either). With
     ``stop_at_zero_score`` (for a score thresholded afterwards, :func:`thresholded`) a solution
     stops after a step whose score is 0, the lowest there is: every threshold that flags any step
     flags that one, so what follows it cannot change a thresholded prediction (at Maj@4 on
@@ -189,7 +194,7 @@ def judge_solutions(judge, records: list[dict], stop_at_first_negative: bool = T
     """
     from tqdm.auto import tqdm
 
-    out = [{"prediction": -1, "verdicts": [], "scores": [], "analyses": []} for _ in records]
+    out = [{"prediction": -1, "verdicts": [], "scores": [], "analyses": [], "n_unparsed": []} for _ in records]
     active = list(range(len(records)))
     depth = max((len(r["steps"]) for r in records), default=0)
     bar = tqdm(total=sum(len(r["steps"]) for r in records), desc="judging steps", disable=not progress)
@@ -205,9 +210,10 @@ def judge_solutions(judge, records: list[dict], stop_at_first_negative: bool = T
             o["verdicts"].append(r["verdict"])
             o["scores"].append(r["score"])
             o["analyses"].append(r["analysis"])
+            o["n_unparsed"].append(int(r.get("n_unparsed", 0)))
         bar.update(len(todo))
         if stop_at_first_negative or stop_at_zero_score:
-            neg = {j for j, r in zip(todo, res) if (stop_at_first_negative and r["verdict"] == "Negative")
+            neg = {j for j, r in zip(todo, res) if (stop_at_first_negative and r["verdict"] in ("Negative", None))
                    or (stop_at_zero_score and r["score"] == 0)}
             bar.update(sum(len(records[j]["steps"]) - i - 1 for j in neg))
             active = [j for j in active if j not in neg]
@@ -217,16 +223,19 @@ def judge_solutions(judge, records: list[dict], stop_at_first_negative: bool = T
     return out
 
 
-def error_kinds(labels: list[int], predictions: list[int]) -> dict[str, int]:
+def error_kinds(labels: list[int], predictions: list[int | None]) -> dict[str, int]:
     """Where a judge errs: exact, too early, too late, missed (error predicted -1), false alarm
-    (a correct solution flagged)."""
-    c = {"exact": 0, "too_early": 0, "too_late": 0, "missed": 0, "false_alarm": 0}
+    (a correct solution flagged), no verdict (a step before any Negative did not parse: no
+    prediction, :func:`first_error_index`)."""
+    c = {"exact": 0, "too_early": 0, "too_late": 0, "missed": 0, "false_alarm": 0, "no_verdict": 0}
     for y, p in zip(labels, predictions):
-        if p == y:
+        if p is None:
+            c["no_verdict"] += 1
+        elif p == y:
             c["exact"] += 1
         elif y == -1:
             c["false_alarm"] += 1
-        elif p == -1 or p is None:
+        elif p == -1:
             c["missed"] += 1
         else:
             c["too_early" if p < y else "too_late"] += 1
@@ -376,13 +385,14 @@ if __name__ == "__main__":
 def prediction_records(judge: str, bench: dict[str, list[dict]], predictions: dict[str, list[int]]) -> list[dict]:
     """One record per solution (``results/<profile>/processbench_predictions.jsonl``): ``judge``,
     ``split``, ``id``, ``label`` (the true first-error step, -1 for a correct solution) and
-    ``prediction`` (the judge's first Negative step, -1 for none), so every F1 can be recomputed."""
+    ``prediction`` (the judge's first Negative step, -1 for none, null when a step before any
+    Negative got no parsable verdict: :func:`first_error_index`), so every F1 can be recomputed."""
     out = []
     for split, recs in bench.items():
         if len(predictions[split]) != len(recs):
             raise ValueError(f"{judge}: {len(predictions[split])} predictions for {len(recs)} {split} solutions")
-        out += [{"judge": judge, "split": split, "id": r["id"], "label": r["label"], "prediction": int(p)}
-                for r, p in zip(recs, predictions[split])]
+        out += [{"judge": judge, "split": split, "id": r["id"], "label": r["label"],
+                 "prediction": None if p is None else int(p)} for r, p in zip(recs, predictions[split])]
     return out
 
 
@@ -474,8 +484,10 @@ def run_judges(judges: list[dict], bench: dict[str, list[dict]], art, load, *, b
     from . import io, models
     from .judge import variant_slug
 
+    from .verdicts import describe
+
     labels = {s: [r["label"] for r in rs] for s, rs in bench.items()}
-    out = {"results": {}, "outputs": {}, "cis": {}, "records": [], "first_error": {}, "seconds": {}}
+    out = {"results": {}, "outputs": {}, "cis": {}, "records": [], "first_error": {}, "seconds": {}, "tallies": {}}
 
     def add_row(row, preds):
         out["results"][row] = {s: score(labels[s], preds[s]) for s in bench}
@@ -491,10 +503,12 @@ def run_judges(judges: list[dict], bench: dict[str, list[dict]], art, load, *, b
         models.release(j)
         return {"outputs": outs, "seconds": round(time.time() - t, 1)}
 
-    def threshold(name, outs):
+    def threshold(name, outs, k=1):
         t, thr = thresholded(labels, {s: [o["scores"] for o in outs[s]] for s in bench})
         out["first_error"][name] = thr  # a scalar score enters the orderings at its threshold (ProcessBench's rule)
-        add_row(f"{name} (threshold {t:.2f})", thr)
+        row = f"{name} (threshold {t:.2f})"
+        add_row(row, thr)
+        out["tallies"][name] = out["tallies"][row] = judged_tally(outs, k)
 
     for e in judges:
         key = io.digest(e, bench_kind, {s: [r["id"] for r in rs] for s, rs in bench.items()}, stop_at_first_negative,
@@ -507,14 +521,43 @@ def run_judges(judges: list[dict], bench: dict[str, list[dict]], art, load, *, b
         preds = {s: [o["prediction"] for o in rec["outputs"][s]] for s in bench}
         out["first_error"][e["name"]] = preds
         add_row(e["name"], preds)
+        t = out["tallies"][e["name"]] = judged_tally(rec["outputs"], 1 if disc else maj_k)
         if disc:
             threshold(e["name"], rec["outputs"])
         elif e["name"] in maj_k_score_judges:  # a generative judge's Maj@k score, thresholded the same way
             key_k = io.digest(key, "maj_k_score", maj_k_score, "stop_at_zero_score")
             rec_k = io.cached_json(art / f"{variant_slug(e['name'])}__maj{maj_k_score}.json", key_k,
                                    lambda: run(e, maj_k_score, False, stop_at_zero=True))  # a 0 flags at every threshold
-            threshold(f"{e['name']} Maj@{maj_k_score} score", rec_k["outputs"])
-        print(f"{e['name']:34s} avg F1 {average_f1(out['results'][e['name']]):5.1f}   ({rec['seconds']} s)")
+            threshold(f"{e['name']} Maj@{maj_k_score} score", rec_k["outputs"], maj_k_score)
+        print(f"{e['name']:34s} avg F1 {average_f1(out['results'][e['name']]):5.1f}   ({rec['seconds']} s; {describe(t)})")
+    return out
+
+
+def judged_tally(outputs: dict[str, list[dict]], k: int) -> dict:
+    """:func:`stepwiser_lib.verdicts.tally` of one judge's run over every split: each judged step
+    of :func:`judge_solutions`' outputs (``k`` samples each; a cached run from before the unparsed
+    counts were kept counts its verdict-less steps)."""
+    from .verdicts import tally
+
+    steps = [{"verdict": v, **({"n_unparsed": n[i]} if i < len(n) else {})}
+             for outs in outputs.values() for o in outs
+             for i, v, n in ((i, v, o.get("n_unparsed", [])) for i, v in enumerate(o["verdicts"]))]
+    return tally(steps, k)
+
+
+def orderings(labels: dict[str, list[int]], first_error: dict, tallies: dict) -> list[dict]:
+    """The paper's judge orderings (Tables 5 and 6, :func:`stepwiser_lib.claims.judge_orderings`)
+    asked of the judges this run has, paired on the same solutions (:func:`compare_avg_f1`); one
+    whose judge gave no parsable verdict is :data:`~stepwiser_lib.verdicts.UNINFORMATIVE`."""
+    from .claims import judge_orderings
+    from .verdicts import informative, uninformative_comparison
+
+    out = []
+    for claim, a, b in judge_orderings(list(first_error)):
+        silent = [n for n in (a, b) if not informative(tallies.get(n))]
+        base = {"claim": claim, "a": a, "b": b}
+        out.append(uninformative_comparison(base, f"not compared: {', '.join(silent)} gave no parsable verdict")
+                   if silent else {**base, **compare_avg_f1(labels, first_error[a], first_error[b])})
     return out
 
 
@@ -547,8 +590,9 @@ def format_example(kind: str, split: str, r: dict, o: dict) -> str:
     """One solution as the judge saw it: every step with its verdict, and the judge's analysis at
     the true first error and at the predicted one."""
     truth = "none (a correct solution)" if r["label"] == -1 else f"step {r['label']}"
+    pred = "nothing (a step without a parsable verdict)" if o["prediction"] is None else o["prediction"]
     lines = ["=" * 100, f"{kind.upper()} ({split}, {r['id']}, generator {r['generator']}): true first error = "
-             f"{truth}, judge predicted {o['prediction']}", f"PROBLEM: {r['problem']}"]
+             f"{truth}, judge predicted {pred}", f"PROBLEM: {r['problem']}"]
     for i, step in enumerate(r["steps"]):
         v = o["verdicts"][i] if i < len(o["verdicts"]) else "(not judged)"
         lines.append(f"  step {i} [{v}]: {step.replace(chr(10), ' / ')}")
@@ -569,14 +613,21 @@ def table_row(name: str, per_split: dict[str, dict], **extra) -> dict:
     return row
 
 
-def result_rows(results: dict, baselines: dict, cis: dict) -> list[dict]:
+def result_rows(results: dict, baselines: dict, cis: dict, tallies: dict | None = None) -> list[dict]:
     """Notebook 05's rows (ours): every judge row of :func:`run_judges`, then the baselines, each
-    :func:`table_row` with its average F1's 95% interval where it has one."""
+    :func:`table_row` with its average F1's 95% interval where it has one. With ``tallies`` (row ->
+    :func:`judged_tally`), a judge's row says how its verdicts parsed, and one that parsed none
+    shows :data:`~stepwiser_lib.verdicts.UNINFORMATIVE` instead of its F1s."""
+    from .verdicts import mask
+
     rows = [table_row(k, v, source="ours") for k, v in {**results, **baselines}.items()]
     for r in rows:
         if r["judge"] in cis:
             r["avg f1 95% interval"] = f"[{cis[r['judge']]['low']}, {cis[r['judge']]['high']}]"
-    return rows
+    if tallies is None:
+        return rows
+    return [mask(r, tallies[r["judge"]], [k for k in r if k not in ("judge", "source")]) if r["judge"] in tallies
+            else r for r in rows]
 
 
 def results_markdown(rows: list[dict], comparisons: list[dict], paper: list[dict], bench_kind: str,
@@ -586,6 +637,7 @@ def results_markdown(rows: list[dict], comparisons: list[dict], paper: list[dict
     from .io import markdown_table
 
     cols = ["judge", "source"] + [f"{s} {m}" for s in splits for m in ("err", "corr", "f1")] + ["avg f1", "avg f1 95% interval"]
+    cols += ["verdicts"] if any("verdicts" in r for r in rows) else []
     real_rows = [r for r in rows if r["judge"].endswith("[real ProcessBench]")]
     md = [f"Trained judges on {'toy-ProcessBench' if bench_kind == 'toy' else 'ProcessBench'} (ours):", "",
           markdown_table([r for r in rows if r not in real_rows], cols)]

@@ -46,9 +46,14 @@ def select_best(candidates: list[dict], method: str = "judge", seed: int = 0,
 
 
 def score_responses(judge, items: list[dict], k: int = 1, seed: int = 0,
-                    progress: bool = False) -> list[list[list[float]]]:
+                    progress: bool = False, with_tally: bool = False):
     """Chunk scores for every response: ``items[i]["responses"]`` is a list of response texts
-    for ``items[i]["problem"]``; all chunks of all responses go to the judge in one batch."""
+    for ``items[i]["problem"]``; all chunks of all responses go to the judge in one batch. A chunk's
+    score is the fraction of its ``k`` judge outputs that say Positive, so an output without a
+    parsable verdict counts 0 (:data:`stepwiser_lib.verdicts.RULE`). ``with_tally``: also return
+    :func:`stepwiser_lib.verdicts.tally` of the judge's outputs."""
+    from .verdicts import tally
+
     triples, where = [], []
     for i, it in enumerate(items):
         for r, resp in enumerate(it["responses"]):
@@ -60,7 +65,7 @@ def score_responses(judge, items: list[dict], k: int = 1, seed: int = 0,
     out = [[[] for _ in it["responses"]] for it in items]
     for (i, r), x in zip(where, res):
         out[i][r].append(float(x["score"]))
-    return out
+    return (out, tally(res, k)) if with_tally else out
 
 
 def sample_responses(policy: str, items: list[dict], template: str, art, *, samples: int, temperature: float,
@@ -122,27 +127,33 @@ def select_all(items: list[dict], registry: dict[str, dict], load, art, key: str
                max_completion: int, seed: int) -> tuple[dict, dict]:
     """Notebook 07, section 2: outcome-based selection, then each judge of ``registry`` scoring
     every chunk (:func:`score_responses`, cached in ``art/scores__<judge>.json``; ``load``: entry ->
-    judge) and picking the correct response with the best average chunk score (:func:`select_best`).
-    Returns method -> one pick per prompt (None: no correct response), judge -> chunk scores."""
+    judge, released once it has scored) and picking the correct response with the best average
+    chunk score (:func:`select_best`). Returns method -> one pick per prompt (None: no correct
+    response), judge -> chunk scores, judge -> how its outputs parsed (:func:`stepwiser_lib.verdicts.tally`)."""
     import time
 
     from . import io
     from .judge import variant_slug
+    from .models import release
+    from .verdicts import describe
 
     picks = {"outcome": [select_best([{"correct": c} for c in it["correct"]], "outcome", seed, it["id"]) for it in items]}
-    scores = {}
+    scores, tallies = {}, {}
     n_ok = max(1, sum(any(it["correct"]) for it in items))
     for name, entry in registry.items():
         def run():
             j, t = load(entry), time.time()
-            return {"chunk_scores": score_responses(j, items, k=judge_k, seed=seed), "seconds": round(time.time() - t, 1)}
+            sc, tl = score_responses(j, items, k=judge_k, seed=seed, with_tally=True)
+            release(j)  # the next engine (the next judge, the policy's evaluation) needs the memory
+            return {"chunk_scores": sc, "verdicts": tl, "seconds": round(time.time() - t, 1)}
         rec = io.cached_json(art / f"scores__{variant_slug(name)}.json", io.digest(key, entry, judge_k, max_completion), run)
-        scores[name] = rec["chunk_scores"]
+        scores[name], tallies[name] = rec["chunk_scores"], rec.get("verdicts")
         picks[name] = [select_best([{"correct": c, "score": response_score(s)} for c, s in zip(it["correct"], sc)])
                        for it, sc in zip(items, rec["chunk_scores"])]
         agree = sum(a == b for a, b in zip(picks[name], picks["outcome"]) if a is not None) / n_ok
-        print(f"{name:26s} scored in {rec['seconds']} s; picks the outcome baseline's response for {100 * agree:.0f}% of prompts")
-    return picks, scores
+        print(f"{name:26s} scored in {rec['seconds']} s ({describe(tallies[name])}); picks the outcome baseline's "
+              f"response for {100 * agree:.0f}% of prompts")
+    return picks, scores, tallies
 
 
 def table(base_acc: dict[str, float], results: dict, methods: list[str], runs: int) -> list[dict]:
@@ -180,13 +191,21 @@ def predictions(base_eval: dict, results: dict, methods: list[str], eval_items: 
     return out
 
 
-def comparisons(preds: dict[str, list[dict]]) -> list[dict]:
+def comparisons(preds: dict[str, list[dict]], tallies: dict[str, dict] | None = None) -> list[dict]:
     """Table 8's questions, paired by problem (:func:`stepwiser_lib.evaluation.compare_rates`):
-    outcome selection against the policy before RS-FT, then each judge's selection against outcome's."""
+    outcome selection against the policy before RS-FT, then each judge's selection against
+    outcome's. A judge that gave no parsable verdict (``tallies``, :func:`select_all`) selected by
+    tie-breaking alone: its comparison is :data:`~stepwiser_lib.verdicts.UNINFORMATIVE`."""
     from .evaluation import compare_rates
+    from .verdicts import describe, informative, uninformative_comparison
+
+    def judged(n):
+        if tallies is not None and not informative(tallies.get(n)):
+            return uninformative_comparison({"a": n, "b": OUTCOME}, f"not compared: {describe(tallies.get(n))}")
+        return compare_rates(preds[n], preds[OUTCOME])
 
     out = [{"claim": "RS-FT with outcome selection keeps the policy's accuracy", **compare_rates(preds[OUTCOME], preds[BASE])}]
-    return out + [{"claim": "stepwise selection beats outcome selection (Table 8)", **compare_rates(preds[n], preds[OUTCOME])}
+    return out + [{"claim": "stepwise selection beats outcome selection (Table 8)", **judged(n)}
                   for n in preds if n not in (BASE, OUTCOME)]
 
 

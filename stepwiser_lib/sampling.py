@@ -76,3 +76,33 @@ def summarize(recs: list[dict], chunked: bool) -> dict:
     if chunked:
         out["format_ok"] = round(100 * sum(chunk_format_ok(r["response"]) for r in recs) / len(recs), 2)
     return out
+
+
+def output_rates(texts: list[str], correct: list[bool], finished: list[bool]) -> dict:
+    """What a model's own outputs look like, in % of ``n`` (every profile prints it; on a real
+    135M model it is why a stage needs a shortcut): ``boxed`` (a final ``\\boxed{}``),
+    ``correct``, ``chunk_tags`` (any ``<chunk>``), ``chunk_format`` (the Table 11 contract,
+    :func:`chunk_format_ok`) and ``truncated`` (stopped by the token limit, not by the model)."""
+    from .chunks import CHUNK_OPEN, last_boxed
+
+    n = len(texts)
+    pct = lambda k: round(100 * k / n, 1) if n else None  # noqa: E731
+    return {"n": n, "boxed": pct(sum(last_boxed(t) is not None for t in texts)), "correct": pct(sum(correct)),
+            "chunk_tags": pct(sum(CHUNK_OPEN in t for t in texts)), "chunk_format": pct(sum(map(chunk_format_ok, texts))),
+            "truncated": pct(sum(not f for f in finished))}
+
+
+def record_rates(recs: list[dict]) -> dict:
+    """:func:`output_rates` of sample records (:func:`sample_solutions`), the model's own only:
+    reference solutions added by a shortcut (``sample`` "ref") are left out."""
+    own = [r for r in recs if r.get("sample") != "ref"]
+    return output_rates([r["response"] for r in own], [r["correct"] for r in own], [r["finished"] for r in own])
+
+
+def rates_line(rates: dict, what: str = "samples") -> str:
+    """``"12 samples of the model's own: 0.0% boxed, 0.0% correct, ..."``"""
+    if not rates["n"]:
+        return f"no {what} of the model's own"
+    return (f"{rates['n']} {what} of the model's own: {rates['boxed']}% boxed an answer, {rates['correct']}% correct, "
+            f"{rates['chunk_tags']}% wrote a <chunk> tag ({rates['chunk_format']}% in the chunk format), "
+            f"{rates['truncated']}% cut at the token limit")

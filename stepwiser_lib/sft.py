@@ -31,7 +31,7 @@ def train_sft(base_model: str, dataset, out_dir: str | Path, settings: SFTSettin
     from transformers import AutoModelForCausalLM
     from trl import SFTTrainer
 
-    from .models import load_tokenizer, lora_config, neutral_generation_config, save_atomically
+    from .models import load_tokenizer, lora_config, neutral_generation_config, release, save_atomically
 
     s = settings if isinstance(settings, SFTSettings) else SFTSettings(**settings)
     datasets.disable_progress_bars()  # keep notebook output readable
@@ -54,9 +54,12 @@ def train_sft(base_model: str, dataset, out_dir: str | Path, settings: SFTSettin
         save_atomically(model, tok, model_dir)
     trainer.accelerator.wait_for_everyone()
     logs = [h for h in trainer.state.log_history if "loss" in h]
-    return {"model_dir": str(model_dir), "train_seconds": round(time.time() - t0, 1),
-            "steps": trainer.state.global_step, "records": len(dataset), "lengths": lengths,
-            "loss_curve": [(h["step"], h["loss"]) for h in logs]}
+    out = {"model_dir": str(model_dir), "train_seconds": round(time.time() - t0, 1),
+           "steps": trainer.state.global_step, "records": len(dataset), "lengths": lengths,
+           "loss_curve": [(h["step"], h["loss"]) for h in logs]}
+    del trainer, model  # the next training run of the kernel needs the GPU memory (real_path_review_2.md C6)
+    release()
+    return out
 
 
 @launchable

@@ -392,10 +392,14 @@ def default_tokenizer_dir() -> Path:
 
 
 def build_model(out_dir: str | os.PathLike, seed: int = 0, hidden_size: int = 64,
-                num_layers: int = 2, num_heads: int = 4, num_kv_heads: int = 2,
+                num_layers: int = 2, num_heads: int = 2, num_kv_heads: int = 1,
                 intermediate_size: int = 128, dtype: str = "float32",
                 tokenizer_dir: str | os.PathLike | None = None) -> str:
     """Build (or reuse) a random-weight Qwen2 stand-in in ``out_dir``; returns its path.
+
+    Two query heads share one key/value head (grouped-query attention, as in Qwen2.5), each 32
+    wide: vLLM's CPU attention supports head sizes 32, 64, 80 ... and refused the earlier 16
+    (``shared/reference/real_model_probe.md``, B1.5).
 
     The tokenizer is built once into ``tokenizer_dir`` (default :func:`default_tokenizer_dir`)
     and copied next to the weights. The same seed and settings give byte-identical files, and an

@@ -15,6 +15,7 @@ brace-balanced ``\\boxed{}`` of a response (:mod:`stepwiser_lib.chunks`).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import random
@@ -98,10 +99,19 @@ def math_verify_correct(gold: str, response: str) -> bool:
     box = last_boxed(response or "")
     if box is None:
         return False
-    g, p = parse(f"${_bare(gold)}$"), parse(f"${_bare(box)}$")
+    g, p = _parse_gold(gold), parse(f"${_bare(box)}$")
     if not g or not p:
         return False
     return bool(verify(g, p))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _parse_gold(gold: str):
+    """A gold answer parsed once, not once per rollout (labelling checks M = 16 rollouts of every
+    prefix against the same gold: real_path_review_2.md S3). Math-Verify's ``verify`` only reads it."""
+    from math_verify import parse
+
+    return parse(f"${_bare(gold)}$")
 
 
 def _stable_hash(text: str) -> int:

@@ -47,7 +47,7 @@ def trajectory_table(records: list[dict], traj_id: str, alpha: float, gamma: flo
     out = []
     for i, r in enumerate(rs):
         row = {"i": r["chunk_index"], "chunk": r["chunk"].strip().replace("\n", " / "),
-               "exact checker": None if checker is None else checker(r),
+               **({} if checker is None else {"exact checker": checker(r)}),  # toy problems only
                "Q_prev": round(r["q_prev"], 3), "Q": round(r["q"], 3), "rollouts": r.get("n_rollouts"),
                "Q + α·Δμ": round(r["q"] + alpha * (labelling.mu(r["q"], n) - labelling.mu(r["q_prev"], n)), 3),
                "Q / Q_prev": round(r["q"] / r["q_prev"], 3) if r["q_prev"] else None}
@@ -123,7 +123,8 @@ def sample_groups(entry: dict, examples: list[dict], *, family: str, group_size:
 
 MEANING = {"reproduced": "this run shows it (the interval excludes zero in the paper's direction)",
            "within noise": "this run does not show it either way (the interval includes zero)",
-           "contradicted": "this run shows the opposite (the interval excludes zero against the paper)"}
+           "contradicted": "this run shows the opposite (the interval excludes zero against the paper)",
+           "uninformative": "this run cannot ask it: a judge gave no parsable verdict, or was never asked"}
 
 
 def claim_lines(results_dir: str | Path, file: str) -> list[str]:
@@ -138,10 +139,15 @@ def claim_lines(results_dir: str | Path, file: str) -> list[str]:
     out, asked = [], set()
     for r in rows(results_dir, files=[file]):
         asked.add((r["question"], r["ours"]))
-        out.append(f"- **{r['claim']}.** Paper: {r['paper']:+.1f} ({r['paper_source']}). Ours: {r['ours']:+.1f} "
-                   f"[{r['low']:+.1f}, {r['high']:+.1f}], {r['test']}: **{r['verdict']}**: {MEANING[r['verdict']]}.")
+        ours = ("no number" if r["ours"] is None else
+                f"{r['ours']:+.1f} [{r['low']:+.1f}, {r['high']:+.1f}]")
+        out.append(f"- **{r['claim']}.** Paper: {r['paper']:+.1f} ({r['paper_source']}). Ours: {ours}, "
+                   f"{r['test']}: **{r['verdict']}**: {MEANING[r['verdict']]}.")
     for c in json.loads(path.read_text()).get("comparisons", []):
         if (c["claim"], c.get("diff")) in asked or {"diff", "low", "high"} - set(c):
+            continue
+        if c["diff"] is None:  # an uninformative comparison (stepwiser_lib.verdicts)
+            out.append(f"- *{c['claim']}* (not a paper claim): **{c['verdict']}**: {c.get('test', '')}.")
             continue
         out.append(f"- *{c['claim']}* (not a paper claim; {c.get('a', 'a')} − {c.get('b', 'b')}): {c['diff']:+.1f} "
                    f"[{c['low']:+.1f}, {c['high']:+.1f}], {c.get('test', 'paired bootstrap')}.")

@@ -80,6 +80,7 @@ class GRPOSettings:
     vllm_gpu_memory: float = 0.3      # share of each GPU the colocated vLLM engine takes
     eval_every: int = 10              # validation every N GRPO steps (0: never)
     val_limit: int = 0                # validation chunks judged during training (0: all)
+    val_batch: int = 128              # validation chunks judged at once (JUDGE_BATCH, as every other judging)
     seed: int = 0
 
     PARAMS = {"steps": "GRPO_STEPS", "prompts_per_step": "PROMPTS_PER_STEP",
@@ -91,7 +92,7 @@ class GRPOSettings:
               "use_lora": "USE_LORA", "lora_r": "LORA_R", "lora_alpha": "LORA_ALPHA",
               "gradient_checkpointing": "GRADIENT_CHECKPOINTING", "use_vllm": "GRPO_VLLM",
               "vllm_gpu_memory": "GRPO_VLLM_GPU_MEMORY", "eval_every": "EVAL_EVERY",
-              "val_limit": "VAL_LIMIT", "seed": "SEED"}
+              "val_limit": "VAL_LIMIT", "val_batch": "JUDGE_BATCH", "seed": "SEED"}
 
     #: What each field allows (stepwiser_lib.checks), the same as the notebook parameter it comes
     #: from in PARAMS declares (a test checks), so both give the same message.
@@ -100,7 +101,8 @@ class GRPOSettings:
              "beta": "float in [0, inf)", "epsilon_low": "float in [0, inf)", "epsilon_high": "float in [0, inf)",
              "max_completion": "int in [1, inf)", "temperature": "float in (0, inf)", "loss_tokens": "str in {all, verdict}",
              "lora_r": "int in [1, inf)", "lora_alpha": "int in [1, inf)", "vllm_gpu_memory": "float in (0, 1]",
-             "eval_every": "int in [0, inf)", "val_limit": "int in [0, inf)", "seed": "int in [0, inf)",
+             "eval_every": "int in [0, inf)", "val_limit": "int in [0, inf)", "val_batch": "int in [1, inf)",
+             "seed": "int in [0, inf)",
              "top_entropy_quantile": "float in (0, 1]"}
 
     def __post_init__(self):
@@ -150,6 +152,13 @@ class GRPOSettings:
             repetition_penalty=1.0, top_k=0, top_p=1.0,  # the policy's own distribution
             shuffle_dataset=not self.balanced_steps,  # balanced steps: our order (judge.balanced_order)
             gradient_checkpointing=self.gradient_checkpointing,
+            # The objective, spelled out rather than left to TRL's defaults, so the paper path
+            # (colocated vLLM) and the colab path (HF) optimise the same thing: verl's token-mean
+            # loss with group-normalised rewards, truncated outputs kept, and no importance-sampling
+            # reweighting of vLLM's samples (TRL 1.16 turns it on with vLLM: sequences whose
+            # 3,096-token probability ratio exceeds 3 would be zeroed; the paper's run had none).
+            loss_type="dapo", scale_rewards="group", importance_sampling_level="token",
+            mask_truncated_completions=False, vllm_importance_sampling_correction=False,
             use_vllm=self.use_vllm, vllm_mode="colocate", vllm_gpu_memory_utilization=self.vllm_gpu_memory,
             use_cpu=not (prec["bf16"] or prec["fp16"]),
             bf16=prec["bf16"], fp16=prec["fp16"],

@@ -16,7 +16,7 @@ class FakeToyPolicy:
         self.calls = []  # (number of prompts, n) per call
 
     def generate(self, prompts, n=1, temperature=1.0, top_p=1.0, max_new_tokens=256, stop=None,
-                 seed=0, prefixes=None, progress=False, seeds=None):
+                 seed=0, prefixes=None, progress=False, seeds=None, count_prefix=False):
         self.calls.append((len(prompts), n))
         prefixes = prefixes or [""] * len(prompts)
         out = []

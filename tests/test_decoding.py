@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from stepwiser_lib import models, prompts, tasks, toyworld
+from stepwiser_lib import decoding, models, prompts, tasks, toyworld
 
 
 @pytest.fixture(scope="module")
@@ -81,3 +81,38 @@ def test_per_prompt_seeds_make_a_prompts_samples_independent_of_its_batch(gens, 
     assert [c.text for c in other[0]] != [c.text for c in together[0]]
     with pytest.raises(ValueError, match="want one per prompt"):
         g.generate(ps, n=1, seeds=[1])
+
+
+def test_gqa_goes_to_the_kernel_only_where_a_fast_kernel_serves_it():
+    """transformers' rule for CUDA: grouped-query attention in SDPA only without a mask (masked GQA
+    is served there by the math kernel alone, O(L^2) fp32 memory: real_path_review_2.md C1); the
+    CPU kernel takes both."""
+    assert decoding.gqa_in_kernel("cpu", True) and decoding.gqa_in_kernel("cpu", False)
+    assert decoding.gqa_in_kernel("cuda", False) and not decoding.gqa_in_kernel("cuda", True)
+
+
+def test_the_loops_sdpa_calls_follow_the_cuda_rule(qwen_standin, monkeypatch):
+    """Every SDPA call of the sampling loop recorded, under the CUDA rule (simulated on CPU tensors):
+    a masked call never asks for GQA and gets as many key heads as query heads; the tokens are the
+    same as with the CPU rule."""
+    import torch
+
+    from stepwiser_lib import models
+
+    model, tok = models.load_model(qwen_standin)
+    assert model.config.num_attention_heads > model.config.num_key_value_heads  # a GQA model
+    seqs = [tok("What is 2 + 3?", add_special_tokens=False)["input_ids"], tok("Hi", add_special_tokens=False)["input_ids"]]
+    kw = dict(max_new_tokens=6, temperature=0.0, eos=[tok.eos_token_id], batch_size=4)
+    cpu = [[r.tokens for r in s] for s in decoding.sample(model, seqs, 2, **kw)]
+    calls, sdpa = [], torch.nn.functional.scaled_dot_product_attention
+
+    def record(q, k, v, attn_mask=None, enable_gqa=False, **a):
+        calls.append((q.shape[1], k.shape[1], attn_mask is not None, enable_gqa))
+        return sdpa(q, k, v, attn_mask=attn_mask, enable_gqa=enable_gqa, **a)
+
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", record)
+    monkeypatch.setattr(decoding, "gqa_in_kernel", lambda device_type, masked: not masked)  # CUDA's branch
+    cuda_rule = [[r.tokens for r in s] for s in decoding.sample(model, seqs, 2, **kw)]
+    assert calls and all(m for _, _, m, _ in calls)  # the loop always passes its padding mask
+    assert all(not gqa and kh == qh for qh, kh, _, gqa in calls)
+    assert cuda_rule == cpu

@@ -40,6 +40,40 @@ def test_grpo_smoke_run_changes_the_adapter(toy_base_dir, examples, tmp_path):
     assert [c["step"] for c in r["val_curve"]] == [0, 1, 2]  # in GRPO steps, not TRL's updates
     assert r["steps"] == 2 and r["batches"]["max_steps"] == 4
     assert any("reward" in h for h in r["log_history"])
+    # the trainer is freed when training returns (its validation callback held it in a cycle: review C6)
+    import gc
+
+    from trl import GRPOTrainer
+    assert not [o for o in gc.get_objects() if isinstance(o, GRPOTrainer)]
+
+
+def test_sampling_a_master_weight_model_under_autocast_keeps_a_half_cache(toy_base_dir, monkeypatch):
+    """GRPO's sampling and validation run the trainer's fp32 master weights: on a GPU under
+    autocast with the KV cache in the half type (models.sampling_half), not an fp32 cache (review
+    C3). Checked on the CPU with bf16, the same mechanism."""
+    import torch
+
+    from stepwiser_lib import decoding, models
+
+    model, tok = models.load_model(toy_base_dir)
+    seen = []
+    grow = decoding._grow_layer_class
+
+    def spy():
+        cls = grow()
+
+        class Spy(cls):
+            def set(self, keys, values):
+                seen.append((keys.dtype, values.dtype))
+                super().set(keys, values)
+        return Spy
+
+    monkeypatch.setattr(decoding, "_grow_layer_class", spy)
+    seqs = [tok("x = 1", add_special_tokens=False)["input_ids"]] * 2
+    rows = decoding.sample(model, seqs, 2, max_new_tokens=4, temperature=0.0, eos=[tok.eos_token_id], half=torch.bfloat16)
+    assert all(len(r.tokens) >= 1 for s in rows for r in s)
+    assert seen and set(seen) == {(torch.bfloat16, torch.bfloat16)}
+    assert models.sampling_half(model) is None  # fp32 on the CPU: sampled as it is
 
 
 def test_grpo_verdict_loss_and_balanced_steps_run(toy_base_dir, examples, tmp_path):

@@ -60,8 +60,37 @@ def test_load_model_errors_clearly(tmp_path):
         models.load_model("no_such_model_dir")
 
 
-def test_vllm_backend_is_optional():
-    pytest.importorskip("vllm", reason="vllm is the gpu extra; not installed on CPU machines")
+def test_vllm_backend_without_vllm_says_how_to_get_it():
+    try:
+        import vllm  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="make venv-vllm"):
+            models.make_generator("some/model", backend="vllm", kv_cache_gb=1.0)
+    else:
+        pytest.skip("vllm is installed here: tests/test_vllm_engine.py runs the real engine")
+
+
+def test_request_limits_skip_and_clip_instead_of_failing_the_call():
+    """The response budget counts what a request has used already; the context clips; a request
+    with no room is skipped (limit <= 0) and counted, the others run."""
+    lim, c = models.request_limits([10, 90, 120, 50], 40, used=[0, 5, 0, 38], max_len=100)
+    assert lim == [40, 10, -20, 2] and c == {"requests": 4, "skipped": 1, "context_clipped": 1}
+    assert models.request_limits([10], 40)[0] == [40]
+
+
+def test_one_seed_scheme_gives_every_prompt_and_sample_its_own_stream():
+    """sample_seed over a grid of call seeds, prompts and samples: no two coincide, not even in the
+    low 32 bits torch's CPU generator keeps (its mt19937 ignores the rest, checked here too)."""
+    import torch
+
+    grid = [models.sample_seed(models.prompt_seed(s, i), j) for s in range(3) for i in range(300) for j in range(16)]
+    assert len(set(grid)) == len(grid) and len({g % 2**32 for g in grid}) == len(grid)
+    per_prompt = [models.sample_seed(p, j) for p in (7, 8, 9, 2**31 - 1) for j in range(16)]  # chunk-reset's seeds
+    assert len(set(per_prompt)) == len(per_prompt)
+    assert models.sample_seed(5, 3) == 5 * 1_000_003 + 3 and 0 <= models.sample_seed(2**62, 9) < 2**63
+    a = torch.Generator().manual_seed(5)
+    b = torch.Generator().manual_seed(5 + 2**32)
+    assert torch.equal(torch.rand(4, generator=a), torch.rand(4, generator=b))  # why the low bits must differ
 
 
 def test_next_token_probs_match_an_unpadded_forward_pass(gen):

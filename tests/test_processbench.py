@@ -38,7 +38,9 @@ def test_first_error_index():
     assert PB.first_error_index([True, False, False]) == 1
     assert PB.first_error_index(["Positive", "Negative"]) == 1
     assert PB.first_error_index([]) == -1
-    assert PB.first_error_index([None, True]) == -1  # no verdict is not a Negative
+    # verdicts.RULE: a step without a verdict before any Negative leaves the solution without a prediction
+    assert PB.first_error_index([None, True]) is None and PB.first_error_index([True, None, False]) is None
+    assert PB.first_error_index([True, False, None]) == 1  # a Negative first: the prediction stands
 
 
 def _write(tmp_path, recs, raw_lines=()):
@@ -110,8 +112,8 @@ def test_subset_keeps_groups_balanced_and_order():
 
 
 def test_error_kinds():
-    k = PB.error_kinds([2, 2, 2, 2, -1, -1], [2, 0, 3, -1, -1, 1])
-    assert k == {"exact": 2, "too_early": 1, "too_late": 1, "missed": 1, "false_alarm": 1}
+    k = PB.error_kinds([2, 2, 2, 2, -1, -1, 2, -1], [2, 0, 3, -1, -1, 1, None, None])
+    assert k == {"exact": 2, "too_early": 1, "too_late": 1, "missed": 1, "false_alarm": 1, "no_verdict": 2}
 
 
 class _ScriptedJudge:
@@ -270,7 +272,8 @@ def test_run_judges_rows_thresholds_cache_and_the_orderings_inputs(tmp_path, mon
     PB.run_judges(judges, bench, tmp_path, load, **kw)
     assert len(loads) == 3  # all from disk
     kinds = PB.error_kinds_by_judge(run["outputs"], bench)
-    assert kinds["stepwiser:rel_ratio"] == {"exact": 3, "too_early": 0, "too_late": 0, "missed": 0, "false_alarm": 0}
+    assert kinds["stepwiser:rel_ratio"] == {"exact": 3, "too_early": 0, "too_late": 0, "missed": 0, "false_alarm": 0,
+                                            "no_verdict": 0}
     ex = PB.examples(bench, run["outputs"]["stepwiser:rel_ratio"], 1)
     assert [(k, s, r["id"]) for k, s, r, _ in ex] == [("found", "a", "1")]
     text = PB.format_example(ex[0][0], ex[0][1], {**ex[0][2], "generator": "g"}, ex[0][3])

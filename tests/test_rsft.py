@@ -66,13 +66,14 @@ def test_group_items_keeps_prompt_order():
 def test_select_all_scores_once_and_picks_the_best_correct_response(tmp_path, capsys):
     class ByText:  # a chunk "c" scores 1, every other 0.5
         def judge(self, triples, k=1, seed=0, **kw):
-            return [{"score": 1.0 if c == "c" else 0.5} for _, _, c in triples]
+            return [{"score": 1.0 if c == "c" else 0.5, "verdict": "Positive", "n_unparsed": 0} for _, _, c in triples]
 
     loads = []
-    picks, scores = rsft.select_all(_items(), {"stepwiser:rel_ratio": {"name": "s"}}, lambda e: loads.append(e) or ByText(),
+    picks, scores, tallies = rsft.select_all(_items(), {"stepwiser:rel_ratio": {"name": "s"}}, lambda e: loads.append(e) or ByText(),
                                     tmp_path, "key", judge_k=1, max_completion=8, seed=0)
     assert picks["stepwiser:rel_ratio"] == [1, None] and picks["outcome"][1] is None and picks["outcome"][0] in (0, 1)
     assert scores["stepwiser:rel_ratio"][0] == [[0.5, 0.5], [1.0], [0.5]]
+    assert tallies["stepwiser:rel_ratio"]["asked"] == sum(len(s) for r in scores["stepwiser:rel_ratio"] for s in r)
     rsft.select_all(_items(), {"stepwiser:rel_ratio": {"name": "s"}}, lambda e: loads.append(e) or ByText(),
                     tmp_path, "key", judge_k=1, max_completion=8, seed=0)
     assert len(loads) == 1  # the scores came from disk
@@ -93,6 +94,10 @@ def test_table_predictions_and_comparisons_of_table_8():
     assert list(preds) == [rsft.BASE, rsft.OUTCOME, "stepwiser:rel_ratio"] and len(preds[rsft.OUTCOME]) == 4
     comps = rsft.comparisons(preds)
     assert [(c["a"], c["b"]) for c in comps] == [(rsft.OUTCOME, rsft.BASE), ("stepwiser:rel_ratio", rsft.OUTCOME)]
+    silent = {"stepwiser:rel_ratio": {"asked": 6, "samples": 6, "unparsed": 6, "no_verdict": 6, "unparsed_pct": 100.0}}
+    comps = rsft.comparisons(preds, silent)  # a judge that parsed nothing picked by tie-breaking alone
+    assert comps[1]["verdict"] == "uninformative" and comps[1]["diff"] is None and "6 of 6" in comps[1]["test"]
+    assert comps[0]["verdict"] != "uninformative"  # outcome selection needs no judge
     md = rsft.results_markdown(rows, comps, rsft.paper_rows(), 2)
     assert "mean over 2 SFT seeds" in md and "PAPER 7B" in md
 

@@ -183,3 +183,71 @@ def test_a_full_run_records_its_times(tmp_path, monkeypatch):
     (tmp_path / "out" / "artifacts" / "01_ok").mkdir(parents=True)  # something to resume from
     runner.run("smoke", notebooks_dir=nbd, out_dir=tmp_path / "out", profiles_dir=prof, record=True)
     assert json.loads((tmp_path / "outroot" / "results" / "smoke" / "run_times.json").read_text())["fresh"] is False
+
+
+def _profile_params(profile):
+    decl = {nb.stem: {k: d.default for k, d in config.notebook_parameters(nb).items()} for nb in runner.list_notebooks()}
+    vals = config.check_profile_file(profile, {k: config.notebook_parameters(paths.NOTEBOOKS_DIR / f"{k}.ipynb") for k in decl})
+    return {k: {**decl[k], **vals[k]} for k in decl}
+
+
+def test_the_plan_refuses_a_tensor_parallelism_vllm_refuses(monkeypatch):
+    """A notebook-wide VLLM_TP 8 reached the 1.5B policy's engines, which vLLM refuses (12 heads),
+    while the dry run printed [ok] (real_path_review_2.md C2). Now each engine is checked with its
+    own setting: the teacher's TEACHER_VLLM_TP 8 divides Llama-70B's 64 heads."""
+    from stepwiser_lib import memory, plan
+
+    monkeypatch.delenv("STEPWISER_LAUNCHER", raising=False)
+    q15, llama70 = memory.KNOWN_MODELS["Qwen/Qwen2.5-1.5B-Instruct"], memory.KNOWN_MODELS["meta-llama/Llama-3.1-70B-Instruct"]
+    assert "12 attention heads" in memory.tp_problem(q15, 8) and memory.tp_problem(q15, 2) is None
+    assert memory.tp_problem(q15, 4) is None and memory.tp_problem(llama70, 8) is None
+    assert "key/value heads" in memory.tp_problem(memory.ModelShape(10, 64, 1, 6, 3, 8, True), 2)
+    params = _profile_params("paper")
+    rows = {(r["stage"], r["phase"]): r for r in plan.memory_plan("paper", params)["rows"]}
+    assert not any(p.endswith("vLLM engine") for _, p in rows)  # the shipped paper profile passes
+    params["01_self_segmentation"]["VLLM_TP"] = 8
+    bad = [r for r in plan.memory_plan("paper", params)["rows"] if not r["fits"]]
+    assert bad and bad[0]["phase"] == "base and chunk policy: vLLM engine" and "VLLM_TP" in bad[0]["change"]
+    params["01_self_segmentation"].update(VLLM_TP=1, TEACHER_VLLM_TP=3)
+    assert [r["phase"] for r in plan.memory_plan("paper", params)["rows"] if not r["fits"]] == ["segmentation teacher: vLLM engine"]
+
+
+def test_the_plan_computes_memory_and_wall_time_as_the_run_will_launch(monkeypatch):
+    """In-process (no launcher) the paper's training rows are one device's; under the ZeRO-2
+    launcher they shrink and training's wall time divides by the processes; generation stays on
+    one engine either way. A100-hours count every cost: 04's judge evaluations and RS-FT sampling,
+    every SFT, 05 times the judges it scores; 02 labels the paper's 40k kept prompts."""
+    from stepwiser_lib import plan
+
+    params = _profile_params("paper")
+    monkeypatch.delenv("STEPWISER_LAUNCHER", raising=False)
+    solo = plan.dry_run("paper", params)
+    monkeypatch.setenv("STEPWISER_LAUNCHER", "zero2.yaml")
+    multi = plan.dry_run("paper", params)
+    mem = lambda p, phase: next(r["gib"] for r in p["memory"]["rows"] if r["phase"] == phase)  # noqa: E731
+    assert mem(solo, "SFT of the chunk policy") > 3 * mem(multi, "SFT of the chunk policy")
+    assert solo["memory"]["world_size"] == 1 and multi["memory"]["world_size"] == 8 and multi["memory"]["zero_stage"] == 2
+    st = lambda p, n: next(s for s in p["stages"] if s["notebook"].startswith(n))  # noqa: E731
+    assert st(solo, "04")["wall_hours"] == st(solo, "04")["a100_hours"]  # one GPU in-process
+    assert st(multi, "04")["wall_hours"] < st(solo, "04")["wall_hours"] / 4
+    assert st(multi, "02")["wall_hours"] == st(solo, "02")["wall_hours"] == st(solo, "02")["a100_hours"]  # one engine
+    assert st(solo, "02")["kept_prompts"] == 40000 and st(solo, "02")["rollouts"] == 40000 * 16 * 5 * 16
+    four = st(solo, "04")
+    assert four["judge_evaluations"] > 0 and four["rsft_judge_samples"] > four["judge_evaluations"] and four["sft_runs"] == 4
+    five = st(solo, "05")
+    assert five["judges_scored"] == 10 and five["judge_calls"] == 3400 * 7 * 10
+    assert solo["estimated_wall_hours"] >= solo["estimated_a100_hours"] / 8
+    assert "wall-clock time as launched" in plan.render(solo)
+
+
+def test_the_math_kernel_term_of_masked_gqa_is_what_the_review_measured():
+    """B x heads x L^2 x 8 bytes: colab 04's first GRPO validation (100 prompts of 1.5k tokens on
+    Qwen2.5-0.5B's 14 heads) would have needed 23.5 GiB more (C1); the loop no longer asks for it,
+    and the plan counts its repeated key/value heads instead."""
+    from stepwiser_lib import memory
+
+    q05 = memory.KNOWN_MODELS["Qwen/Qwen2.5-0.5B-Instruct"]
+    b = memory.inference(q05, 2, 100, 1500, 0, sdpa_math=True)
+    assert round(b.parts["sdpa_math_scores"] / memory.GIB, 1) == 23.5
+    r = memory.inference(q05, 2, 100, 1500, 0, gqa_repeat=True)
+    assert "sdpa_math_scores" not in r.parts and r.parts["repeated_kv"] == 2 * 100 * 14 * 1500 * 64 * 2
