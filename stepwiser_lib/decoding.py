@@ -206,7 +206,13 @@ def _choose(logits: torch.Tensor, temperature: float, top_p: float,
             gen: torch.Generator | list[torch.Generator]) -> torch.Tensor:
     """Next tokens for each row: greedy at temperature 0, else a draw from softmax(logits / T),
     restricted to the nucleus ``top_p`` when it is below 1. ``gen``: one generator for the batch,
-    or one per row (each row's draw then depends on its own stream only)."""
+    or one per row (each row's draw then depends on its own stream only). Non-finite logits are
+    an error: greedy decoding would pick token 0 for NaN without a word (the "!!!!" of Qwen2 run
+    in fp16 on a T4, whose activations overflow: real_path_review_2.md W6)."""
+    if not torch.isfinite(logits).all():
+        bad = int((~torch.isfinite(logits)).any(-1).sum())
+        raise FloatingPointError(f"{bad} of {logits.shape[0]} rows have non-finite logits ({logits.dtype}): a half-precision "
+                                 "overflow (Qwen2 in fp16 on a T4 is a known case); load the model in bfloat16 or float32")
     if temperature <= 0:
         return logits.argmax(-1)
     probs = torch.softmax(logits.float() / temperature, -1)

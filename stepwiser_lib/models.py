@@ -450,6 +450,7 @@ class VLLMGenerator:
     def __init__(self, model_path: str, tensor_parallel_size: int = 1,
                  gpu_memory_utilization: float = 0.85, max_model_len: int = 8192,
                  chat: bool = True, seed: int = 0, kv_cache_gb: float = 0.0, enforce_eager: bool = False):
+        os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # its INFO lines would fill the notebook's cells
         try:
             from vllm import LLM
         except ImportError as e:

@@ -201,7 +201,7 @@ def comparisons(preds: dict[str, list[dict]], tallies: dict[str, dict] | None = 
 
     def judged(n):
         if tallies is not None and not informative(tallies.get(n)):
-            return uninformative_comparison({"a": n, "b": OUTCOME}, f"not compared: {describe(tallies.get(n))}")
+            return uninformative_comparison({"a": n, "b": OUTCOME}, f"not compared: {describe(tallies.get(n), label=False)}")
         return compare_rates(preds[n], preds[OUTCOME])
 
     out = [{"claim": "RS-FT with outcome selection keeps the policy's accuracy", **compare_rates(preds[OUTCOME], preds[BASE])}]

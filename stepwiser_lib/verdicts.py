@@ -74,12 +74,15 @@ def informative(t: dict | None) -> bool:
     return bool(t) and t["asked"] > 0 and t["unparsed"] < t["samples"]
 
 
-def describe(t: dict | None) -> str:
-    """``"12 judgements, 3 of 12 outputs unparsed (25.0%)"``, or why the result is uninformative."""
+def describe(t: dict | None, label: bool = True) -> str:
+    """``"12 judgements, 3 of 12 outputs unparsed (25.0%)"``, or why the result is uninformative
+    (``label``: prefixed with the word itself)."""
     if not t or not t["asked"]:
-        return f"{UNINFORMATIVE}: the judge was never asked"
-    line = f"{t['asked']} judgements, {t['unparsed']} of {t['samples']} outputs unparsed ({t['unparsed_pct']}%)"
-    return line if informative(t) else f"{UNINFORMATIVE}: {line}"
+        line, ok = "the judge was never asked", False
+    else:
+        line = f"{t['asked']} judgements, {t['unparsed']} of {t['samples']} outputs unparsed ({t['unparsed_pct']}%)"
+        ok = informative(t)
+    return line if ok or not label else f"{UNINFORMATIVE}: {line}"
 
 
 def mask(row: dict, t: dict | None, fields: list[str]) -> dict:

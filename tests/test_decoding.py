@@ -116,3 +116,14 @@ def test_the_loops_sdpa_calls_follow_the_cuda_rule(qwen_standin, monkeypatch):
     assert calls and all(m for _, _, m, _ in calls)  # the loop always passes its padding mask
     assert all(not gqa and kh == qh for qh, kh, _, gqa in calls)
     assert cuda_rule == cpu
+
+
+def test_non_finite_logits_fail_loudly_instead_of_decoding_token_zero():
+    """fp16 overflow in Qwen2 on a T4 gives NaN logits, which greedy decoding turned into token 0
+    ("!!!!") without a word (real_path_review_2.md W6)."""
+    import torch
+
+    logits = torch.tensor([[0.0, 1.0], [float("nan"), 0.0]])
+    with pytest.raises(FloatingPointError, match="1 of 2 rows"):
+        decoding._choose(logits, 0.0, 1.0, torch.Generator())
+    assert decoding._choose(logits[:1], 0.0, 1.0, torch.Generator()).tolist() == [1]
