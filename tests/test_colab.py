@@ -94,6 +94,7 @@ def test_bootstrap_cell_in_a_simulated_colab(fake_colab, monkeypatch, capsys):
     monkeypatch.setattr(colab, "_pip", vm.pip)
     monkeypatch.setattr(colab, "installed_versions", vm.versions)
     monkeypatch.setenv("STEPWISER_COLAB_DIR", str(ROOT))  # the clone is already there
+    monkeypatch.setenv(paths.OUTPUT_ROOT_ENV, "")  # the bootstrap sets it: undone after the test, not leaked to the next
     monkeypatch.chdir(ROOT)
     monkeypatch.setattr(sys, "path", list(sys.path))
     cells = json.loads((ROOT / "notebooks" / "02_rollout_labelling.ipynb").read_text())["cells"]

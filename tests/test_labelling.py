@@ -240,3 +240,40 @@ def test_the_shard_key_covers_exactly_what_the_rollouts_depend_on():
     assert ad.digest("m") != base.digest("m")
     assert L.LabelConfig(adaptive=True, adaptive_rule="rel_ratio", gamma=0.7).digest("m") != ad.digest("m")
     assert L.LabelConfig(adaptive=True, adaptive_rule="rel_ratio", alpha=0.9).digest("m") == ad.digest("m")
+
+
+def test_a_prefix_without_room_is_a_counted_failure_never_a_failed_shard():
+    """A rollout completes the response its prefix began: its budget is MAX_NEW_TOKENS less the
+    prefix (the paper's 8,192 are a response's). One with no room left used to raise for the
+    whole shard, again on every resume (real_path_review_2.md C5); now it is a failure, counted."""
+    from stepwiser_lib.models import Completion
+
+    class Budgeted(FakeToyPolicy):
+        def generate(self, prompts, n=1, prefixes=None, count_prefix=False, max_new_tokens=256, **kw):
+            out = super().generate(prompts, n=n, prefixes=prefixes, max_new_tokens=max_new_tokens, **kw)
+            if prefixes and count_prefix:  # the rollout round: the longest prefix has no room
+                longest = max(range(len(prefixes)), key=lambda i: len(prefixes[i]))
+                out[longest] = [Completion("", 0, False, skipped=True) for _ in range(n)]
+                out[0] = [Completion(c.text[:3], 3, False) for c in out[0]]  # cut at the budget
+            return out
+
+    recs, st = L.label_shard(Budgeted(), fake_items(6), TEMPLATE, _cfg(), shard_id=0)
+    assert st.skipped_rollouts == 8 and st.truncated_rollouts >= 8 and recs
+    assert st.prefilter_samples == 6 * 8 and 0 < st.prefilter_correct < st.prefilter_samples
+    rates = L.prefilter_rates(st.__dict__)
+    assert rates["n"] == 48 and rates["chunk_format"] == 100.0 and rates["truncated"] == 0.0
+
+
+def test_n_kept_counts_prompts_that_pass_the_pre_filter(tmp_path):
+    """The paper's 40k are prompts *kept* by the pass@16 filter: with N_KEPT the pool is labelled
+    shard by shard until that many pass, and the rest is never sampled (review W2)."""
+    gen = FakeToyPolicy()
+    items = fake_items(40)
+    cfg = L.LabelConfig(n_prefilter=16, m_rollouts=4, traj_per_prompt=1, shard_size=4, n_kept=6)
+    res = L.label_prompts(gen, items, TEMPLATE, cfg, tmp_path, "fake", progress=False)
+    assert res["stats"]["kept_prompts"] >= 6 and res["shards"] < 10
+    assert res["stats"]["kept_prompts"] - min(4, res["stats"]["kept_prompts"]) < 6  # stopped after the shard that reached it
+    assert L.LabelConfig(n_kept=6).digest("m") == L.LabelConfig().digest("m")  # not a rollout setting
+    full = L.label_prompts(gen, items, TEMPLATE, L.LabelConfig(n_prefilter=16, m_rollouts=4, traj_per_prompt=1, shard_size=4),
+                           tmp_path / "all", "fake", progress=False)
+    assert full["shards"] == 10

@@ -134,3 +134,26 @@ def test_sample_responses_samples_once_and_keys_the_later_caches(tmp_path, monke
     assert rows == rows2 == [{"problem_id": "a", "response": "r", "correct": True}] and key == key2 and calls == [1]
     _, key3 = R.sample_responses("pol", items, "{problem}", tmp_path, **{**kw, "seed": 1})
     assert key3 != key and calls == [1, 1]
+
+
+def test_select_all_releases_each_judge_after_scoring(tmp_path):
+    """Notebook 07 kept every judge it loaded (tens of GB at paper scale) while the policy's vLLM
+    engine started next (real_path_review_2.md C4): each judge is closed once it has scored."""
+    class Closable:
+        closed = False
+
+        def judge(self, triples, k=1, seed=0, **kw):
+            return [{"score": 1.0, "verdict": "Positive", "n_unparsed": 0} for _ in triples]
+
+        def close(self):
+            self.closed = True
+
+    made = []
+    rsft.select_all(_items(), {"stepwiser:rel_ratio": {"name": "s"}, "disc_sft:rel_ratio": {"name": "d"}},
+                    lambda e: made.append(Closable()) or made[-1], tmp_path, "key", judge_k=1, max_completion=8, seed=0)
+    assert len(made) == 2 and all(j.closed for j in made)
+    from stepwiser_lib.discriminative import DiscJudge
+    d = DiscJudge.__new__(DiscJudge)
+    d.model = object()
+    d.close()
+    assert d.model is None  # models.release can now free a discriminative judge too

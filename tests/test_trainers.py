@@ -117,6 +117,10 @@ def _sft_weights(base, recs, out, **kw):
     from stepwiser_lib import sft
 
     r = sft.sft(base, recs, out, SFTSettings(max_steps=2, global_batch=8, lr=1e-3, warmup_ratio=0.0, **kw), progress=False)
+    import gc
+
+    from trl import SFTTrainer
+    assert not [o for o in gc.get_objects() if isinstance(o, SFTTrainer)]  # freed on return (review C6)
     model = AutoModelForCausalLM.from_pretrained(r["model_dir"], dtype=torch.float32)
     return {k: v.clone() for k, v in model.state_dict().items()}, r
 
