@@ -26,6 +26,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from .chunks import CHUNK_CLOSE, SEPARATOR, first_chunk
+from .verdicts import describe, informative, uninformative_comparison
 
 
 @dataclass(frozen=True)
@@ -307,7 +308,6 @@ def tallies(runs: dict, judge_k: int = 1) -> dict[str, dict]:
 def with_verdicts(rows: list[dict], judge_tallies: dict[str, dict]) -> list[dict]:
     """Table 7 rows with a ``verdicts`` column: how each judge arm's judge outputs parsed, or why
     the arm says nothing about its judge (never asked, nothing parsed); "-" for the no-judge rows."""
-    from .verdicts import describe
 
     return [{**r, "verdicts": describe(judge_tallies[r["method"]]) if r["method"] in judge_tallies else "-"} for r in rows]
 
@@ -318,7 +318,6 @@ def comparisons(preds: dict[str, list[dict]], judge_tallies: dict[str, dict] | N
     judge arm whose judge was never asked or never parsed (``judge_tallies``, :func:`tallies`) is
     not compared: its verdict is :data:`~stepwiser_lib.verdicts.UNINFORMATIVE`."""
     from .evaluation import compare_rates
-    from .verdicts import describe, informative, uninformative_comparison
 
     def judged(label):
         t = (judge_tallies or {}).get(label)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from . import claims, io, paths
 from .judge import WARMUP_NAME, parse_variant
+from .verdicts import mask, tally
 
 #: What notebook 04 reads of each balanced split (``data/README.md``, stage 03).
 JUDGE_DATA_FIELDS = {"problem": str, "history": list, "chunk": str, "label": bool, "problem_id": str}
@@ -179,7 +180,6 @@ def start_label(warmed: bool) -> str:
 
 
 def _masked(row: dict, test_preds: list[dict]) -> dict:
-    from .verdicts import mask, tally
 
     return mask(row, tally(test_preds), ROW_NUMBERS)
 

@@ -21,6 +21,7 @@ import warnings
 from pathlib import Path
 
 from .io import RecordError, iter_jsonl
+from .verdicts import describe, informative, mask, tally, uninformative_comparison
 
 SPLITS = ("gsm8k", "math", "olympiadbench", "omnimath")
 #: (error, correct) counts per split, ProcessBench paper Table 1 / notes §8.1.
@@ -484,7 +485,6 @@ def run_judges(judges: list[dict], bench: dict[str, list[dict]], art, load, *, b
     from . import io, models
     from .judge import variant_slug
 
-    from .verdicts import describe
 
     labels = {s: [r["label"] for r in rs] for s, rs in bench.items()}
     out = {"results": {}, "outputs": {}, "cis": {}, "records": [], "first_error": {}, "seconds": {}, "tallies": {}}
@@ -537,7 +537,6 @@ def judged_tally(outputs: dict[str, list[dict]], k: int) -> dict:
     """:func:`stepwiser_lib.verdicts.tally` of one judge's run over every split: each judged step
     of :func:`judge_solutions`' outputs (``k`` samples each; a cached run from before the unparsed
     counts were kept counts its verdict-less steps)."""
-    from .verdicts import tally
 
     steps = [{"verdict": v, **({"n_unparsed": n[i]} if i < len(n) else {})}
              for outs in outputs.values() for o in outs
@@ -550,7 +549,6 @@ def orderings(labels: dict[str, list[int]], first_error: dict, tallies: dict) ->
     asked of the judges this run has, paired on the same solutions (:func:`compare_avg_f1`); one
     whose judge gave no parsable verdict is :data:`~stepwiser_lib.verdicts.UNINFORMATIVE`."""
     from .claims import judge_orderings
-    from .verdicts import informative, uninformative_comparison
 
     out = []
     for claim, a, b in judge_orderings(list(first_error)):
@@ -618,7 +616,6 @@ def result_rows(results: dict, baselines: dict, cis: dict, tallies: dict | None 
     :func:`table_row` with its average F1's 95% interval where it has one. With ``tallies`` (row ->
     :func:`judged_tally`), a judge's row says how its verdicts parsed, and one that parsed none
     shows :data:`~stepwiser_lib.verdicts.UNINFORMATIVE` instead of its F1s."""
-    from .verdicts import mask
 
     rows = [table_row(k, v, source="ours") for k, v in {**results, **baselines}.items()]
     for r in rows:

@@ -8,7 +8,8 @@ fails while the README differs from what it would write.
 Blocks: ``bench-table`` (:func:`stepwiser_lib.bench.readme_table`), ``colab-table``
 (:func:`stepwiser_lib.plan.colab_table`), ``results-tiny`` and ``results-toy-full``
 (:func:`results_section`: the run times and each notebook's table at that profile), and
-``claims-tiny`` and ``claims-toy-full`` (:func:`stepwiser_lib.claims.markdown`).
+``claims-tiny`` and ``claims-toy-full`` (:func:`stepwiser_lib.claims.markdown`), and
+``findings-tiny`` (:func:`findings`: the prose under tiny's tables, its numbers from the results).
 """
 
 from __future__ import annotations
@@ -123,6 +124,63 @@ def results_section(profile: str = "tiny") -> str:
     return "\n".join(out)
 
 
+def _d(c: dict) -> str:
+    """A paired comparison's difference, interval and verdict as words."""
+    if c.get("diff") is None:
+        return f"**{c['verdict']}** ({c['test']})"
+    return f"{c['diff']:+.1f} [{c['low']:+.1f}, {c['high']:+.1f}], {c['verdict']}"
+
+
+def findings(profile: str = "tiny") -> str:
+    """What one run says, notebook by notebook, every number filled from ``results/<profile>/``
+    (the prose under the tables; a rerun rewrites it with the tables)."""
+    res = ROOT / "results" / profile
+    rd = lambda name: io.read_json(res / f"{name}.json") if (res / f"{name}.json").exists() else None  # noqa: E731
+    out = []
+    seg = rd("self_segmentation")
+    if seg:
+        c = {x["field"]: x for x in seg["comparisons"]}
+        t = seg["table4"]
+        out.append(f"- **01.** Chunk policy − base on the same {t['base']['n'] // seg['config']['EVAL_SAMPLES']} held-out "
+                   f"problems: steps per solution {_d(c['steps'])}; Avg@{seg['config']['EVAL_SAMPLES']} accuracy "
+                   f"{t['base']['avg_acc']} → {t['chunk']['avg_acc']}, {_d(c['correct'])}.")
+    lab = rd("labelling")
+    if lab:
+        s, st, paper = lab["summary"], lab["stats"], lab.get("paper_positive_rates", {})
+        out.append(f"- **02.** Positive labels: Abs-Q {s['positive_abs_q']}% (paper {paper.get('abs_q')}%), Rel-Ratio "
+                   f"{s['positive_rel_ratio']}% (paper {paper.get('rel_ratio_gamma0.8')}% at γ 0.8); {st['kept_prompts']} of "
+                   f"{st['prompts']} prompts pass the pre-filter.")
+    jd = rd("judges")
+    if jd and jd.get("main_summary"):
+        m = jd["main_summary"]
+        main = jd["variants"][m["main"]]["test"]
+        cs = {c["claim"]: c for c in jd["comparisons"]}
+        lines = [f"- **04.** The GRPO judge ({m['main']}) on test: {main['balanced_acc']}% balanced accuracy "
+                 f"(dev {jd['variants'][m['main']]['dev']['balanced_acc']}%), {main['positive_rate']}% of chunks called Positive."]
+        lines += [f"  - {claim}: {_d(c)}." for claim, c in cs.items()]
+        if m.get("warmup_readout_auc") is not None:
+            after = m.get("rl_readout_auc")
+            after = ", ".join(map(str, after)) if isinstance(after, list) else after
+            lines.append(f"  - Readout AUC (does the verdict follow the judge's own analysis?): {m['warmup_readout_auc']} "
+                         f"before RL, {after} after (one value per seed).")
+        out += lines
+    pb = rd("processbench")
+    if pb:
+        avg = {n: v["avg_f1"] for n, v in pb["judges"].items()}
+        out.append("- **05.** Average F1 on toy-ProcessBench: " + ", ".join(f"{n} {v}" for n, v in avg.items())
+                   + "; " + "; ".join(f"{c['a']} − {c['b']}: {_d(c)}" for c in pb.get("comparisons", [])) + ".")
+    cr = rd("chunk_reset")
+    if cr:
+        calls = {r["method"]: r["judge_calls"] for r in cr["table"] if r["judge_calls"]}
+        out.append("- **06.** Against the plain chunk policy on the same problems and draws: "
+                   + "; ".join(f"{c['a']} {_d(c)}" for c in cr["comparisons"]) + ". Judge calls per problem: "
+                   + ", ".join(f"{k} {v}" for k, v in calls.items()) + ".")
+    rs = rd("rsft")
+    if rs:
+        out.append("- **07.** " + "; ".join(f"{c['claim']} ({c['a']} − {c['b']}): {_d(c)}" for c in rs["comparisons"]) + ".")
+    return "\n".join(out)
+
+
 def blocks() -> dict[str, tuple[str, callable]]:
     """name -> (source named in the marker, a function returning the block's body)."""
     from . import bench, claims, plan
@@ -133,6 +191,7 @@ def blocks() -> dict[str, tuple[str, callable]]:
             "results-tiny": ("stepwiser_lib.readme.results_section from results/tiny", lambda: results_section("tiny")),
             "claims-tiny": ("stepwiser_lib.claims.markdown from results/tiny",
                             lambda: "\n".join(claims.markdown(ROOT / "results" / "tiny"))),
+            "findings-tiny": ("stepwiser_lib.readme.findings from results/tiny", lambda: findings("tiny")),
             "claims-toy-full": ("stepwiser_lib.claims.markdown from results/toy-full",
                                 lambda: "\n".join(claims.markdown(ROOT / "results" / "toy-full"))),
             "results-toy-full": ("stepwiser_lib.readme.results_section from results/toy-full",

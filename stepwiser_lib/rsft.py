@@ -14,6 +14,7 @@ import random
 from pathlib import Path
 
 from .chunks import chunk_ends, parse_chunks
+from .verdicts import describe, informative, tally, uninformative_comparison
 
 
 def response_score(chunk_scores: list[float]) -> float | None:
@@ -52,7 +53,6 @@ def score_responses(judge, items: list[dict], k: int = 1, seed: int = 0,
     score is the fraction of its ``k`` judge outputs that say Positive, so an output without a
     parsable verdict counts 0 (:data:`stepwiser_lib.verdicts.RULE`). ``with_tally``: also return
     :func:`stepwiser_lib.verdicts.tally` of the judge's outputs."""
-    from .verdicts import tally
 
     triples, where = [], []
     for i, it in enumerate(items):
@@ -135,7 +135,6 @@ def select_all(items: list[dict], registry: dict[str, dict], load, art, key: str
     from . import io
     from .judge import variant_slug
     from .models import release
-    from .verdicts import describe
 
     picks = {"outcome": [select_best([{"correct": c} for c in it["correct"]], "outcome", seed, it["id"]) for it in items]}
     scores, tallies = {}, {}
@@ -197,7 +196,6 @@ def comparisons(preds: dict[str, list[dict]], tallies: dict[str, dict] | None = 
     outcome's. A judge that gave no parsable verdict (``tallies``, :func:`select_all`) selected by
     tie-breaking alone: its comparison is :data:`~stepwiser_lib.verdicts.UNINFORMATIVE`."""
     from .evaluation import compare_rates
-    from .verdicts import describe, informative, uninformative_comparison
 
     def judged(n):
         if tallies is not None and not informative(tallies.get(n)):
