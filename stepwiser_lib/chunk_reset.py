@@ -26,7 +26,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from .chunks import CHUNK_CLOSE, SEPARATOR, first_chunk
-from .verdicts import describe, informative, uninformative_comparison
+from .verdicts import RULE_VERSION, describe, informative, uninformative_comparison
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,7 @@ class _State:
     rejected_tokens: int = 0
     judge_calls: int = 0
     judge_unparsed: int = 0  # judge outputs without a parsable verdict (verdicts.RULE: never an acceptance)
+    judge_no_verdict: int = 0  # judgements none of whose samples parsed
     attempts: list[dict] = field(default_factory=list)  # candidates at the current point
     trace: list[dict] = field(default_factory=list)
     done: bool = False
@@ -135,6 +136,7 @@ def chunk_reset(policy, judge, problems: list[str], template: str, cfg: ResetCon
                 a.update(verdict=r["verdict"], score=r["score"], analysis=r["analysis"])
                 states[i].judge_calls += 1
                 states[i].judge_unparsed += int(r.get("n_unparsed", 0))
+                states[i].judge_no_verdict += r["verdict"] is None
         for i in active:
             s = states[i]
             if s.done or not s.attempts:
@@ -164,6 +166,7 @@ def chunk_reset(policy, judge, problems: list[str], template: str, cfg: ResetCon
     bar.close()
     return [{"problem": s.problem, "response": s.prefix, "accepted_tokens": s.accepted_tokens,
              "rejected_tokens": s.rejected_tokens, "judge_calls": s.judge_calls, "judge_unparsed": s.judge_unparsed,
+             "judge_no_verdict": s.judge_no_verdict,
              "chunks": len(s.history), "resets": sum(len(t["attempts"]) - 1 for t in s.trace),
              "exhausted": sum(t["exhausted"] for t in s.trace), "trace": s.trace} for s in states]
 
@@ -235,7 +238,7 @@ def run_grid(policy, registry: dict[str, dict], load, items: dict[str, list[dict
             rc = ResetConfig(**{**config_dict(base), "seed": base.seed + k})
             for task, its in items.items():
                 key = io.digest(policy_fingerprint, registry.get(name), config_dict(rc), task, [i["id"] for i in its],
-                                max_completion)
+                                max_completion, RULE_VERSION)
                 slug = "no_judge" if name is None else variant_slug(name)
                 rec = io.cached_json(art / f"{slug}__{task}__seed{k}.json", key,
                                      lambda: run_arm(policy, judge_for(), its, template, rc, is_correct))
@@ -300,6 +303,7 @@ def tallies(runs: dict, judge_k: int = 1) -> dict[str, dict]:
             t["asked"] += r["judge_calls"]
             t["samples"] += r["judge_calls"] * judge_k
             t["unparsed"] += r.get("judge_unparsed", 0)
+            t["no_verdict"] += r.get("judge_no_verdict", 0)
     for t in out.values():
         t["unparsed_pct"] = round(100 * t["unparsed"] / t["samples"], 2) if t["samples"] else None
     return out
@@ -307,7 +311,9 @@ def tallies(runs: dict, judge_k: int = 1) -> dict[str, dict]:
 
 def with_verdicts(rows: list[dict], judge_tallies: dict[str, dict]) -> list[dict]:
     """Table 7 rows with a ``verdicts`` column: how each judge arm's judge outputs parsed, or why
-    the arm says nothing about its judge (never asked, nothing parsed); "-" for the no-judge rows."""
+    the arm says nothing about its judge (never asked, nothing parsed); "-" for the no-judge rows.
+    An arm's accuracy stays a number: the policy did run, and a judge that never spoke leaves it the
+    no-judge arm's; what becomes uninformative is the claim about the judge (:func:`comparisons`)."""
 
     return [{**r, "verdicts": describe(judge_tallies[r["method"]]) if r["method"] in judge_tallies else "-"} for r in rows]
 

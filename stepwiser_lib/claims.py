@@ -125,7 +125,7 @@ def rows(results_dir: str | Path, files: list[str] | None = None) -> list[dict]:
             out.append({"claim": text, "paper": diff, "paper_source": source, "ours": c["diff"],
                         "low": c["low"], "high": c["high"], "test": c["test"],
                         "verdict": UNINFORMATIVE if silent else claim_verdict(c["low"], c["high"], 1 if diff > 0 else -1),
-                        "file": file, "question": c["claim"]})
+                        "file": file, "question": c["claim"], "a": c.get("a"), "b": c.get("b")})
     return out
 
 

@@ -21,7 +21,7 @@ import warnings
 from pathlib import Path
 
 from .io import RecordError, iter_jsonl
-from .verdicts import describe, informative, mask, tally, uninformative_comparison
+from .verdicts import RULE_VERSION, describe, informative, mask, tally, uninformative_comparison
 
 SPLITS = ("gsm8k", "math", "olympiadbench", "omnimath")
 #: (error, correct) counts per split, ProcessBench paper Table 1 / notes §8.1.
@@ -155,14 +155,23 @@ def subset(records: list[dict], n: int) -> list[dict]:
 
 # ----------------------------------------------------------------------------- protocol
 
-def threshold_predictions(step_scores: list[list[float]], threshold: float) -> list[int]:
+def threshold_predictions(step_scores: list[list[float]], threshold: float,
+                          silent: list[list[bool]] | None = None) -> list[int | None]:
     """Scalar-score PRM protocol: a step scoring below ``threshold`` is predicted wrong; the
-    prediction is the first such step, else -1 (notes §8.3)."""
-    return [next((i for i, s in enumerate(ss) if s < threshold), -1) for ss in step_scores]
+    prediction is the first such step, else -1 (notes §8.3). ``silent`` marks steps none of whose
+    samples gave a parsable verdict (score 0 only because nothing parsed): reached before any
+    flagged step, such a step leaves the solution without a prediction (None), as in the verdict
+    protocol (:func:`first_error_index`, :data:`stepwiser_lib.verdicts.RULE`)."""
+    out = []
+    for n, ss in enumerate(step_scores):
+        first = next((i for i, s in enumerate(ss) if s < threshold), -1)
+        quiet = next((i for i, q in enumerate(silent[n]) if q), None) if silent else None
+        out.append(None if quiet is not None and (first == -1 or quiet <= first) else first)
+    return out
 
 
 def best_threshold(labels: list[int], step_scores: list[list[float]],
-                   candidates: list[float] | None = None) -> tuple[float, float]:
+                   candidates: list[float] | None = None, silent: list[list[bool]] | None = None) -> tuple[float, float]:
     """``(threshold, f1)`` with the highest F1 on one split (ProcessBench's rule: chosen on
     GSM8K, then applied to every split). Ties go to the smallest threshold."""
     if candidates is None:
@@ -170,7 +179,7 @@ def best_threshold(labels: list[int], step_scores: list[list[float]],
         candidates = [0.0] + [v + 1e-6 for v in vals]
     best = (0.5, -1.0)
     for t in candidates:
-        f = score(labels, threshold_predictions(step_scores, t))["f1"]
+        f = score(labels, threshold_predictions(step_scores, t, silent))["f1"]
         if f > best[1] + 1e-12:
             best = (t, f)
     return best
@@ -190,8 +199,8 @@ def judge_solutions(judge, records: list[dict], stop_at_first_negative: bool = T
     flags that one, so what follows it cannot change a thresholded prediction (at Maj@4 on
     toy-full this skips about a quarter of the steps). ``temperature``: of the ``k`` samples
     (None: the judge's default, greedy for one and 1.0 for more). Returns, per record:
-    ``prediction`` (first Negative, else -1), ``verdicts``, ``scores`` and ``analyses`` of the
-    judged steps.
+    ``prediction`` (:func:`first_error_index`: first Negative, else -1, None after a step without a
+    verdict), ``verdicts``, ``scores``, ``analyses`` and ``n_unparsed`` of the judged steps.
     """
     from tqdm.auto import tqdm
 
@@ -504,7 +513,8 @@ def run_judges(judges: list[dict], bench: dict[str, list[dict]], art, load, *, b
         return {"outputs": outs, "seconds": round(time.time() - t, 1)}
 
     def threshold(name, outs, k=1):
-        t, thr = thresholded(labels, {s: [o["scores"] for o in outs[s]] for s in bench})
+        silent = {s: [[n >= k for n in o.get("n_unparsed", [])] for o in outs[s]] for s in bench}  # no sample parsed
+        t, thr = thresholded(labels, {s: [o["scores"] for o in outs[s]] for s in bench}, silent)
         out["first_error"][name] = thr  # a scalar score enters the orderings at its threshold (ProcessBench's rule)
         row = f"{name} (threshold {t:.2f})"
         add_row(row, thr)
@@ -512,7 +522,7 @@ def run_judges(judges: list[dict], bench: dict[str, list[dict]], art, load, *, b
 
     for e in judges:
         key = io.digest(e, bench_kind, {s: [r["id"] for r in rs] for s, rs in bench.items()}, stop_at_first_negative,
-                        maj_k, maj_temperature, max_completion, seed)
+                        maj_k, maj_temperature, max_completion, seed, RULE_VERSION)
         disc = e["style"] == "disc"
         # a scalar-score judge is run on every step, so any threshold can be applied afterwards
         rec = io.cached_json(art / f"{variant_slug(e['name'])}.json", key,
@@ -571,10 +581,12 @@ def examples(bench: dict[str, list[dict]], outputs: dict, n: int) -> list[tuple[
     finer kinds are :func:`error_kinds`), and ``n`` correct solutions it flagged anyway (a false alarm, the
     commonest failure of a stepwise judge: one wrong verdict anywhere is enough), in benchmark
     order: (kind, split, record, the judge's output on it)."""
-    shown, out = {"found": 0, "missed": 0, "false alarm": 0}, []
+    shown, out = {"found": 0, "missed": 0, "false alarm": 0, "no verdict": 0}, []
     for s in bench:
         for r, o in zip(bench[s], outputs[s]):
-            if r["label"] == -1:
+            if o["prediction"] is None:  # a step before any Negative did not parse (verdicts.RULE)
+                kind = "no verdict"
+            elif r["label"] == -1:
                 kind = "false alarm" if o["prediction"] != -1 else None
             else:
                 kind = "found" if o["prediction"] == r["label"] else "missed"
@@ -661,13 +673,16 @@ def baselines(tag: str, bench: dict[str, list[dict]]) -> tuple[dict, dict]:
     return {f"{k} [{tag}]": v for k, v in out.items()}, preds
 
 
-def thresholded(labels: dict[str, list[int]], step_scores: dict[str, list[list[float]]]) -> tuple[float, dict]:
+def thresholded(labels: dict[str, list[int]], step_scores: dict[str, list[list[float]]],
+                silent: dict[str, list[list[bool]]] | None = None) -> tuple[float, dict]:
     """ProcessBench's rule for scalar-score PRMs: the threshold with the best F1 on the first split
     (so that split's F1 is optimistic: the threshold was chosen on it), applied to every split.
-    Returns the threshold and each split's first-error predictions."""
+    ``silent``: split -> per solution, which steps had no parsable verdict at all
+    (:func:`threshold_predictions`). Returns the threshold and each split's first-error predictions."""
     first = next(iter(labels))
-    t, _ = best_threshold(labels[first], step_scores[first])
-    return t, {s: threshold_predictions(step_scores[s], t) for s in labels}
+    sil = silent or {}
+    t, _ = best_threshold(labels[first], step_scores[first], silent=sil.get(first))
+    return t, {s: threshold_predictions(step_scores[s], t, sil.get(s)) for s in labels}
 
 
 def paper_rows(entries: list[dict]) -> list[dict]:

@@ -112,7 +112,8 @@ def results_section(profile: str = "tiny") -> str:
                 *_md_table(["judge", "rule", "dev acc", "test acc, MC labels", "95% interval", "acc, exact checker", "score AUC (Maj@k)",
                             "readout AUC", "positive %", "train s", "paper: ProcessBench F1"], rows)]
         if jd.get("comparisons"):
-            rows = [[c["claim"], f"{c['a']} − {c['b']}", f"{c['diff']:+.1f}", f"[{c['low']:+.1f}, {c['high']:+.1f}]",
+            num = lambda c, f: None if c["diff"] is None else f.format(**c)  # noqa: E731  (uninformative: no number)
+            rows = [[c["claim"], f"{c['a']} − {c['b']}", num(c, "{diff:+.1f}"), num(c, "[{low:+.1f}, {high:+.1f}]"),
                      c["test"], c["p_bootstrap"], c.get("mcnemar", {}).get("p"), c["verdict"]] for c in jd["comparisons"]]
             out += ["", "*Paired comparisons on the same test chunks (`stepwiser_lib.evaluation.compare`):*", "",
                     *_md_table(["question", "difference", "points", "95% interval", "paired test", "p",

@@ -14,7 +14,7 @@ import random
 from pathlib import Path
 
 from .chunks import chunk_ends, parse_chunks
-from .verdicts import describe, informative, tally, uninformative_comparison
+from .verdicts import RULE_VERSION, describe, informative, tally, uninformative_comparison
 
 
 def response_score(chunk_scores: list[float]) -> float | None:
@@ -124,7 +124,7 @@ def group_items(train_items: list[dict], rows: list[dict]) -> list[dict]:
 
 
 def select_all(items: list[dict], registry: dict[str, dict], load, art, key: str, *, judge_k: int,
-               max_completion: int, seed: int) -> tuple[dict, dict]:
+               max_completion: int, seed: int) -> tuple[dict, dict, dict]:
     """Notebook 07, section 2: outcome-based selection, then each judge of ``registry`` scoring
     every chunk (:func:`score_responses`, cached in ``art/scores__<judge>.json``; ``load``: entry ->
     judge, released once it has scored) and picking the correct response with the best average
@@ -145,7 +145,8 @@ def select_all(items: list[dict], registry: dict[str, dict], load, art, key: str
             sc, tl = score_responses(j, items, k=judge_k, seed=seed, with_tally=True)
             release(j)  # the next engine (the next judge, the policy's evaluation) needs the memory
             return {"chunk_scores": sc, "verdicts": tl, "seconds": round(time.time() - t, 1)}
-        rec = io.cached_json(art / f"scores__{variant_slug(name)}.json", io.digest(key, entry, judge_k, max_completion), run)
+        rec = io.cached_json(art / f"scores__{variant_slug(name)}.json",
+                             io.digest(key, entry, judge_k, max_completion, RULE_VERSION), run)
         scores[name], tallies[name] = rec["chunk_scores"], rec.get("verdicts")
         picks[name] = [select_best([{"correct": c, "score": response_score(s)} for c, s in zip(it["correct"], sc)])
                        for it, sc in zip(items, rec["chunk_scores"])]
@@ -188,6 +189,12 @@ def predictions(base_eval: dict, results: dict, methods: list[str], eval_items: 
         name = OUTCOME if method == "outcome" else method
         out[name] = preds(name, [(seed + k, results[(method, k)]) for k in range(runs)])
     return out
+
+
+def with_verdicts(rows: list[dict], tallies: dict[str, dict]) -> list[dict]:
+    """Table 8 rows with a ``verdicts`` column: how each selecting judge's outputs parsed (or that
+    it was uninformative: it then picked by tie-breaking alone); "-" for the rows without a judge."""
+    return [{**r, "verdicts": describe(tallies[r["method"]]) if r["method"] in tallies else "-"} for r in rows]
 
 
 def comparisons(preds: dict[str, list[dict]], tallies: dict[str, dict] | None = None) -> list[dict]:

@@ -138,13 +138,13 @@ def claim_lines(results_dir: str | Path, file: str) -> list[str]:
         return [f"- (no `{path.name}` yet: run the notebook's cells above first)"]
     out, asked = [], set()
     for r in rows(results_dir, files=[file]):
-        asked.add((r["question"], r["ours"]))
+        asked.add((r["question"], r["a"], r["b"]))
         ours = ("no number" if r["ours"] is None else
                 f"{r['ours']:+.1f} [{r['low']:+.1f}, {r['high']:+.1f}]")
         out.append(f"- **{r['claim']}.** Paper: {r['paper']:+.1f} ({r['paper_source']}). Ours: {ours}, "
                    f"{r['test']}: **{r['verdict']}**: {MEANING[r['verdict']]}.")
     for c in json.loads(path.read_text()).get("comparisons", []):
-        if (c["claim"], c.get("diff")) in asked or {"diff", "low", "high"} - set(c):
+        if (c["claim"], c.get("a"), c.get("b")) in asked or {"diff", "low", "high"} - set(c):
             continue
         if c["diff"] is None:  # an uninformative comparison (stepwiser_lib.verdicts)
             out.append(f"- *{c['claim']}* (not a paper claim): **{c['verdict']}**: {c.get('test', '')}.")

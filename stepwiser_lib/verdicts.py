@@ -9,9 +9,12 @@ everywhere:
 
 **An output without a parsable verdict is no verdict, and no verdict earns nothing.** It never
 matches a label (04's accuracy and the GRPO reward count it wrong; RS-FT never keeps it), never
-accepts a chunk (06 samples the chunk again; 07 scores it 0, as a Positive counts 1), and leaves a
-ProcessBench solution without a prediction (05: the solution stops there and matches neither an
-error index nor "no error", as ProcessBench scores an unparsable critic). Every stage counts its
+accepts a chunk by itself (06 samples the chunk again; once every attempt is spent, the fallback
+picks by score, where it counts 0), counts 0 wherever a score is read (07's chunk score, a
+Positive counting 1), casts no vote in a Maj@k majority, and leaves a ProcessBench solution without
+a prediction (05: the solution stops there and matches neither an error index nor "no error", as
+ProcessBench scores an unparsable critic; under a threshold, a step none of whose samples parsed
+does the same). Every stage counts its
 unparsed outputs and prints the count beside the result it touches (:func:`tally`), and a result
 whose judge was never asked, or never gave a parsable verdict, is reported as
 :data:`UNINFORMATIVE`, not as a number (:func:`informative`).
@@ -23,7 +26,11 @@ from .chunks import boxed_contents
 
 VERDICTS = ("Positive", "Negative")
 RULE = ("an output without a parsable verdict is no verdict, and no verdict earns nothing: it never matches "
-        "a label, never accepts a chunk (scored 0), and leaves a ProcessBench solution without a prediction")
+        "a label, never accepts a chunk by itself, counts 0 in a score, casts no vote in a majority, and leaves a "
+        "ProcessBench solution without a prediction")
+#: Part of the cache keys of every stage that applies :data:`RULE` (05, 06, 07): a run cached under an
+#: older rule is redone, not read back with the old semantics.
+RULE_VERSION = 2
 #: The verdict of a comparison (and the value of a table cell) that rests on a judge that was never
 #: asked or never parsed: no number would mean anything.
 UNINFORMATIVE = "uninformative"

@@ -75,6 +75,22 @@ def test_05_no_verdict_leaves_a_solution_without_a_prediction_and_stops_judging_
     assert comps and all(c["verdict"] == "uninformative" for c in comps if "stepwiser:rel_ratio" in (c["a"], c["b"]))
     rows = pb.result_rows({"stepwiser:rel_ratio": {"gsm8k": pb.score([1, -1], [None, None])}}, {}, {}, {"stepwiser:rel_ratio": t})
     assert rows[0]["avg f1"] == "uninformative" and rows[0]["gsm8k f1"] == "uninformative"
+    bench = {"gsm8k": [{**r, "id": str(i), "generator": "g"} for i, r in enumerate(recs)]}
+    kinds = [k for k, *_ in pb.examples(bench, {"gsm8k": out}, 2)]
+    assert kinds == ["no verdict", "no verdict"]  # not a "missed" error nor a "false alarm"
+    assert "judge predicted nothing" in pb.format_example("no verdict", "gsm8k", bench["gsm8k"][1], out[1])
+
+
+def test_05_a_thresholded_score_treats_a_step_with_no_parsed_sample_as_no_prediction():
+    """Under ProcessBench's threshold protocol a verdict-less step scores 0, which every threshold
+    would flag as the first error; it leaves the solution without a prediction instead."""
+    scores = [[0.9, 0.0, 0.2], [0.0, 0.5], [0.9, 0.1]]
+    silent = [[False, True, False], [False, False], [False, False]]
+    assert pb.threshold_predictions(scores, 0.5) == [1, 0, 1]
+    assert pb.threshold_predictions(scores, 0.5, silent) == [None, 0, 1]
+    assert pb.threshold_predictions([[0.9, 0.0]], 0.0, [[False, True]]) == [None]  # no flag before it either
+    t, preds = pb.thresholded({"a": [1, 0, 1]}, {"a": scores}, {"a": silent})
+    assert preds["a"][0] is None
 
 
 class _Words:
@@ -104,7 +120,8 @@ def test_06_a_judge_never_asked_or_never_parsed_makes_its_arm_uninformative():
     t = cr.tallies(runs)
     assert t["stepwiser:rel_ratio"]["asked"] == 0  # the policy wrote no chunk: the judge was never asked
     words = runs[("stepwiser:abs_q", "t", 0)]["results"][0]
-    assert words["judge_calls"] == 4 and words["judge_unparsed"] == 4 and words["exhausted"] == 2  # no verdict, no acceptance
+    assert words["judge_calls"] == 4 and words["judge_unparsed"] == 4 and words["judge_no_verdict"] == 4
+    assert words["exhausted"] == 2 and words["resets"] == 2  # no verdict accepts nothing: every chunk sampled again
     assert t["stepwiser:abs_q"]["unparsed"] == t["stepwiser:abs_q"]["samples"] == 12
     preds = {lab: [{"method": lab, "task": "t", "seed": 0, "problem_id": i["id"], "correct": False} for i in items]
              for lab in (cr.NO_JUDGE, "stepwiser:rel_ratio", "stepwiser:abs_q")}
