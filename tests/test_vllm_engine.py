@@ -35,6 +35,14 @@ def _engine(path):
     return models.VLLMGenerator(path, **ENGINE)
 
 
+def _both_backends(path: str, batch: int):
+    """An HF generator and a real vLLM engine on the same model; the engine is shut down after."""
+    model, tok = models.load_model(path)
+    v = _engine(path)
+    yield models.HFGenerator(model, tok, batch_size=batch), v
+    v.close()
+
+
 def _two_proportion_z(a: int, b: int, n: int) -> float:
     p = (a + b) / (2 * n)
     return 0.0 if p in (0, 1) else abs(a - b) / n / math.sqrt(2 * p * (1 - p) / n)
@@ -45,11 +53,7 @@ class TestSmolLM2:
 
     @pytest.fixture(scope="class")
     def engines(self, smollm2):
-        model, tok = models.load_model(smollm2)
-        hf = models.HFGenerator(model, tok, batch_size=64)
-        v = _engine(smollm2)
-        yield hf, v
-        v.close()
+        yield from _both_backends(smollm2, 64)
 
     def test_greedy_output_equals_hf(self, engines):
         hf, v = engines
@@ -109,11 +113,7 @@ class TestStandin:
 
     @pytest.fixture(scope="class")
     def engines(self, qwen_standin):
-        model, tok = models.load_model(qwen_standin)
-        hf = models.HFGenerator(model, tok, batch_size=16)
-        v = _engine(qwen_standin)
-        yield hf, v
-        v.close()
+        yield from _both_backends(qwen_standin, 16)
 
     def test_greedy_output_equals_hf_and_chunk_cuts_agree(self, engines):
         hf, v = engines
