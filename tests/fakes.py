@@ -1,7 +1,7 @@
 """Scripted stand-ins for a policy, so pipeline logic is tested in milliseconds."""
 import random
 
-from stepwiser_lib.models import Completion
+from stepwiser_lib.engines.models import Completion
 
 
 class FakeToyPolicy:

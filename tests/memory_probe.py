@@ -1,4 +1,4 @@
-"""One stage's peak host memory on the Qwen2 stand-in against stepwiser_lib.memory's estimate.
+"""One stage's peak host memory on the Qwen2 stand-in against stepwiser_lib.engines.memory's estimate.
 
 Run as ``python tests/memory_probe.py CASE [CASE ...]``: one ``PROBE <json>`` line per case, in one process
 (the peak is reset before each case, so peaks do not mix). Protocol: ``MALLOC_MMAP_THRESHOLD_=65536`` (else glibc keeps freed
@@ -12,8 +12,9 @@ import sys
 
 import torch
 
-from stepwiser_lib import memory as m
-from stepwiser_lib import models, paths
+from stepwiser_lib.engines import memory as m
+from stepwiser_lib.engines import models
+from stepwiser_lib.core import paths
 
 torch.set_num_threads(2)
 
@@ -51,8 +52,8 @@ def main(case: str) -> dict:
         start = status("VmRSS")
         reset_peak()
         if case == "sft":
-            from stepwiser_lib.sft import sft
-            from stepwiser_lib.trainers import SFTSettings
+            from stepwiser_lib.engines.sft import sft
+            from stepwiser_lib.engines.trainers import SFTSettings
 
             recs = [{"prompt": problem, "completion": "x = 1. " * 60} for _ in range(4)]
             r = sft(d, recs, os.environ["PROBE_OUT"] + "/sft", SFTSettings(max_steps=1, global_batch=4, micro_batch=2,
@@ -61,9 +62,9 @@ def main(case: str) -> dict:
             est = m.training(shape, lora_rank=16, micro_batch=2, seq_len=n, gradient_checkpointing=True,
                              master_fp32=True, dtype_bytes=4, fused_lm_head=True)
         else:  # grpo
-            from stepwiser_lib.judge import train_grpo_judge
-            from stepwiser_lib.prompts import judge_prompt
-            from stepwiser_lib.trainers import GRPOSettings
+            from stepwiser_lib.method.judge import train_grpo_judge
+            from stepwiser_lib.core.prompts import judge_prompt
+            from stepwiser_lib.engines.trainers import GRPOSettings
 
             ex = [{"problem": problem, "history": [], "chunk": "x = 1", "label": i % 2 == 0} for i in range(4)]
             s = GRPOSettings(steps=1, prompts_per_step=2, group_size=2, max_completion=16, eval_every=0,

@@ -1,6 +1,6 @@
 import pytest
 
-from stepwiser_lib import balancing as B
+from stepwiser_lib.method import balancing as B
 
 
 def _recs(n_pos, n_neg, n_problems=10):

@@ -1,7 +1,9 @@
 """make bench's analysis on literal outcome streams, and the README table in step with its result."""
 import pytest
 
-from stepwiser_lib import bench, io, labelling, paths
+from stepwiser_lib.tools import bench
+from stepwiser_lib.core import io, paths
+from stepwiser_lib.method import labelling
 
 
 def _world():

@@ -1,6 +1,6 @@
 import pytest
 
-from stepwiser_lib import calculator as C
+from stepwiser_lib.method import calculator as C
 
 
 @pytest.mark.parametrize("step,ok", [

@@ -1,8 +1,8 @@
 """Chunk-Reset Reasoning with scripted policy and judge fakes (paper §4.4, Table 7)."""
 import pytest
 
-from stepwiser_lib.chunk_reset import ResetConfig, chunk_reset, summarize
-from stepwiser_lib.models import Completion
+from stepwiser_lib.method.chunk_reset import ResetConfig, chunk_reset, summarize
+from stepwiser_lib.engines.models import Completion
 
 
 class ScriptedPolicy:
@@ -175,14 +175,14 @@ def test_common_random_numbers_one_problems_resets_leave_the_others_alone():
 
 
 def test_draw_seed_is_stable():
-    from stepwiser_lib.chunk_reset import draw_seed
+    from stepwiser_lib.method.chunk_reset import draw_seed
 
     assert draw_seed(0, "p", 1, 2) == draw_seed(0, "p", 1, 2) != draw_seed(0, "p", 1, 3)
     assert 0 <= draw_seed("judge", 0, "p", 0, 0) < 2 ** 31
 
 
 def test_run_arm_checks_each_response_and_summarizes():
-    from stepwiser_lib.chunk_reset import run_arm
+    from stepwiser_lib.method.chunk_reset import run_arm
 
     pol = ScriptedPolicy({"p": [C("BAD a"), C("ok \\boxed{9}")], "q": [C("\\boxed{8}")]})
     items = [{"problem": "p", "answer": "9"}, {"problem": "q", "answer": "9"}]
@@ -195,7 +195,7 @@ def test_run_arm_checks_each_response_and_summarizes():
 def test_run_grid_table_and_comparisons_pair_every_arm(tmp_path, capsys):
     """Notebook 06's driver end to end on the seeded fake: the accept-all judge equals the no-judge
     row (common random numbers), the judge is loaded once and only when a run is not on disk."""
-    from stepwiser_lib import chunk_reset as cr
+    from stepwiser_lib.method import chunk_reset as cr
 
     items = {"toy": [{"id": str(i), "problem": f"p{i}", "answer": "3"} for i in range(6)]}
     loads = []
@@ -228,7 +228,7 @@ def test_run_grid_table_and_comparisons_pair_every_arm(tmp_path, capsys):
 
 
 def test_reset_example_shows_the_rejected_and_the_accepted_attempt():
-    from stepwiser_lib import chunk_reset as cr
+    from stepwiser_lib.method import chunk_reset as cr
 
     pol = ScriptedPolicy({"p": [C("BAD x"), C("good"), "\n" + C("\\boxed{1}")]})
     rec = cr.run_arm(pol, ScriptedJudge(), [{"problem": "p", "answer": "1"}], T, ResetConfig(), lambda it, r: True)

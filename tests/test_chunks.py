@@ -1,4 +1,4 @@
-"""The chunk format and balanced \\boxed{} reading (stepwiser_lib.chunks): literal cases."""
+"""The chunk format and balanced \\boxed{} reading (stepwiser_lib.core.chunks): literal cases."""
 import ast
 import json
 import os
@@ -6,7 +6,7 @@ import pathlib
 
 import pytest
 
-from stepwiser_lib import chunks
+from stepwiser_lib.core import chunks
 
 
 @pytest.mark.parametrize("text,expected", [

@@ -1,6 +1,6 @@
 import json
 
-from stepwiser_lib import claims
+from stepwiser_lib.evals import claims
 
 
 def _c(claim, a, b, diff, low, high):

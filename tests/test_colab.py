@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from stepwiser_lib import colab, paths
+from stepwiser_lib.tools import colab
+from stepwiser_lib.core import paths
 
 ROOT = paths.ROOT
 #: What a Colab VM might have: its own CUDA torch and Jupyter stack, an older transformers (outside
@@ -137,7 +138,7 @@ def test_without_drive_outputs_stay_in_the_vm_and_it_says_so(fake_colab, monkeyp
     out = capsys.readouterr().out
     assert paths.OUTPUT_ROOT_ENV not in os.environ and paths.run_dir("colab") == ROOT / "runs" / "colab"
     assert "could not be mounted (PermissionError: mount refused by the user)" in out
-    assert "LOST when the VM goes" in out and "python -m stepwiser_lib.runner --profile colab" in out
+    assert "LOST when the VM goes" in out and "python -m stepwiser_lib.tools.runner --profile colab" in out
     assert report["output_root"] == str(tmp_path)
     colab.bootstrap(tmp_path, use_drive=False, pip=vm.pip, installed=vm.versions, say=print)
     assert "use_drive = False in this cell" in capsys.readouterr().out
@@ -158,16 +159,16 @@ def test_conflicting_pins_fall_back_to_the_ranges_and_a_failure_is_explained(fak
 def test_badges_and_bootstrap_follow_repo_url_and_set_repo_points_them_at_a_fork(tmp_path):
     assert colab.sync(ROOT, write=False) == []  # the committed files match REPO_URL
     assert colab.OUTPUT_ROOT_ENV == paths.OUTPUT_ROOT_ENV
-    for d in ("notebooks", "stepwiser_lib"):
-        (tmp_path / d).mkdir()
+    for d in ("notebooks", "stepwiser_lib/tools"):
+        (tmp_path / d).mkdir(parents=True)
     for nb in (ROOT / "notebooks").glob("*.ipynb"):
         (tmp_path / "notebooks" / nb.name).write_text(nb.read_text())
     (tmp_path / "README.md").write_text((ROOT / "README.md").read_text())
-    (tmp_path / "stepwiser_lib" / "colab.py").write_text((ROOT / "stepwiser_lib" / "colab.py").read_text())
+    (tmp_path / "stepwiser_lib" / "tools" / "colab.py").write_text((ROOT / "stepwiser_lib" / "tools" / "colab.py").read_text())
     fork = "https://github.com/someone/my-fork"
     changed = colab.set_repo(fork, tmp_path)
-    assert "stepwiser_lib/colab.py" in changed and "README.md" in changed and len(changed) == 9
-    assert f'REPO_URL = "{fork}"' in (tmp_path / "stepwiser_lib" / "colab.py").read_text()
+    assert "stepwiser_lib/tools/colab.py" in changed and "README.md" in changed and len(changed) == 9
+    assert f'REPO_URL = "{fork}"' in (tmp_path / "stepwiser_lib" / "tools" / "colab.py").read_text()
     readme = (tmp_path / "README.md").read_text()
     assert "github/someone/my-fork/blob/main/notebooks/01_self_segmentation.ipynb" in readme
     assert colab.REPO_URL.split("github.com/")[1] + "/blob" not in readme

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from stepwiser_lib import config as C
-from stepwiser_lib.runner import list_notebooks, plan
+from stepwiser_lib.core import config as C
+from stepwiser_lib.tools.runner import list_notebooks, plan
 
 CELL = '''
 PROFILE: str = "tiny"  # scale
@@ -156,7 +156,7 @@ def _closing_cells(name: str, cells: list[dict]) -> int:
 
 
 def test_every_notebook_links_the_readme_map_and_glossary():
-    from stepwiser_lib.paths import ROOT
+    from stepwiser_lib.core.paths import ROOT
 
     readme = (ROOT / "README.md").read_text()
     assert "### The pipeline at a glance" in readme and "<summary>Glossary" in readme
@@ -166,7 +166,7 @@ def test_every_notebook_links_the_readme_map_and_glossary():
 
 
 def test_every_notebook_has_the_colab_badge_and_bootstrap_cell():
-    from stepwiser_lib.colab import BOOTSTRAP_SOURCE, badge_markdown
+    from stepwiser_lib.tools.colab import BOOTSTRAP_SOURCE, badge_markdown
 
     for path in list_notebooks():
         cells = json.loads(path.read_text())["cells"]
@@ -187,7 +187,7 @@ def test_real_model_profiles_set_every_value_chosen_for_tiny(profile):
     world; a real-model profile that inherits it runs at the wrong scale without a word (the paper
     profile trained its judges on 40% of the labels: tiny's DEV_FRACTION and TEST_FRACTION,
     real_path_review_2.md W1). Each must be set by the profile, unless the switch it needs is off."""
-    from stepwiser_lib import runner
+    from stepwiser_lib.tools import runner
 
     data = C.load_profile(profile)
     missing = []

@@ -1,4 +1,4 @@
-"""The sampling loop of stepwiser_lib.decoding against model.generate on the toy base model:
+"""The sampling loop of stepwiser_lib.engines.decoding against model.generate on the toy base model:
 greedy outputs identical and sampled outputs from the same distribution. The HFGenerator contract
 (seed determinism, stops, max_new_tokens, prefixes) is tested for both engines in test_models.py."""
 
@@ -6,7 +6,10 @@ import math
 
 import pytest
 
-from stepwiser_lib import decoding, models, prompts, tasks, toyworld
+from stepwiser_lib.engines import decoding, models
+from stepwiser_lib.core import prompts
+from stepwiser_lib.method import tasks
+from stepwiser_lib.toy import toyworld
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +100,7 @@ def test_the_loops_sdpa_calls_follow_the_cuda_rule(qwen_standin, monkeypatch):
     same as with the CPU rule."""
     import torch
 
-    from stepwiser_lib import models
+    from stepwiser_lib.engines import models
 
     model, tok = models.load_model(qwen_standin)
     assert model.config.num_attention_heads > model.config.num_key_value_heads  # a GQA model

@@ -1,14 +1,14 @@
 """The discriminative "+"/"-" baseline: conversation format, verdict-only loss mask, inference."""
 import pytest
 
-from stepwiser_lib.trainers import SFTSettings
+from stepwiser_lib.engines.trainers import SFTSettings
 
-from stepwiser_lib import discriminative as disc
+from stepwiser_lib.method import discriminative as disc
 
 
 @pytest.fixture(scope="module")
 def tok(toy_base_dir):
-    from stepwiser_lib.models import load_tokenizer
+    from stepwiser_lib.engines.models import load_tokenizer
 
     return load_tokenizer(toy_base_dir)
 
@@ -55,7 +55,7 @@ def test_disc_training_and_inference(toy_base_dir, tmp_path):
     """A few SFT steps move P(+) towards the labels; inference returns the judge result format."""
     import random
 
-    from stepwiser_lib import toyworld as tw
+    from stepwiser_lib.toy import toyworld as tw
 
     rng = random.Random(0)
     ex = []

@@ -1,10 +1,10 @@
-"""make docs: the reader's executed copies (stepwiser_lib.docs)."""
+"""make docs: the reader's executed copies (stepwiser_lib.tools.docs)."""
 
 import json
 
 import pytest
 
-from stepwiser_lib import docs
+from stepwiser_lib.tools import docs
 
 
 def _executed(root: str, exception=False, end="2026-01-01T00:00:01"):
@@ -64,8 +64,8 @@ def test_export_writes_the_copies_and_an_index_and_refuses_an_unfinished_run(tmp
 def test_committed_docs_are_clean_copies_of_the_current_notebooks():
     """docs/tiny holds one executed copy per notebook, with outputs, no machine paths, and the
     source notebook's cells in the same order (a stale copy fails: rerun `make docs`)."""
-    from stepwiser_lib.paths import ROOT
-    from stepwiser_lib.runner import list_notebooks
+    from stepwiser_lib.core.paths import ROOT
+    from stepwiser_lib.tools.runner import list_notebooks
 
     d = ROOT / "docs" / "tiny"
     if not d.exists():

@@ -1,6 +1,6 @@
 import pytest
 
-from stepwiser_lib import evaluation
+from stepwiser_lib.evals import evaluation
 
 
 def _ex(problem, k, label):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from stepwiser_lib import plotting
+from stepwiser_lib.tools import plotting
 
 
 def test_balancing_figure_pairs_before_and_after_and_counts_each_point():

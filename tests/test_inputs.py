@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from stepwiser_lib import config, inputs, paths
+from stepwiser_lib.core import config, inputs, paths
 
 NOTEBOOKS = paths.NOTEBOOKS_DIR
 

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from stepwiser_lib import io, paths
+from stepwiser_lib.core import io, paths
 
 
 def test_read_jsonl_names_line_and_field(tmp_path):
@@ -34,7 +34,7 @@ def test_atomic_write_leaves_no_partial_file(tmp_path):
 
 
 def test_cached_json_resumes_and_recomputes(tmp_path):
-    from stepwiser_lib.io import cached_json, digest
+    from stepwiser_lib.core.io import cached_json, digest
 
     calls = []
 
@@ -54,7 +54,7 @@ def test_cached_json_resumes_and_recomputes(tmp_path):
 
 
 def test_markdown_table():
-    from stepwiser_lib.io import markdown_table
+    from stepwiser_lib.core.io import markdown_table
 
     t = markdown_table([{"a": 1, "b": 2.345}, {"a": "x", "b": None}], ["a", "b"])
     assert t.splitlines() == ["| a | b |", "|---|---|", "| 1 | 2.3 |", "| x |  |"]
@@ -66,8 +66,8 @@ def test_markdown_table():
 
 
 def test_has_cached_and_model_fingerprint(tmp_path):
-    from stepwiser_lib.io import cached_json, has_cached
-    from stepwiser_lib.paths import model_fingerprint
+    from stepwiser_lib.core.io import cached_json, has_cached
+    from stepwiser_lib.core.paths import model_fingerprint
 
     p = tmp_path / "rec.json"
     assert not has_cached(p, "k")
@@ -87,14 +87,14 @@ def test_has_cached_and_model_fingerprint(tmp_path):
 
 
 def test_committed_results_hold_repository_relative_paths(tmp_path):
-    from stepwiser_lib import io
+    from stepwiser_lib.core import io
 
     root = tmp_path / "repo"
     obj = {"model_dir": f"{root}/runs/tiny/m", "n": 3, "list": [f"{root}/data/x", "/elsewhere/y"],
            "near": f"{root}-other/z"}
     assert io.repo_relative(obj, root) == {"model_dir": "runs/tiny/m", "n": 3,
                                            "list": ["data/x", "/elsewhere/y"], "near": f"{root}-other/z"}
-    from stepwiser_lib import paths
+    from stepwiser_lib.core import paths
 
     io.write_result(tmp_path / "r.json", {"p": str(paths.ROOT / "runs" / "a")})
     assert io.read_json(tmp_path / "r.json") == {"p": "runs/a"}

@@ -1,6 +1,6 @@
 import pytest
 
-from stepwiser_lib.judge import parse_verdict, verdict_reward
+from stepwiser_lib.method.judge import parse_verdict, verdict_reward
 
 
 @pytest.mark.parametrize("text,expected", [
@@ -45,7 +45,7 @@ def test_verdict_reward_trl_calling_convention():
 def _examples(n=200):
     import random
 
-    from stepwiser_lib import toyworld as tw
+    from stepwiser_lib.toy import toyworld as tw
 
     rng = random.Random(0)
     out = []
@@ -57,7 +57,7 @@ def _examples(n=200):
 
 
 def test_warmup_teaches_format_not_labels():
-    from stepwiser_lib.judge import analysis_implied, toy_analysis, warmup_records
+    from stepwiser_lib.method.judge import analysis_implied, toy_analysis, warmup_records
 
     ex = _examples()
     recs = warmup_records(ex, seed=0)
@@ -77,7 +77,7 @@ def test_warmup_teaches_format_not_labels():
 
 
 def test_step_accuracy():
-    from stepwiser_lib.judge import step_accuracy
+    from stepwiser_lib.method.judge import step_accuracy
 
     ex = [{"label": True}, {"label": True}, {"label": False}, {"label": False}]
     js = [{"verdict": "Positive"}, {"verdict": None}, {"verdict": "Negative"}, {"verdict": "Positive"}]
@@ -86,7 +86,7 @@ def test_step_accuracy():
 
 
 def test_direct_reward_format_penalty():
-    from stepwiser_lib.judge import is_direct_format, make_direct_reward
+    from stepwiser_lib.method.judge import is_direct_format, make_direct_reward
 
     f = make_direct_reward(-1.0)
     comps = ["\\boxed{Positive}", " \\boxed{Negative}\n", "\\boxed{Positive}", "so \\boxed{Negative}",
@@ -100,7 +100,7 @@ def test_direct_reward_format_penalty():
 
 
 def test_warmup_direct_style_and_label_blindness():
-    from stepwiser_lib.judge import warmup_records
+    from stepwiser_lib.method.judge import warmup_records
 
     ex = _examples(40)
     flipped = [{**e, "label": not e["label"]} for e in ex]
@@ -112,7 +112,7 @@ def test_warmup_direct_style_and_label_blindness():
 
 
 def test_rsft_select_keeps_label_matching_outputs():
-    from stepwiser_lib.judge import rsft_select
+    from stepwiser_lib.method.judge import rsft_select
 
     ex = [{"problem": "a = 1. Find a.", "history": [], "chunk": "c", "label": True},
           {"problem": "a = 1. Find a.", "history": [], "chunk": "d", "label": False},
@@ -130,7 +130,7 @@ def test_rsft_select_keeps_label_matching_outputs():
 
 
 def test_parse_variant_and_truth():
-    from stepwiser_lib.judge import KINDS, chunk_truth, parse_variant, variant_slug
+    from stepwiser_lib.method.judge import KINDS, chunk_truth, parse_variant, variant_slug
 
     assert parse_variant("stepwiser:rel_ratio") == ("stepwiser", "rel_ratio")
     assert set(KINDS) == {"stepwiser", "disc_sft", "no_cot_rl", "no_balance_rl", "rsft", "exact_rl", "disc_warmup_sft", "restate_rl"}
@@ -144,7 +144,7 @@ def test_parse_variant_and_truth():
 
 
 def test_judge_prompt_styles():
-    from stepwiser_lib import prompts
+    from stepwiser_lib.core import prompts
 
     cot = prompts.judge_prompt("paper", "P", ["h1", "h2"], "c")
     direct = prompts.judge_prompt("paper", "P", ["h1", "h2"], "c", style="direct")
@@ -155,7 +155,7 @@ def test_judge_prompt_styles():
 
 
 def test_balanced_order_balances_every_step():
-    from stepwiser_lib.judge import balanced_order
+    from stepwiser_lib.method.judge import balanced_order
 
     ex = [{"label": i % 3 == 0, "i": i} for i in range(30)]  # 10 positive, 20 negative
     o = balanced_order(ex, 4, seed=0)
@@ -170,7 +170,7 @@ def test_balanced_order_balances_every_step():
 def test_verdict_loss_mask():
     import torch
 
-    from stepwiser_lib.judge import verdict_loss_mask
+    from stepwiser_lib.method.judge import verdict_loss_mask
 
     ids = torch.tensor([[5, 6, 9, 7, 0], [9, 5, 8, 7, 7], [1, 2, 3, 4, 0]])
     m = verdict_loss_mask(ids, {8, 9})
@@ -180,7 +180,7 @@ def test_verdict_loss_mask():
 
 
 def test_verdict_tokens_are_single_tokens(toy_model):
-    from stepwiser_lib.judge import verdict_token_ids
+    from stepwiser_lib.method.judge import verdict_token_ids
 
     _, tok = toy_model
     ids = verdict_token_ids(tok)
@@ -189,7 +189,7 @@ def test_verdict_tokens_are_single_tokens(toy_model):
 
 
 def test_score_auc():
-    from stepwiser_lib.judge import score_auc
+    from stepwiser_lib.method.judge import score_auc
 
     assert score_auc([0.9, 0.8, 0.1, 0.2], [True, True, False, False]) == 1.0
     assert score_auc([0.1, 0.2, 0.9, 0.8], [True, True, False, False]) == 0.0
@@ -204,7 +204,7 @@ def test_score_auc():
 def test_discriminative_judges_start_where_they_say(monkeypatch, tmp_path, kind, start):
     """disc_sft trains from the initial model, as the paper's baseline does; disc_warmup_sft from
     the CoT warm-up the generative judge starts from (review W3b), the warm-up's effect on its own."""
-    from stepwiser_lib import discriminative, judge
+    from stepwiser_lib.method import discriminative, judge
 
     seen = {}
 
@@ -214,7 +214,7 @@ def test_discriminative_judges_start_where_they_say(monkeypatch, tmp_path, kind,
     monkeypatch.setattr(discriminative, "train_disc_judge", fake_train)
     ex = [{"problem": "p", "history": [], "chunk": "c", "label": True, "problem_id": "a"}]
     data = {"rel_ratio": {"train_balanced": ex, "train_unbalanced": ex, "dev_balanced": ex}}
-    from stepwiser_lib.trainers import GRPOSettings, SFTSettings
+    from stepwiser_lib.engines.trainers import GRPOSettings, SFTSettings
 
     recipe = {"rl": GRPOSettings(), "disc": SFTSettings()}
     r = judge.train_variant(f"{kind}:rel_ratio", data, tmp_path, base_model="BASE", warmups={"cot": "WARMUP"}, recipe=recipe)
@@ -224,8 +224,8 @@ def test_discriminative_judges_start_where_they_say(monkeypatch, tmp_path, kind,
 def test_restate_warmup_computes_nothing():
     """The restate_rl ablation's warm-up (review W3d): the analysis restates stated values only,
     so it is the same for a right and a wrong chunk stating the same numbers, and implies no verdict."""
-    from stepwiser_lib import toyworld as tw
-    from stepwiser_lib.judge import WARMUP_OF, analysis_implied, warmup_records
+    from stepwiser_lib.toy import toyworld as tw
+    from stepwiser_lib.method.judge import WARMUP_OF, analysis_implied, warmup_records
 
     assert tw.restate_text("We have c = b + 6 = 55 + 6 = 62. So \\boxed{62}") == "stated c = 62\nstated answer = 62"
     assert tw.restate_text("Nothing new here.") == "stated: no new value"
@@ -238,8 +238,8 @@ def test_restate_warmup_computes_nothing():
 
 
 def test_recipe_key_holds_only_what_a_kind_trains_with():
-    from stepwiser_lib.judge import KINDS, recipe_key
-    from stepwiser_lib.trainers import GRPOSettings, SFTSettings
+    from stepwiser_lib.method.judge import KINDS, recipe_key
+    from stepwiser_lib.engines.trainers import GRPOSettings, SFTSettings
 
     r = {"rl": GRPOSettings(), "disc": SFTSettings(lr=5e-4), "rsft": SFTSettings(), "rsft_samples": 4,
          "rsft_per_example": 1, "direct_max_completion": 8, "format_penalty": -1.0}
@@ -251,8 +251,8 @@ def test_recipe_key_holds_only_what_a_kind_trains_with():
 
 
 def test_self_check_yield_counts_parsable_and_label_matching_samples():
-    from stepwiser_lib.judge import Judge, self_check_yield
-    from stepwiser_lib.models import Completion
+    from stepwiser_lib.method.judge import Judge, self_check_yield
+    from stepwiser_lib.engines.models import Completion
 
     class Scripted:  # chunk "p": two Positive, one Negative, one unparsable; chunk "q": nothing parsable
         def generate(self, prompts, n=1, **kw):

@@ -1,7 +1,8 @@
 import pytest
 
-from stepwiser_lib import io, judge_runs as jr
-from stepwiser_lib.judge import WARMUP_NAME
+from stepwiser_lib.core import io
+from stepwiser_lib.method import judge_runs as jr
+from stepwiser_lib.method.judge import WARMUP_NAME
 
 
 def _ex(problem, chunk="c", history=()):
@@ -66,7 +67,7 @@ def test_read_registry_names_what_is_missing(tmp_path, monkeypatch):
 
 
 def test_reference_predictions_and_summary(monkeypatch):
-    from stepwiser_lib import judge
+    from stepwiser_lib.method import judge
     monkeypatch.setattr(judge, "analysis_implied", lambda text: text == "difference 0")  # a toy analysis's reading
     ex = [{**_ex(f"q{i // 2}", f"c{i}"), "label": lab, "traj_id": f"q{i // 2}/s0", "chunk_index": i}
           for i, lab in enumerate((True, False, False, True))]
@@ -115,7 +116,8 @@ def test_main_summary_and_variants_out():
 
 
 def test_train_runs_trains_each_run_once_and_retrains_only_what_a_setting_names(tmp_path, monkeypatch, capsys):
-    from stepwiser_lib import judge, paths
+    from stepwiser_lib.method import judge
+    from stepwiser_lib.core import paths
     calls = []
 
     def fake_train(name, data, d, *, seed, **kw):
@@ -139,7 +141,8 @@ def test_train_runs_trains_each_run_once_and_retrains_only_what_a_setting_names(
 
 
 def test_evaluate_runs_rows_in_order_with_intervals(monkeypatch):
-    from stepwiser_lib import judge, models
+    from stepwiser_lib.method import judge
+    from stepwiser_lib.engines import models
     monkeypatch.setattr(judge, "analysis_implied", lambda text: True)
     monkeypatch.setattr(judge, "load_judge", lambda e, fam, max_new, batch: ("judge", e["name"], max_new))
     monkeypatch.setattr(models, "release", lambda *a: None)
@@ -171,7 +174,7 @@ def test_evaluate_runs_rows_in_order_with_intervals(monkeypatch):
 
 
 def test_notebook04_figures_draw_what_they_get():
-    from stepwiser_lib import plotting
+    from stepwiser_lib.tools import plotting
     tr = {"log_history": [{"step": s, "reward": 0.1 * s, "entropy": 1.0, "completions/mean_length": 50} for s in (1, 2, 3)],
           "val_curve": [{"step": 0, "balanced_acc": 50.0}, {"step": 3, "balanced_acc": 60.0}]}
     fig = plotting.grpo_curves({"a": tr, "b": tr})
@@ -185,7 +188,9 @@ def test_notebook04_figures_draw_what_they_get():
 
 
 def test_train_warmups_one_per_style_cached_and_the_direct_one_shorter(tmp_path, monkeypatch, capsys):
-    from stepwiser_lib import judge, paths, sft
+    from stepwiser_lib.method import judge
+    from stepwiser_lib.core import paths
+    from stepwiser_lib.engines import sft
     runs = []
 
     def fake_sft(init, recs, d, ws):
@@ -206,7 +211,8 @@ def test_train_warmups_one_per_style_cached_and_the_direct_one_shorter(tmp_path,
 
 
 def test_evaluate_start_per_rule_and_the_toy_only_truth_column(monkeypatch):
-    from stepwiser_lib import judge, models
+    from stepwiser_lib.method import judge
+    from stepwiser_lib.engines import models
     monkeypatch.setattr(judge, "load_judge", lambda *a: "j")
     monkeypatch.setattr(models, "release", lambda *a: None)
     monkeypatch.setattr(judge, "evaluate_judge", lambda j, ex, auc_k=0, readout=False: ({"n": len(ex), "readout": readout}, ex))

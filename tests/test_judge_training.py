@@ -3,9 +3,9 @@ import random
 
 import pytest
 
-from stepwiser_lib import judge
-from stepwiser_lib import toyworld as tw
-from stepwiser_lib.trainers import GRPOSettings
+from stepwiser_lib.method import judge
+from stepwiser_lib.toy import toyworld as tw
+from stepwiser_lib.engines.trainers import GRPOSettings
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +53,7 @@ def test_sampling_a_master_weight_model_under_autocast_keeps_a_half_cache(toy_ba
     C3). Checked on the CPU with bf16, the same mechanism."""
     import torch
 
-    from stepwiser_lib import decoding, models
+    from stepwiser_lib.engines import decoding, models
 
     model, tok = models.load_model(toy_base_dir)
     seen = []
@@ -132,7 +132,7 @@ def _grpo_trainer(toy_base_dir, examples, tmp_path, temperature):
     import torch
     from transformers import AutoModelForCausalLM
 
-    from stepwiser_lib import models
+    from stepwiser_lib.engines import models
 
     tok = models.load_tokenizer(toy_base_dir)
     model = AutoModelForCausalLM.from_pretrained(toy_base_dir, dtype=torch.float32)
@@ -146,11 +146,11 @@ def _grpo_trainer(toy_base_dir, examples, tmp_path, temperature):
 
 def test_grpo_groups_are_sampled_by_the_loop_as_trl_would(toy_base_dir, examples, tmp_path, monkeypatch):
     """The seam with TRL: our trainer's ``_generate_single_turn`` goes through
-    stepwiser_lib.decoding and returns what TRL's own ``model.generate`` path returns (near-greedy
+    stepwiser_lib.engines.decoding and returns what TRL's own ``model.generate`` path returns (near-greedy
     temperature, so both take the argmax): completion ids up to and including the first end token."""
     from trl import GRPOTrainer
 
-    from stepwiser_lib import decoding, models
+    from stepwiser_lib.engines import decoding, models
 
     trainer, tok = _grpo_trainer(toy_base_dir, examples, tmp_path, temperature=1e-4)
     prompts = [tok(models.render_prompt(tok, judge.judge_prompt_of(e), True), add_special_tokens=False)["input_ids"]
@@ -170,7 +170,7 @@ def test_sampling_copy_of_a_lora_model_has_its_logits(toy_base_dir):
     import torch
     from peft import get_peft_model
 
-    from stepwiser_lib import models
+    from stepwiser_lib.engines import models
 
     model, tok = models.load_model(toy_base_dir)
     pm = get_peft_model(model, models.lora_config(4, 8))

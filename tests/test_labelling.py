@@ -1,6 +1,6 @@
 import pytest
 
-from stepwiser_lib import labelling as L
+from stepwiser_lib.method import labelling as L
 from fakes import FakeToyPolicy, fake_items
 
 TEMPLATE = "Solve.\nProblem: {problem}"
@@ -161,7 +161,7 @@ def test_confidence_bound_uses_fewer_rollouts_than_exact():
 
 def test_shard_config_hash_follows_the_policy_weights(tmp_path):
     """A retrained policy at the same path must not reuse old shards."""
-    from stepwiser_lib.labelling import LabelConfig
+    from stepwiser_lib.method.labelling import LabelConfig
 
     d = tmp_path / "policy"
     d.mkdir()
@@ -246,7 +246,7 @@ def test_a_prefix_without_room_is_a_counted_failure_never_a_failed_shard():
     """A rollout completes the response its prefix began: its budget is MAX_NEW_TOKENS less the
     prefix (the paper's 8,192 are a response's). One with no room left used to raise for the
     whole shard, again on every resume (real_path_review_2.md C5); now it is a failure, counted."""
-    from stepwiser_lib.models import Completion
+    from stepwiser_lib.engines.models import Completion
 
     class Budgeted(FakeToyPolicy):
         def generate(self, prompts, n=1, prefixes=None, count_prefix=False, max_new_tokens=256, **kw):

@@ -1,12 +1,13 @@
-"""Training under ``accelerate launch`` (stepwiser_lib/launch.py, configs/accelerate/)."""
+"""Training under ``accelerate launch`` (stepwiser_lib/engines/launch.py, configs/accelerate/)."""
 import json
 import sys
 from pathlib import Path
 
 import pytest
 
-from stepwiser_lib import discriminative, judge, launch, sft
-from stepwiser_lib.trainers import SFTSettings
+from stepwiser_lib.method import discriminative, judge
+from stepwiser_lib.engines import launch, sft
+from stepwiser_lib.engines.trainers import SFTSettings
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "accelerate"
 
@@ -38,15 +39,15 @@ def test_command_line():
     assert cmd[:3] == [sys.executable, "-m", "accelerate.commands.launch"]
     assert cmd[cmd.index("--config_file") + 1] == "/x/zero2.yaml"
     assert cmd[cmd.index("--num_processes") + 1] == "4"
-    assert cmd[-3:] == ["-m", "stepwiser_lib.launch", "/r/job.json"]
+    assert cmd[-3:] == ["-m", "stepwiser_lib.engines.launch", "/r/job.json"]
     assert "--num_processes" not in launch.command("c.yaml", "j.json")
 
 
 def test_training_entry_points_are_launchable():
-    for fn, target in [(sft.sft, "stepwiser_lib.sft:sft"),
-                       (judge.train_grpo_judge, "stepwiser_lib.judge:train_grpo_judge"),
+    for fn, target in [(sft.sft, "stepwiser_lib.engines.sft:sft"),
+                       (judge.train_grpo_judge, "stepwiser_lib.method.judge:train_grpo_judge"),
                        (discriminative.train_disc_judge,
-                        "stepwiser_lib.discriminative:train_disc_judge")]:
+                        "stepwiser_lib.method.discriminative:train_disc_judge")]:
         assert fn.launch_target == target
 
 
@@ -78,6 +79,6 @@ def test_sft_through_accelerate_launch_on_cpu(toy_base_dir, tmp_path, monkeypatc
     assert r["steps"] == 2 and r["records"] == 8
     assert (Path(r["model_dir"]) / "config.json").exists()
     job = json.loads((tmp_path / "out" / "launch_job.json").read_text())
-    assert job["target"] == "stepwiser_lib.sft:sft"
+    assert job["target"] == "stepwiser_lib.engines.sft:sft"
     assert job["args"][1] == {"__jsonl__": str(tmp_path / "out" / "launch_arg1.jsonl")}  # a path, not records
     assert job["args"][3]["global_batch"] == 4  # the typed settings travel as a dict

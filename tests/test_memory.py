@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from stepwiser_lib import memory as m
+from stepwiser_lib.engines import memory as m
 
 GIB = 2**30
 QWEN_05B = m.KNOWN_MODELS["Qwen/Qwen2.5-0.5B-Instruct"]
@@ -162,6 +162,6 @@ def test_grpo_step_phases_and_reference_model():
 
 
 def test_module_does_not_import_torch():
-    code = "import sys, stepwiser_lib.memory; print('torch' in sys.modules)"
+    code = "import sys, stepwiser_lib.engines.memory; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

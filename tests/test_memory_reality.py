@@ -1,4 +1,4 @@
-"""The GPU-memory formulas (stepwiser_lib.memory) held against reality on this machine: the same
+"""The GPU-memory formulas (stepwiser_lib.engines.memory) held against reality on this machine: the same
 formulas applied to the colab-smoke world on CPU (the Qwen2 stand-in, fp32, host memory) predict
 each stage's measured peak within 30%. The stage kinds are the peaks of the seven notebooks:
 policy sampling (01, 02, 06, 07), judge scoring (04, 05), SFT (01, 04, 07) and a GRPO step (04)."""

@@ -1,6 +1,8 @@
 import pytest
 
-from stepwiser_lib import models, prompts, toyworld
+from stepwiser_lib.engines import models
+from stepwiser_lib.core import prompts
+from stepwiser_lib.toy import toyworld
 
 
 @pytest.fixture(scope="module", params=["generate", "loop"])

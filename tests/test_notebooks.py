@@ -5,7 +5,8 @@ import os
 
 import pytest
 
-from stepwiser_lib import io, paths, runner
+from stepwiser_lib.core import io, paths
+from stepwiser_lib.tools import runner
 
 NOTEBOOKS = [p.stem for p in runner.list_notebooks()]
 
@@ -68,7 +69,7 @@ def test_notebook_runs_at_smoke(stem):
         reg = json.loads((paths.artifacts("smoke", "04_judge_grpo") / "judges.json").read_text())
         assert {e["name"] for e in reg} >= set(res["variants"])
         # per-chunk predictions recompute every judge's reported accuracy; the questions are paired tests
-        from stepwiser_lib import evaluation
+        from stepwiser_lib.evals import evaluation
         preds = io.read_jsonl(paths.results_dir("smoke") / "judge_predictions.jsonl")
         refs = {"warm-up analysis read by a rule (no RL)", "exact checker (label-noise ceiling)"}
         assert set(res["reference_judges"]) == refs
@@ -105,7 +106,7 @@ def test_notebook_runs_at_smoke(stem):
         assert res["comparisons"][3]["seeds_a"] == res["comparisons"][3]["seeds_b"] == 2  # every seed of each side
     if stem == "05_processbench":
         res = json.loads((paths.results_dir("smoke") / "processbench.json").read_text())
-        from stepwiser_lib import processbench
+        from stepwiser_lib.method import processbench
         preds = io.read_jsonl(paths.results_dir("smoke") / "processbench_predictions.jsonl")
         for name, r in res["judges"].items():  # every F1 recomputed from the per-solution predictions
             for split in res["solutions_per_split"]:
@@ -134,7 +135,8 @@ def test_notebook_runs_at_smoke(stem):
 
 def _rates_recomputed(res, file, col):
     """Each row's accuracy is the mean of its per-problem outcomes (over seeds), inside its interval."""
-    from stepwiser_lib import evaluation, io
+    from stepwiser_lib.evals import evaluation
+    from stepwiser_lib.core import io
 
     preds = io.read_jsonl(paths.results_dir("smoke") / file)
     for row in res["table"]:
@@ -168,7 +170,7 @@ def test_every_notebook_has_expectations():
 
 @pytest.mark.notebook
 def test_labelling_cli_matches_and_resumes(tmp_path):
-    """`python -m stepwiser_lib.labelling` resumes notebook 02's smoke shards and writes the same
+    """`python -m stepwiser_lib.method.labelling` resumes notebook 02's smoke shards and writes the same
     labels; a truncated shard is redone, and the labels stay identical."""
     import shutil
     import subprocess
@@ -178,7 +180,7 @@ def test_labelling_cli_matches_and_resumes(tmp_path):
     if not (nb_art / "labels.jsonl").exists():
         runner.run("smoke", only=["01", "02"])
     shutil.copytree(nb_art / "shards", tmp_path / "shards")
-    cmd = [sys.executable, "-m", "stepwiser_lib.labelling", "--profile", "smoke", "--out", str(tmp_path)]
+    cmd = [sys.executable, "-m", "stepwiser_lib.method.labelling", "--profile", "smoke", "--out", str(tmp_path)]
     first = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=paths.ROOT)
     labels = (tmp_path / "labels.jsonl").read_text()
     assert labels == (nb_art / "labels.jsonl").read_text()  # the CLI and the notebook agree
@@ -199,7 +201,7 @@ SHARED = paths.ROOT.parent / "shared" / "data"
 def colab_smoke_world(qwen_standin):
     """The stand-ins colab-smoke reads (`make standin`): the Qwen2 model and the NuminaMath-schema
     file, made from the real GSM8K records beside the checkout."""
-    from stepwiser_lib import tasks
+    from stepwiser_lib.method import tasks
 
     if not (SHARED / "gsm8k" / "test.jsonl").exists() or not (SHARED / "processbench").is_dir():
         pytest.skip(f"colab-smoke reads the real records in {SHARED} (MATH-500, GSM8K, ProcessBench): not found")

@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from stepwiser_lib import processbench as PB
+from stepwiser_lib.method import processbench as PB
 
 PB_DIR = os.environ.get("STEPWISER_PROCESSBENCH_DIR") or None
 
@@ -168,9 +168,9 @@ def test_stopping_at_a_zero_score_leaves_every_thresholded_prediction_as_it_was(
 
 
 def test_toy_processbench_labels_agree_with_the_step_checker():
-    from stepwiser_lib import toyworld as tw
+    from stepwiser_lib.toy import toyworld as tw
 
-    from stepwiser_lib.paths import ROOT
+    from stepwiser_lib.core.paths import ROOT
 
     man = json.loads((ROOT / PB.TOY_DIR_DEFAULT / "manifest.json").read_text())
     for split in PB.TOY_SPLITS:
@@ -245,7 +245,7 @@ def test_notebook05_table_helpers():
 
 
 def test_run_judges_rows_thresholds_cache_and_the_orderings_inputs(tmp_path, monkeypatch, capsys):
-    from stepwiser_lib import models
+    from stepwiser_lib.engines import models
     monkeypatch.setattr(models, "release", lambda *a: None)
     bench = {"a": [{"id": "1", "problem": "P", "steps": ["ok", "bad"], "label": 1},
                    {"id": "2", "problem": "Q", "steps": ["ok"], "label": -1}],

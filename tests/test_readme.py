@@ -1,7 +1,8 @@
-"""The README's generated blocks (stepwiser_lib.readme) match the committed results."""
+"""The README's generated blocks (stepwiser_lib.tools.readme) match the committed results."""
 import pytest
 
-from stepwiser_lib import paths, readme
+from stepwiser_lib.core import paths
+from stepwiser_lib.tools import readme
 
 
 def test_replace_block_keeps_the_rest():
@@ -17,7 +18,7 @@ def test_every_readme_block_is_up_to_date(tmp_path):
     copy = tmp_path / "README.md"
     copy.write_text((paths.ROOT / "README.md").read_text())
     stale = readme.update(copy)
-    assert not stale, f"README blocks {stale} are stale: python -m stepwiser_lib.readme"
+    assert not stale, f"README blocks {stale} are stale: python -m stepwiser_lib.tools.readme"
     text = copy.read_text()
     colab = text.split("<!-- colab-table:")[1].split("<!-- /colab-table -->")[0]
     assert colab.count("| `0") == 7 and " min |" in colab

@@ -12,7 +12,10 @@ import os
 
 import pytest
 
-from stepwiser_lib import chunks, discriminative, io, judge, models, paths, runner, segmentation
+from stepwiser_lib.core import chunks, io, paths
+from stepwiser_lib.method import discriminative, judge, segmentation
+from stepwiser_lib.engines import models
+from stepwiser_lib.tools import runner
 
 pytestmark = pytest.mark.real
 
@@ -21,7 +24,7 @@ NOTEBOOKS = [p.stem for p in runner.list_notebooks()]
 
 @pytest.fixture(scope="module")
 def smollm2():
-    from stepwiser_lib import smollm2
+    from stepwiser_lib.engines import smollm2
 
     pytest.importorskip("gguf", reason="dev extra: make smollm2 reads the GGUF with the gguf package")
     if not (paths.SMOLLM2_DIR / "provenance.json").exists():
@@ -60,7 +63,7 @@ def test_the_table_1_teacher_is_given_real_text(smol):
     solutions (GSM8K, as the numina stand-in holds them): it runs, and its outputs go through the
     exact-reconstruction filter; a 135M teacher is expected to fail it (its rate is printed, not
     asserted), which is why real-smoke takes the paragraphs shortcut."""
-    from stepwiser_lib import tasks
+    from stepwiser_lib.method import tasks
 
     model, tok = smol
     items = tasks.load_problems("numina", "sft", 2, seed=0, path=str(paths.ROOT / "runs/standin/numina_gsm8k.jsonl"))

@@ -4,7 +4,9 @@ its generation_config.json): what the toy tokenizer cannot show."""
 import pytest
 import torch
 
-from stepwiser_lib import chunks, discriminative, judge, models, prompts
+from stepwiser_lib.core import chunks, prompts
+from stepwiser_lib.method import discriminative, judge
+from stepwiser_lib.engines import models
 
 VOCAB = 151_936
 
@@ -105,8 +107,8 @@ def test_scoring_builds_only_last_position_logits(qwen, length):
 def test_prompt_lengths_against_max_lengths(qwen):
     """The Table 3 judge prompt on a long history and the SFT length check that guards
     truncation, with real token counts."""
-    from stepwiser_lib.config import ConfigError
-    from stepwiser_lib.trainers import check_lengths
+    from stepwiser_lib.core.config import ConfigError
+    from stepwiser_lib.engines.trainers import check_lengths
 
     _, tok = qwen
     p = prompts.judge_prompt("paper", "Find x.", ["step one is long. " * 200], "x = 2", "cot")

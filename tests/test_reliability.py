@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from stepwiser_lib import balancing, config, io, judge, labelling, paths, processbench, runner, tasks
-from stepwiser_lib.config import ConfigError
+from stepwiser_lib.method import balancing, judge, labelling, processbench, tasks
+from stepwiser_lib.core import config, io, paths
+from stepwiser_lib.tools import runner
+from stepwiser_lib.core.config import ConfigError
 
 SHARED_PB = Path(__file__).resolve().parents[2] / "shared" / "data" / "processbench"
 
@@ -92,7 +94,7 @@ def test_runner_exit_codes_for_selection_and_interrupt_R7_R21_S8(monkeypatch, ca
 
 
 def test_dry_run_checks_every_model_and_the_launcher_D1_D4(prof, monkeypatch, tmp_path):
-    from stepwiser_lib import plan
+    from stepwiser_lib.tools import plan
 
     assert plan.resolve_model("Qwen/Qwen2.5 1.5B Instruct!", "base")["ok"] is False  # D1
     assert "its form is checked, not its existence" in plan.resolve_model("meta-llama/Llama-3.1-70B-Instrct", "t")["note"]  # D2
@@ -117,7 +119,7 @@ def test_the_labelling_cli_checks_the_whole_profile_L1_L2(prof, capsys):
 
 
 def test_config_dataclasses_give_the_notebooks_message_Q5():
-    from stepwiser_lib.trainers import GRPOSettings, SFTSettings
+    from stepwiser_lib.engines.trainers import GRPOSettings, SFTSettings
 
     with pytest.raises(ConfigError, match=r"LabelConfig: adaptive_rule \(ADAPTIVE_RULE\) = 'rel_ration' is not allowed"):
         labelling.LabelConfig(adaptive_rule="rel_ration")
@@ -133,7 +135,7 @@ def test_config_dataclasses_give_the_notebooks_message_Q5():
 
 def test_dataclass_specs_match_the_notebook_parameters():
     """One rule per setting: each dataclass field allows what its notebook parameter declares."""
-    from stepwiser_lib.trainers import GRPOSettings
+    from stepwiser_lib.engines.trainers import GRPOSettings
 
     decl = {}
     for nb in runner.list_notebooks():
@@ -146,7 +148,7 @@ def test_dataclass_specs_match_the_notebook_parameters():
 
 
 def test_enums_in_the_parameters_cells_match_the_library():
-    from stepwiser_lib import prompts
+    from stepwiser_lib.core import prompts
 
     decl = {}
     for nb in runner.list_notebooks():
@@ -303,7 +305,7 @@ def test_a_half_written_chunk_policy_names_notebook_01_S9(tmp_path, monkeypatch)
 
 
 def test_models_are_saved_into_place_in_one_rename(tmp_path):
-    from stepwiser_lib.models import save_atomically
+    from stepwiser_lib.engines.models import save_atomically
 
     class FakeModel:
         def __init__(self, fail=False):
@@ -330,7 +332,7 @@ def test_models_are_saved_into_place_in_one_rename(tmp_path):
 
 def test_a_damaged_checkpoint_names_its_folder_S9(tmp_path):
     """A truncated safetensors file (as a kill mid-save would leave without atomic saves)."""
-    from stepwiser_lib.models import load_model
+    from stepwiser_lib.engines.models import load_model
 
     d = tmp_path / "runs" / "smoke" / "artifacts" / "01_self_segmentation" / "chunk_policy" / "model"
     shutil.copytree(paths.TOY_BASE_DIR, d)

@@ -1,7 +1,7 @@
 """Stepwise RS-FT data selection (paper §4.4, Table 8)."""
 import pytest
 
-from stepwiser_lib import rsft
+from stepwiser_lib.method import rsft
 
 
 def test_select_best_picks_max_average_correct_response():
@@ -103,8 +103,9 @@ def test_table_predictions_and_comparisons_of_table_8():
 
 
 def test_train_all_one_sft_per_method_and_seed_cached(tmp_path, monkeypatch, capsys):
-    from stepwiser_lib import paths, sft
-    from stepwiser_lib.trainers import SFTSettings
+    from stepwiser_lib.core import paths
+    from stepwiser_lib.engines import sft
+    from stepwiser_lib.engines.trainers import SFTSettings
     runs = []
     monkeypatch.setattr(sft, "sft", lambda policy, recs, d, ss: runs.append((d.name, len(recs))) or
                         {"model_dir": str(d), "steps": 1, "train_seconds": 0.1})
@@ -120,7 +121,9 @@ def test_train_all_one_sft_per_method_and_seed_cached(tmp_path, monkeypatch, cap
 
 
 def test_sample_responses_samples_once_and_keys_the_later_caches(tmp_path, monkeypatch):
-    from stepwiser_lib import models, paths, rsft as R, sampling
+    from stepwiser_lib.engines import models
+    from stepwiser_lib.core import paths
+    from stepwiser_lib.method import rsft as R, sampling
     calls = []
     monkeypatch.setattr(models, "make_generator", lambda *a, **k: "gen")
     monkeypatch.setattr(models, "release", lambda *a: None)
@@ -152,7 +155,7 @@ def test_select_all_releases_each_judge_after_scoring(tmp_path):
     rsft.select_all(_items(), {"stepwiser:rel_ratio": {"name": "s"}, "disc_sft:rel_ratio": {"name": "d"}},
                     lambda e: made.append(Closable()) or made[-1], tmp_path, "key", judge_k=1, max_completion=8, seed=0)
     assert len(made) == 2 and all(j.closed for j in made)
-    from stepwiser_lib.discriminative import DiscJudge
+    from stepwiser_lib.method.discriminative import DiscJudge
     d = DiscJudge.__new__(DiscJudge)
     d.model = object()
     d.close()

@@ -3,7 +3,8 @@ import json
 import nbformat
 import pytest
 
-from stepwiser_lib import config, paths, runner
+from stepwiser_lib.core import config, paths
+from stepwiser_lib.tools import runner
 
 
 def _nb(path, body):
@@ -60,7 +61,7 @@ def test_cli_exit_codes():
 @pytest.mark.parametrize("profile", ["colab", "paper"])
 def test_dry_run_plans_without_downloading(profile, capsys):
     """`make reproduce PROFILE=paper DRY_RUN=1`: config checked, models/datasets resolved, plan printed."""
-    from stepwiser_lib import runner as r
+    from stepwiser_lib.tools import runner as r
 
     assert r.main(["--profile", profile, "--dry-run"]) == 0
     out = capsys.readouterr().out
@@ -75,7 +76,7 @@ def test_dry_run_plans_without_downloading(profile, capsys):
 
 
 def test_plan_numbers_and_model_resolution():
-    from stepwiser_lib import plan
+    from stepwiser_lib.tools import plan
 
     assert plan.model_size_b("Qwen/Qwen2.5-1.5B-Instruct") == 1.5
     assert plan.model_size_b("meta-llama/Llama-3.1-70B-Instruct") == 70.0
@@ -94,7 +95,7 @@ def test_plan_numbers_and_model_resolution():
 def test_colab_plan_gives_t4_minutes_per_stage():
     """The README's Colab walk-through quotes these: A100-hours x T4_PER_A100, per notebook; 05's
     per-judge cost counts every judge it scores (JUDGES "all": notebook 04's variants + warm-up)."""
-    from stepwiser_lib import plan
+    from stepwiser_lib.tools import plan
 
     nb = paths.NOTEBOOKS_DIR / "04_judge_grpo.ipynb"
     p04 = {k: d.default for k, d in config.notebook_parameters(nb).items()}
@@ -128,7 +129,7 @@ def test_dry_run_fails_when_a_stage_would_not_fit_and_names_the_setting(tmp_path
 
 def test_memory_plan_follows_the_batch_settings():
     """Halving the GRPO pass batch lowers the GRPO step estimate; LoRA shrinks the SFT's."""
-    from stepwiser_lib import plan
+    from stepwiser_lib.tools import plan
 
     decl = {nb.stem: {k: d.default for k, d in config.notebook_parameters(nb).items()} for nb in runner.list_notebooks()}
     vals = config.check_profile_file("colab", {k: config.notebook_parameters(paths.NOTEBOOKS_DIR / f"{k}.ipynb") for k in decl})
@@ -195,7 +196,8 @@ def test_the_plan_refuses_a_tensor_parallelism_vllm_refuses(monkeypatch):
     """A notebook-wide VLLM_TP 8 reached the 1.5B policy's engines, which vLLM refuses (12 heads),
     while the dry run printed [ok] (real_path_review_2.md C2). Now each engine is checked with its
     own setting: the teacher's TEACHER_VLLM_TP 8 divides Llama-70B's 64 heads."""
-    from stepwiser_lib import memory, plan
+    from stepwiser_lib.engines import memory
+    from stepwiser_lib.tools import plan
 
     monkeypatch.delenv("STEPWISER_LAUNCHER", raising=False)
     q15, llama70 = memory.KNOWN_MODELS["Qwen/Qwen2.5-1.5B-Instruct"], memory.KNOWN_MODELS["meta-llama/Llama-3.1-70B-Instruct"]
@@ -217,7 +219,7 @@ def test_the_plan_computes_memory_and_wall_time_as_the_run_will_launch(monkeypat
     launcher they shrink and training's wall time divides by the processes; generation stays on
     one engine either way. A100-hours count every cost: 04's judge evaluations and RS-FT sampling,
     every SFT, 05 times the judges it scores; 02 labels the paper's 40k kept prompts."""
-    from stepwiser_lib import plan
+    from stepwiser_lib.tools import plan
 
     params = _profile_params("paper")
     monkeypatch.delenv("STEPWISER_LAUNCHER", raising=False)
@@ -244,7 +246,7 @@ def test_the_math_kernel_term_of_masked_gqa_is_what_the_review_measured():
     """B x heads x L^2 x 8 bytes: colab 04's first GRPO validation (100 prompts of 1.5k tokens on
     Qwen2.5-0.5B's 14 heads) would have needed 23.5 GiB more (C1); the loop no longer asks for it,
     and the plan counts its repeated key/value heads instead."""
-    from stepwiser_lib import memory
+    from stepwiser_lib.engines import memory
 
     q05 = memory.KNOWN_MODELS["Qwen/Qwen2.5-0.5B-Instruct"]
     b = memory.inference(q05, 2, 100, 1500, 0, sdpa_math=True)

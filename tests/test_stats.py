@@ -1,6 +1,6 @@
 import pytest
 
-from stepwiser_lib import stats
+from stepwiser_lib.evals import stats
 
 
 def test_mcnemar_exact_literal():

@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-from stepwiser_lib import teaching
+from stepwiser_lib.tools import teaching
 
 
 def _traj(tid="p1/s0", q0=0.5, qs=(0.5, 0.25, 0.0), alpha=0.4, gamma=0.8):
-    from stepwiser_lib import labelling
+    from stepwiser_lib.method import labelling
     cfg = labelling.LabelConfig(alpha=alpha, gamma=gamma)
     out, prev = [], q0
     for i, q in enumerate(qs):
@@ -61,7 +61,8 @@ def test_grpo_advantages_as_trl_computes_them():
 
 
 def test_sample_groups_rewards_and_advantages(monkeypatch):
-    from stepwiser_lib import judge, models
+    from stepwiser_lib.method import judge
+    from stepwiser_lib.engines import models
 
     class Gen:
         def generate(self, prompts, n, temperature, max_new_tokens, seed):

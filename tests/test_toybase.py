@@ -2,8 +2,9 @@ import hashlib
 import json
 from pathlib import Path
 
-from stepwiser_lib import prompts, toybase, toyworld
-from stepwiser_lib.models import HFGenerator, load_tokenizer
+from stepwiser_lib.core import prompts
+from stepwiser_lib.toy import toybase, toyworld
+from stepwiser_lib.engines.models import HFGenerator, load_tokenizer
 
 
 def test_manifest_matches_files(toy_base_dir):
@@ -72,7 +73,7 @@ def test_chunk_documents_tag_paragraphs_never_the_teacher_segmentation():
     """Phase 3's chunk-prompt documents: every blank-line paragraph one chunk (the paper's "split
     by \\n\\n" in the tag format), the text kept byte for byte; the teacher's merges are left
     for notebook 01 to teach. Without chunk documents the corpus is the earlier phases' one."""
-    from stepwiser_lib import chunks
+    from stepwiser_lib.core import chunks
 
     docs = toybase.corpus(7, 400, 0.5, 0.5)
     chunked = [(a, b) for a, b in docs if a.startswith(prompts.TOY_CHUNK_POLICY.split("{")[0])]

@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from stepwiser_lib import toyworld as tw
+from stepwiser_lib.toy import toyworld as tw
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +117,7 @@ def test_teacher_rules_and_round_trip(problems):
 
 
 def test_check_text_difference_is_zero_iff_step_is_right(problems):
-    from stepwiser_lib.toybase import check_implied_ok
+    from stepwiser_lib.toy.toybase import check_implied_ok
 
     rng = random.Random(2)
     n_wrong = 0

@@ -1,10 +1,10 @@
-"""Our training settings meet TRL's names in one place (stepwiser_lib.trainers): every field
+"""Our training settings meet TRL's names in one place (stepwiser_lib.engines.trainers): every field
 reaches GRPOConfig/SFTConfig, and the batch semantics hold for the colab and paper profiles."""
 import pytest
 
-from stepwiser_lib import config
-from stepwiser_lib.config import ConfigError
-from stepwiser_lib.trainers import GRPOSettings, SFTSettings, check_lengths
+from stepwiser_lib.core import config
+from stepwiser_lib.core.config import ConfigError
+from stepwiser_lib.engines.trainers import GRPOSettings, SFTSettings, check_lengths
 
 CPU = {"inference": "float32", "train_load": "float32", "bf16": False, "fp16": False}
 
@@ -80,7 +80,7 @@ def test_grpo_batches_that_do_not_divide_name_the_setting():
 
 
 def test_the_t4_trains_in_fp16_mixed_precision(tmp_path):
-    from stepwiser_lib.models import precision
+    from stepwiser_lib.engines.models import precision
 
     t4, a100 = precision(capability=(7, 5)), precision(capability=(8, 0))
     assert t4 == {"inference": "float16", "train_load": "float32", "bf16": False, "fp16": True}
@@ -114,7 +114,7 @@ def _sft_weights(base, recs, out, **kw):
     import torch
     from transformers import AutoModelForCausalLM
 
-    from stepwiser_lib import sft
+    from stepwiser_lib.engines import sft
 
     r = sft.sft(base, recs, out, SFTSettings(max_steps=2, global_batch=8, lr=1e-3, warmup_ratio=0.0, **kw), progress=False)
     import gc
@@ -176,8 +176,8 @@ def test_settings_come_from_the_notebook_config_by_name():
 
 def test_the_real_profiles_batch_mapping():
     """colab and paper values from the profiles themselves, on 1 and 8 processes."""
-    from stepwiser_lib import paths
-    from stepwiser_lib.config import notebook_parameters, profile_values
+    from stepwiser_lib.core import paths
+    from stepwiser_lib.core.config import notebook_parameters, profile_values
 
     nb = paths.NOTEBOOKS_DIR / "04_judge_grpo.ipynb"
     decl = notebook_parameters(nb)
@@ -209,8 +209,8 @@ def test_duplicate_profile_keys_fail(tmp_path):
 def test_real_profiles_set_what_the_toy_defaults_would_get_wrong():
     """The colab and paper profiles set every RS-FT, variant-grid and Maj@k setting of notebook
     04 themselves (review finding 16: the paper profile inherited the toy RSFT_LR 5e-4)."""
-    from stepwiser_lib import paths
-    from stepwiser_lib.config import load_profile, notebook_parameters
+    from stepwiser_lib.core import paths
+    from stepwiser_lib.core.config import load_profile, notebook_parameters
 
     decl = notebook_parameters(paths.NOTEBOOKS_DIR / "04_judge_grpo.ipynb")
     must = {k for k in decl if k.startswith("RSFT_")} | {"VARIANTS", "AUC_K", "JUDGE_MAX_LENGTH", "JUDGE_BATCH"}

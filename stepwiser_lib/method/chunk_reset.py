@@ -1,0 +1,382 @@
+"""Stage 6: Chunk-Reset Reasoning, the judge used at inference time (paper §4.4, Table 7; notes §6.1).
+
+The chunk policy writes one chunk at a time (generation stops at ``</chunk>``). The judge reads
+(problem, accepted history, new chunk): a Positive chunk is accepted and generation continues
+from the extended prefix; a Negative one is discarded and a new chunk is sampled from the same
+point, up to ``max_attempts`` samples in all. What happens when every attempt is rejected is not
+in the paper: ``on_exhausted`` chooses (default: the attempt with the highest judge score, ties
+to the latest). Whether the final-answer chunk is judged is ``judge_final``. A judge output with
+no parsable verdict accepts nothing and scores 0 (:data:`stepwiser_lib.core.verdicts.RULE`): the chunk is
+sampled again, and such outputs are counted (``judge_unparsed``).
+
+Problems advance together: each round generates one candidate chunk for every unfinished
+problem in one batched call and judges them in one batched call. **Common random numbers**: each
+candidate is sampled with a seed of its own, from (seed, problem, chunk index, attempt), so a
+problem's draws do not depend on which other problems share a batch or on another problem's
+rejections; arms with different judges (or none) are then paired on the same random numbers,
+and a judge that accepts every chunk gives exactly the no-judge result (a test checks it). Policy and judge are injected
+(anything with the generator and judge interfaces), so the loop is tested with scripted fakes.
+Reported per problem: correctness, accepted length and rejected length in tokens (Table 7's
+columns), judge calls and the trace of every attempt.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+
+from ..core.chunks import CHUNK_CLOSE, SEPARATOR, first_chunk
+from ..core.verdicts import RULE_VERSION, describe, informative, uninformative_comparison
+
+
+@dataclass(frozen=True)
+class ResetConfig:
+    max_attempts: int = 5  # paper: up to 5 attempts (we count every sample, the first included)
+    on_exhausted: str = "best_score"  # [not in paper] best_score | last | first
+    judge_final: bool = True  # [not in paper] also judge the chunk that gives the final answer
+    max_chunks: int = 12  # [not in paper] safety bound on accepted chunks per solution
+    temperature: float = 1.0  # [not in paper] policy sampling temperature
+    max_new_tokens: int = 96  # tokens per chunk
+    judge_k: int = 1  # judge samples per chunk (1: greedy)
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.on_exhausted not in ("best_score", "last", "first"):
+            raise ValueError(f"on_exhausted must be best_score, last or first, not {self.on_exhausted!r}")
+        if self.max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+
+
+@dataclass
+class _State:
+    problem: str
+    prefix: str = ""  # accepted assistant text so far
+    history: list[str] = field(default_factory=list)  # accepted chunk contents
+    accepted_tokens: int = 0
+    rejected_tokens: int = 0
+    judge_calls: int = 0
+    judge_unparsed: int = 0  # judge outputs without a parsable verdict (verdicts.RULE: never an acceptance)
+    judge_no_verdict: int = 0  # judgements none of whose samples parsed
+    attempts: list[dict] = field(default_factory=list)  # candidates at the current point
+    trace: list[dict] = field(default_factory=list)
+    done: bool = False
+
+
+def is_final(content: str) -> bool:
+    return "\\boxed" in content
+
+
+def _choose_fallback(attempts: list[dict], rule: str) -> int:
+    if rule == "first":
+        return 0
+    if rule == "last":
+        return len(attempts) - 1
+    best = max(a["score"] for a in attempts)
+    return max(i for i, a in enumerate(attempts) if a["score"] == best)  # ties: the latest
+
+
+def draw_seed(*parts) -> int:
+    """A 31-bit seed from its parts (seed, problem text, chunk index, attempt): the same candidate
+    gets the same random numbers in every arm of an experiment."""
+    import hashlib
+
+    return int(hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest()[:8], 16) & 0x7FFFFFFF
+
+
+def chunk_reset(policy, judge, problems: list[str], template: str, cfg: ResetConfig,
+                progress: bool = True) -> list[dict]:
+    """Run Chunk-Reset Reasoning on ``problems`` (texts). ``judge=None`` is the plain chunk
+    policy (every chunk accepted): the Table 7 baseline row, through the same loop.
+
+    ``policy.generate(prompts, n, temperature, max_new_tokens, stop, seed, prefixes, seeds=...)``
+    and ``judge.judge(triples, k, seed, seeds=...)`` are the generator and judge interfaces of
+    :mod:`stepwiser_lib.engines.models` and :mod:`stepwiser_lib.method.judge`; ``seeds`` holds one
+    :func:`draw_seed` per prompt (common random numbers, see the module docstring).
+    """
+    from tqdm.auto import tqdm
+
+    states = [_State(problem=p) for p in problems]
+    prompts = [template.format(problem=p) for p in problems]
+    rnd = 0
+    bar = tqdm(total=len(states), desc="chunk-reset", unit="problem", disable=not progress)
+    while True:
+        active = [i for i, s in enumerate(states) if not s.done]
+        if not active:
+            break
+        outs = policy.generate([prompts[i] for i in active], n=1, temperature=cfg.temperature,
+                               max_new_tokens=cfg.max_new_tokens, stop=[CHUNK_CLOSE],
+                               seed=cfg.seed * 1_000_003 + rnd, prefixes=[states[i].prefix for i in active],
+                               seeds=[draw_seed(cfg.seed, states[i].problem, len(states[i].history), len(states[i].attempts))
+                                      for i in active])
+        rnd += 1
+        to_judge = []
+        for i, o in zip(active, outs):
+            s, c = states[i], o[0]
+            content = first_chunk(c.text)
+            if content is None:  # the response ended (or broke format): nothing more to judge
+                s.accepted_tokens += c.n_tokens
+                s.prefix += c.text
+                s.done = True
+                bar.update(1)
+                continue
+            cand = {"text": c.text, "content": content, "n_tokens": c.n_tokens, "verdict": None,
+                    "score": 1.0, "analysis": ""}
+            s.attempts.append(cand)
+            if judge is not None and (cfg.judge_final or not is_final(content)):
+                to_judge.append(i)
+            else:
+                cand["verdict"] = "Positive"
+        if to_judge:
+            res = judge.judge([(states[i].problem, list(states[i].history), states[i].attempts[-1]["content"])
+                               for i in to_judge], k=cfg.judge_k, seed=cfg.seed + rnd,
+                              seeds=[draw_seed("judge", cfg.seed, states[i].problem, len(states[i].history),
+                                               len(states[i].attempts) - 1) for i in to_judge])
+            for i, r in zip(to_judge, res):
+                a = states[i].attempts[-1]
+                a.update(verdict=r["verdict"], score=r["score"], analysis=r["analysis"])
+                states[i].judge_calls += 1
+                states[i].judge_unparsed += int(r.get("n_unparsed", 0))
+                states[i].judge_no_verdict += r["verdict"] is None
+        for i in active:
+            s = states[i]
+            if s.done or not s.attempts:
+                continue
+            a = s.attempts[-1]
+            if a["verdict"] == "Positive":
+                pick = len(s.attempts) - 1
+            elif len(s.attempts) >= cfg.max_attempts:
+                pick = _choose_fallback(s.attempts, cfg.on_exhausted)
+            else:
+                continue  # rejected: sample again from the same point
+            chosen = s.attempts[pick]
+            s.rejected_tokens += sum(x["n_tokens"] for j, x in enumerate(s.attempts) if j != pick)
+            s.accepted_tokens += chosen["n_tokens"]
+            s.prefix += chosen["text"]
+            if getattr(policy, "cut_after_separator", False):
+                s.prefix += SEPARATOR  # continue where the policy's next chunk begins (chunks.SEPARATOR)
+            s.history.append(chosen["content"])
+            s.trace.append({"chunk_index": len(s.history) - 1, "accepted": pick,
+                            "exhausted": a["verdict"] != "Positive",
+                            "attempts": [{k: x[k] for k in ("content", "verdict", "score", "analysis", "n_tokens")}
+                                         for x in s.attempts]})
+            s.attempts = []
+            if is_final(chosen["content"]) or len(s.history) >= cfg.max_chunks:
+                s.done = True
+                bar.update(1)
+    bar.close()
+    return [{"problem": s.problem, "response": s.prefix, "accepted_tokens": s.accepted_tokens,
+             "rejected_tokens": s.rejected_tokens, "judge_calls": s.judge_calls, "judge_unparsed": s.judge_unparsed,
+             "judge_no_verdict": s.judge_no_verdict,
+             "chunks": len(s.history), "resets": sum(len(t["attempts"]) - 1 for t in s.trace),
+             "exhausted": sum(t["exhausted"] for t in s.trace), "trace": s.trace} for s in states]
+
+
+def summarize(results: list[dict], correct: list[bool], seconds: float | None = None) -> dict:
+    """Table 7 columns: accuracy (%), mean accepted and rejected length (tokens), plus judge
+    calls, resets and exhausted points per problem."""
+    n = max(1, len(results))
+    out = {"n": len(results), "accuracy": round(100 * sum(correct) / n, 2),
+           "accepted_length": round(sum(r["accepted_tokens"] for r in results) / n, 1),
+           "rejected_length": round(sum(r["rejected_tokens"] for r in results) / n, 1),
+           "judge_calls": round(sum(r["judge_calls"] for r in results) / n, 2),
+           "resets": round(sum(r["resets"] for r in results) / n, 2),
+           "exhausted": round(sum(r["exhausted"] for r in results) / n, 3)}
+    if seconds is not None:
+        out["seconds"] = round(seconds, 1)
+    return out
+
+
+def config_dict(cfg: ResetConfig) -> dict:
+    return asdict(cfg)
+
+
+def timed(fn, *a, **kw):
+    t = time.time()
+    r = fn(*a, **kw)
+    return r, time.time() - t
+
+
+def run_arm(policy, judge, items: list[dict], template: str, cfg: ResetConfig, is_correct) -> dict:
+    """One arm of notebook 06 on ``items`` (problems with ``problem``): :func:`chunk_reset` with
+    ``judge`` (None: the plain policy), each response checked by ``is_correct(item, response)``;
+    ``results``, ``correct`` and :func:`summarize`'s ``summary`` (with the seconds it took)."""
+    res, secs = timed(chunk_reset, policy, judge, [i["problem"] for i in items], template, cfg, progress=False)
+    correct = [bool(is_correct(i, r["response"])) for i, r in zip(items, res)]
+    return {"results": res, "correct": correct, "summary": summarize(res, correct, secs)}
+
+
+# ----------------------------------------------------------------------------- notebook 06's driver
+
+#: The two no-judge rows of Table 7's analogue.
+NO_JUDGE = "chunk policy (no judge)"
+GREEDY = "chunk policy (greedy, no judge)"
+
+
+def run_grid(policy, registry: dict[str, dict], load, items: dict[str, list[dict]], template: str,
+             base: ResetConfig, runs: int, art, *, policy_fingerprint: str, max_completion: int,
+             is_correct) -> dict[tuple[str, str, int], dict]:
+    """Notebook 06, section 1: :func:`run_arm` with no judge and with each judge of ``registry``
+    (name -> notebook 04 entry; ``load``: entry -> judge, called only when a run is not on disk),
+    on every task of ``items``, for ``runs`` seeds (``base.seed + k``), then the policy decoded
+    greedily with no judge (one run: nothing is random). Each run is cached in ``art``; the sampled
+    arms share their random numbers (:func:`draw_seed`), so each judge is paired with the sampled
+    no-judge run. Returns (row label, task, k) -> the run."""
+    from ..core import io
+    from .judge import variant_slug
+    from ..engines.models import release
+
+    out = {}
+    for name in [None, *registry]:
+        label, holder = name or NO_JUDGE, {}
+
+        def judge_for():
+            if name and "judge" not in holder:
+                holder["judge"] = load(registry[name])
+            return holder.get("judge")
+
+        for k in range(runs):
+            rc = ResetConfig(**{**config_dict(base), "seed": base.seed + k})
+            for task, its in items.items():
+                key = io.digest(policy_fingerprint, registry.get(name), config_dict(rc), task, [i["id"] for i in its],
+                                max_completion, RULE_VERSION)
+                slug = "no_judge" if name is None else variant_slug(name)
+                rec = io.cached_json(art / f"{slug}__{task}__seed{k}.json", key,
+                                     lambda: run_arm(policy, judge_for(), its, template, rc, is_correct))
+                out[(label, task, k)] = rec
+                print(f"{label:28s} {task:8s} seed {k}: {rec['summary']}")
+        if "judge" in holder:
+            release(holder.pop("judge"))  # the next judge's engine needs the memory
+    rc = ResetConfig(max_attempts=1, max_chunks=base.max_chunks, temperature=0.0, max_new_tokens=base.max_new_tokens,
+                     seed=base.seed)
+    for task, its in items.items():
+        key = io.digest(policy_fingerprint, config_dict(rc), task, [i["id"] for i in its])
+        out[(GREEDY, task, 0)] = io.cached_json(art / f"no_judge_greedy__{task}.json", key,
+                                                lambda: run_arm(policy, None, its, template, rc, is_correct))
+        print(f"{GREEDY:28s} {task:8s}: {out[(GREEDY, task, 0)]['summary']}")
+    return out
+
+
+def table(runs: dict, tasks: list[str]) -> tuple[list[dict], dict[str, list[int]]]:
+    """Table 7's analogue, one row per label of ``runs``: accuracy per task (mean and spread over
+    seeds), the mean accepted and rejected length, judge calls and seconds, and the average
+    accuracy over tasks. Also label -> its seeds (the greedy row has one)."""
+    from ..evals.evaluation import mean_sd
+
+    labels = list(dict.fromkeys(l for l, _, _ in runs))
+    seeds = {label: sorted({k for l, _, k in runs if l == label}) for label in labels}
+    rows = []
+    for label in labels:
+        row, accs = {"method": label, "runs": len(seeds[label])}, []
+        for task in tasks:
+            m, sd = mean_sd([runs[(label, task, k)]["summary"]["accuracy"] for k in seeds[label]])
+            row[f"{task} acc"], row[f"{task} acc std"] = round(m, 2), round(sd, 2)
+            accs.append(m)
+        for col in ("accepted_length", "rejected_length", "judge_calls", "seconds"):
+            vals = [runs[(label, t, k)]["summary"].get(col, 0) for t in tasks for k in seeds[label]]
+            row[col] = round(sum(vals) / len(vals), 1)
+        row["avg acc"] = round(sum(accs) / len(accs), 2)
+        rows.append(row)
+    return rows, seeds
+
+
+def predictions(runs: dict, items: dict[str, list[dict]], seeds: dict[str, list[int]], seed: int) -> dict[str, list[dict]]:
+    """Per-problem outcomes of every row (``results/<profile>/chunk_reset_predictions.jsonl``:
+    :func:`stepwiser_lib.evals.evaluation.problem_predictions`), label -> records."""
+    from ..evals.evaluation import problem_predictions
+
+    return {label: [p for task, its in items.items() for k in ks
+                    for p in problem_predictions(label, task, seed + k, [f"{task}/{i['id']}" for i in its],
+                                                 runs[(label, task, k)]["correct"])] for label, ks in seeds.items()}
+
+
+def tallies(runs: dict, judge_k: int = 1) -> dict[str, dict]:
+    """Row label -> :func:`stepwiser_lib.core.verdicts.tally`-shaped counts of its judge over every task
+    and seed (``asked``: judge calls; ``unparsed``: outputs without a verdict). A judge arm whose
+    judge was never asked (the policy wrote no complete chunk) or never parsed says nothing about
+    the judge (:func:`stepwiser_lib.core.verdicts.informative`)."""
+    out: dict[str, dict] = {}
+    for (label, _, _), rec in runs.items():
+        if label in (NO_JUDGE, GREEDY):
+            continue
+        t = out.setdefault(label, {"asked": 0, "samples": 0, "unparsed": 0, "no_verdict": 0})
+        for r in rec["results"]:
+            t["asked"] += r["judge_calls"]
+            t["samples"] += r["judge_calls"] * judge_k
+            t["unparsed"] += r.get("judge_unparsed", 0)
+            t["no_verdict"] += r.get("judge_no_verdict", 0)
+    for t in out.values():
+        t["unparsed_pct"] = round(100 * t["unparsed"] / t["samples"], 2) if t["samples"] else None
+    return out
+
+
+def with_verdicts(rows: list[dict], judge_tallies: dict[str, dict]) -> list[dict]:
+    """Table 7 rows with a ``verdicts`` column: how each judge arm's judge outputs parsed, or why
+    the arm says nothing about its judge (never asked, nothing parsed); "-" for the no-judge rows.
+    An arm's accuracy stays a number: the policy did run, and a judge that never spoke leaves it the
+    no-judge arm's; what becomes uninformative is the claim about the judge (:func:`comparisons`)."""
+
+    return [{**r, "verdicts": describe(judge_tallies[r["method"]]) if r["method"] in judge_tallies else "-"} for r in rows]
+
+
+def comparisons(preds: dict[str, list[dict]], judge_tallies: dict[str, dict] | None = None) -> list[dict]:
+    """Table 7's questions, paired by problem (:func:`stepwiser_lib.evals.evaluation.compare_rates`): each
+    judge against the sampled no-judge run, and greedy decoding against sampling (no judge). A
+    judge arm whose judge was never asked or never parsed (``judge_tallies``, :func:`tallies`) is
+    not compared: its verdict is :data:`~stepwiser_lib.core.verdicts.UNINFORMATIVE`."""
+    from ..evals.evaluation import compare_rates
+
+    def judged(label):
+        t = (judge_tallies or {}).get(label)
+        if judge_tallies is not None and not informative(t):
+            return uninformative_comparison({"a": label, "b": NO_JUDGE}, f"not compared: {describe(t, label=False)}")
+        return compare_rates(preds[label], preds[NO_JUDGE])
+
+    out = [{"claim": "the judge helps chunk-reset (Table 7)", **judged(label)}
+           for label in preds if label not in (NO_JUDGE, GREEDY)]
+    if GREEDY in preds:
+        out.append({"claim": "greedy decoding beats sampling (no judge)", **compare_rates(preds[GREEDY], preds[NO_JUDGE])})
+    return out
+
+
+def paper_rows(model: str = "1.5B") -> list[dict]:
+    """The paper's Table 7 rows for ``model``, in notebook 06's columns: for display, never mixed in."""
+    from ..evals.paper_results import TABLE7
+
+    return [{"method": f"PAPER {model}: {r['row']} {r['signal']}", "MATH500": r["math500"], "Heldout-1K": r["heldout"],
+             "avg": r["avg"], "accepted_length": r["accepted"], "rejected_length": r["rejected"]}
+            for r in TABLE7 if r["model"] == model]
+
+
+def reset_example(runs: dict, items: dict[str, list[dict]], judges: list[str]) -> str | None:
+    """The first reset followed by an accepted replacement on the first task's seed-0 runs, a
+    StepWiser judge's first: the accepted history, then every attempt with its verdict and the
+    judge's analysis. None when no judge reset a chunk and then accepted another."""
+    task0 = next(iter(items))
+    for name in sorted(judges, key=lambda n: not n.startswith("stepwiser:")):
+        rec = runs[(name, task0, 0)]
+        for it, r, ok in zip(items[task0], rec["results"], rec["correct"]):
+            t = next((t for t in r["trace"] if t["accepted"] > 0 and not t["exhausted"]), None)
+            if t is None:
+                continue
+            hist = " | ".join(x["attempts"][x["accepted"]]["content"].replace("\n", " / ") for x in r["trace"][:t["chunk_index"]])
+            lines = [f"JUDGE: {name}", f"PROBLEM: {it['problem']}   (answer {it['answer']}; final response correct: {ok})",
+                     f"ACCEPTED HISTORY: {hist or '(none)'}"]
+            for a_i, a in enumerate(t["attempts"]):
+                tag = "ACCEPTED" if a_i == t["accepted"] else "REJECTED"
+                lines += [f"  attempt {a_i} [{tag}, judge {a['verdict']}]: {a['content'].replace(chr(10), ' / ')}",
+                          f"      judge analysis: {a['analysis'].strip().replace(chr(10), ' / ')}"]
+            return "\n".join(lines)
+    return None
+
+
+def results_markdown(rows: list[dict], comps: list[dict], paper: list[dict], runs: int) -> str:
+    """``results/<profile>/chunk_reset.md``: our table, the paired comparisons, the paper's rows."""
+    from ..core.io import markdown_table
+
+    md = ["Chunk-Reset Reasoning on held-out problems (ours; mean over %d seeds):" % runs, "",
+          markdown_table(rows, list(rows[0]) if rows else []), "",
+          "Each judge against the plain chunk policy on the same problems (paired bootstrap by problem):", "",
+          markdown_table(comps, ["a", "b", "diff", "low", "high", "p_bootstrap", "test", "verdict"]), "",
+          "The paper's Table 7 (Qwen2.5-1.5B-chunk, MATH500 / NuminaMath Heldout-1K; not ours):", "",
+          markdown_table(paper, ["method", "MATH500", "Heldout-1K", "avg", "accepted_length", "rejected_length"])]
+    return "\n".join(md) + "\n"

@@ -1,0 +1,392 @@
+"""Notebook 04's bookkeeping, and the registry notebooks 05-07 read: which judge data to load,
+which runs to train (variants and repeat seeds), which paired questions to ask of them on the
+test split (paper Tables 5 and 6, and the yardsticks of issue 17), each a tested function so the
+notebooks keep only the calls, the examples and the plots.
+
+A *run id* is a variant name (``KIND:RULE``) for the ``SEED`` run, plus ``@seedN`` for a repeat
+seed; the judge later notebooks use is always the ``SEED`` run, fixed in advance.
+"""
+
+from __future__ import annotations
+
+from ..evals import claims
+from ..core import io, paths
+from .judge import WARMUP_NAME, parse_variant
+from ..core.verdicts import mask, tally
+
+#: What notebook 04 reads of each balanced split (``data/README.md``, stage 03).
+JUDGE_DATA_FIELDS = {"problem": str, "history": list, "chunk": str, "label": bool, "problem_id": str}
+#: The splits notebook 04 trains on (``train_*``), makes choices on (``dev``) and reports on (``test``).
+JUDGE_SPLITS = ("train_balanced", "train_unbalanced", "dev_balanced", "test_balanced")
+#: The two yardsticks that need no training (toy world).
+REF_RULE = "warm-up analysis read by a rule (no RL)"
+REF_EXACT = "exact checker (label-noise ceiling)"
+
+
+def read_splits(profile: str, rules: list[str]) -> tuple[dict, dict]:
+    """Notebook 03's judge data per rule and split, checked against :data:`JUDGE_DATA_FIELDS`,
+    and each file's sha256 (what the training cache keys hash)."""
+    data, digests = {}, {}
+    for rule in rules:
+        files = {s: paths.balanced(profile, rule, s) for s in JUDGE_SPLITS}
+        data[rule] = {s: io.read_jsonl(f, required=JUDGE_DATA_FIELDS) for s, f in files.items()}
+        digests[rule] = {s: io.file_sha256(f) for s, f in files.items()}
+    return data, digests
+
+
+def judge_init(profile: str, name: str) -> str:
+    """The model every judge starts from: notebook 01's chunk policy (``chunk_policy``, as in the
+    paper: judge and policy share the initialisation), else a model name or folder."""
+    return str(paths.chunk_policy(profile)) if name == "chunk_policy" else paths.resolve_model(name)
+
+
+def warmup_inputs(data: dict, extra: list[dict] = ()) -> list[dict]:
+    """The warm-up's chunks: every rule's unbalanced training chunks plus ``extra`` (chunks the
+    chunk policy wrote on SFT-split problems), each (problem, history, chunk) once, in order.
+    Raises when one of them comes from a dev or test problem."""
+    seen, out = set(), []
+    for rule in data:
+        for e in [*data[rule]["train_unbalanced"], *extra]:
+            key = (e["problem"], tuple(e["history"]), e["chunk"])
+            if key not in seen:
+                seen.add(key)
+                out.append(e)
+    held_out = {e["problem"] for r in data for s in ("dev_balanced", "test_balanced") for e in data[r][s]}
+    leaked = held_out & {e["problem"] for e in out}
+    if leaked:
+        raise ValueError(f"{len(leaked)} warm-up input problem(s) are dev or test problems, e.g. {sorted(leaked)[0]!r}")
+    return out
+
+
+def main_variants(variants: list[str]) -> tuple[str | None, str | None]:
+    """The main judge (the first ``stepwiser`` variant) and its discriminative baseline (``disc_sft``
+    on the same rule), or None for either that ``variants`` lacks."""
+    main = next((v for v in variants if parse_variant(v)[0] == "stepwiser"), None)
+    disc = f"disc_sft:{parse_variant(main)[1]}" if main else None
+    return main, (disc if disc in variants else None)
+
+
+def training_runs(variants: list[str], seed: int, repeat_seeds: list[int]) -> list[tuple[str, int, str]]:
+    """(variant, seed, run id) for every run to train: each variant at ``seed``, then the main
+    judge and its discriminative baseline at every other seed of ``repeat_seeds``."""
+    runs = [(v, seed, v) for v in variants]
+    for v in (v for v in main_variants(variants) if v):
+        runs += [(v, s, f"{v}@seed{s}") for s in dict.fromkeys(repeat_seeds) if s != seed]
+    return runs
+
+
+def self_check(art, init: str, examples: list[dict], k: int, *, family: str, max_completion: int, batch: int,
+               seed: int) -> dict:
+    """:func:`stepwiser_lib.method.judge.self_check_yield` of the initial model on ``examples``, cached in
+    ``art/self_check.json``: what a self-taught warm-up could keep (notebook 04, section 1)."""
+    from . import judge
+    from ..engines import models
+
+    def run():
+        j = judge.Judge.load(init, batch_size=batch, family=family, max_new_tokens=max_completion)
+        r = judge.self_check_yield(j, examples, k, seed)
+        models.release(j)
+        return r
+
+    key = io.digest(paths.model_fingerprint(init), family, k, max_completion, seed, examples)
+    return {k_: v for k_, v in io.cached_json(art / "self_check.json", key, run).items() if k_ != "_key"}
+
+
+def warmup_chunks(art, init: str, n_problems: int, samples: int, *, family: str, seed: int) -> list[dict]:
+    """Chunks the chunk policy writes on ``n_problems`` SFT-split toy problems, ``samples`` each
+    (:func:`stepwiser_lib.method.judge.policy_chunks`), cached in ``art/warmup_chunks.json``: more, and
+    more varied, warm-up inputs than the training chunks alone. None for ``n_problems`` 0."""
+    from . import judge, tasks
+
+    if not n_problems:
+        return []
+    wp = tasks.load_problems("toy", "sft", n_problems, seed=seed)
+    key = io.digest(paths.model_fingerprint(init), n_problems, samples, seed)
+    return io.cached_json(art / "warmup_chunks.json", key, lambda: {"chunks": judge.policy_chunks(
+        init, wp, samples, family, seed)})["chunks"]
+
+
+def train_warmups(art, styles: list[str], chunks: list[dict], init: str, *, family: str, seed: int, steps: int,
+                  direct_steps: int, lr: float, batch: int, micro_batch: int) -> tuple[dict, dict, dict]:
+    """Notebook 04, section 1: one format warm-up per output ``style`` (:func:`stepwiser_lib.method.judge.warmup_records`
+    on ``chunks``: the re-derivation and a coin-flip verdict, never a label), SFT for ``steps``
+    optimizer steps (``direct_steps`` for the verdict-only style), cached in ``art/warmup_<style>``
+    under a key of every setting. Returns style -> model dir, style -> cache key, style -> its records."""
+    from . import judge
+    from ..engines import sft
+    from ..engines.trainers import SFTSettings
+
+    dirs, keys, records = {}, {}, {}
+    for style in styles:
+        recs = records[style] = judge.warmup_records(chunks, family, seed, style)
+        d = art / f"warmup_{style}"
+        ws = SFTSettings(max_steps=direct_steps if style == "direct" else steps, lr=lr, global_batch=batch,
+                         micro_batch=micro_batch, seed=seed, name="WARMUP")
+        key = io.digest(style, paths.model_fingerprint(init), ws, recs)
+        rec = io.cached_json(d / "record.json", key, lambda: sft.sft(init, recs, d, ws))
+        dirs[style], keys[style] = rec["model_dir"], rec["_key"]
+        print(f"warm-up {style}: {len(recs)} records, {rec['steps']} steps, {rec['train_seconds']} s")
+    return dirs, keys, records
+
+
+def evaluate_start(entry: dict, data: dict, *, family: str, max_completion: int, batch: int,
+                   auc_k: int) -> tuple[dict, dict, dict, dict]:
+    """Notebook 04, section 2: the judge every variant starts from (``entry``, the warm-up) on each
+    rule's test split (every metric, with the verdict readout) and dev split (greedy verdicts),
+    and on toy problems how often its own analysis implies the exact checker's verdict.
+    Returns (test metrics, test judged, dev metrics, dev judged), each keyed by rule."""
+    from . import judge
+    from ..engines import models
+
+    j = judge.load_judge(entry, family, max_completion, batch)
+    before, before_judged, before_dev, before_dev_judged = {}, {}, {}, {}
+    for rule in data:
+        before[rule], before_judged[rule] = judge.evaluate_judge(j, data[rule]["test_balanced"], auc_k=auc_k, readout=True)
+        before_dev[rule], before_dev_judged[rule] = judge.evaluate_judge(j, data[rule]["dev_balanced"])
+        if family == "toy":
+            before[rule]["analysis_implies_truth"] = analysis_implies_truth(before_judged[rule], data[rule]["test_balanced"])
+    models.release(j)  # its weights leave the GPU before training
+    return before, before_judged, before_dev, before_dev_judged
+
+
+def train_runs(art, variants: list[str], seed: int, repeat_seeds: list[int], *, recipe: dict, init: str,
+               warmups: dict, warm_keys: dict, data: dict, data_hash: dict, family: str) -> dict[str, dict]:
+    """Notebook 04, section 3: every run of :func:`training_runs` trained once
+    (:func:`stepwiser_lib.method.judge.train_variant`) and cached in ``art/<slug>/record.json`` under a key
+    of only the settings its kind trains with (:func:`stepwiser_lib.method.judge.recipe_key`: a new
+    DISC_LR retrains no GRPO judge). The key travels with the run's registry entry, so later
+    results computed from an older judge are redone. Returns run id -> record; prints a line a run."""
+    from . import judge
+
+    records = {}
+    for name, s, run_id in training_runs(variants, seed, repeat_seeds):
+        rule = name.split(":")[1]
+        d = art / judge.variant_slug(run_id)
+        key = io.digest(name, s, judge.recipe_key(parse_variant(name)[0], recipe), paths.model_fingerprint(init),
+                        warm_keys, data_hash[rule], family)
+        cached = io.has_cached(d / "record.json", key)
+        records[run_id] = io.cached_json(d / "record.json", key, lambda: judge.train_variant(
+            name, data, d, base_model=init, warmups=warmups, recipe=recipe, family=family, seed=s))
+        records[run_id]["entry"].update(name=run_id, key=records[run_id]["_key"])
+        print(f"{run_id:32s} trained in {records[run_id]['train']['seconds']:7.1f} s{'  (from disk)' if cached else ''}")
+    return records
+
+
+#: The numbers of a judge's row that mean nothing when it gave no parsable verdict (verdicts.RULE).
+ROW_NUMBERS = ["dev_balanced_acc", "balanced_acc", "acc", "ci95", "truth_balanced_acc", "score_auc", "truth_score_auc",
+               "verdict_prob_auc", "readout_auc", "positive_rate"]
+
+
+def start_label(warmed: bool) -> str:
+    """How tables name the judge every variant starts from: the format warm-up, or (an instruct
+    model, ``WARMUP: false``) the initial model itself. Its registry name stays :data:`WARMUP_NAME`."""
+    return WARMUP_NAME if warmed else "initial model (before RL; no warm-up)"
+
+
+def _masked(row: dict, test_preds: list[dict]) -> dict:
+
+    return mask(row, tally(test_preds), ROW_NUMBERS)
+
+
+def evaluate_runs(records: dict, data: dict, before: dict, before_dev: dict, warm_judged: dict, *, family: str,
+                  max_completion: int, direct_max_completion: int, judge_batch: int, auc_k: int,
+                  seed: int, warmed: bool = True) -> tuple[dict, list[dict], dict, dict]:
+    """Notebook 04, section 4: the per-chunk predictions and the table rows of the warm-up (per
+    rule), the two yardsticks (toy world) and every trained run. Each run is evaluated once on test
+    (every metric, the reported numbers) and on dev (greedy verdicts, what choices read); its
+    record gains ``dev`` and ``test`` metrics with their 95% intervals (problems resampled).
+    ``warm_judged``: rule -> split -> the warm-up's judged chunks. A row whose judge parsed no
+    verdict on test shows :data:`stepwiser_lib.core.verdicts.UNINFORMATIVE` instead of its numbers, and
+    every row says how its verdicts parsed. Returns (predictions keyed (judge, rule, split), rows,
+    run id -> judged test chunks, the yardsticks' summaries)."""
+    from . import judge
+    from ..engines import models
+    from ..evals.evaluation import balanced_accuracy_ci
+
+    preds, rows, judged_by, references = {}, [], {}, {}
+    for rule in warm_judged:
+        preds.update(predictions(WARMUP_NAME, rule, data[rule], warm_judged[rule]))
+        ci = balanced_accuracy_ci(preds[(WARMUP_NAME, rule, "test")])
+        rows.append(_masked({"judge": start_label(warmed), "rule": rule, "dev_balanced_acc": before_dev[rule]["balanced_acc"],
+                             **before[rule], "ci95": f"[{ci['low']}, {ci['high']}]", "train_s": None, "seed": seed},
+                            preds[(WARMUP_NAME, rule, "test")]))
+    for rule in warm_judged if family == "toy" else []:  # they read the toy analysis and the exact checker
+        preds.update(reference_predictions(preds, rule, warm_judged[rule]))
+        for name in (REF_RULE, REF_EXACT):
+            sm = references.setdefault(name, {})[rule] = reference_summary(preds[(name, rule, "test")], preds[(name, rule, "dev")])
+            rows.append({"judge": name, "rule": rule, **sm, "ci95": f"[{sm['ci95']['low']}, {sm['ci95']['high']}]", "seed": seed})
+    for run_id, rec in records.items():
+        e = rec["entry"]
+        j = judge.load_judge(e, family, direct_max_completion if e["style"] == "direct" else max_completion, judge_batch)
+        rec["dev"], dev_judged = judge.evaluate_judge(j, data[e["rule"]]["dev_balanced"])
+        rec["test"], judged_by[run_id] = judge.evaluate_judge(j, data[e["rule"]]["test_balanced"], auc_k=auc_k, readout=True)
+        models.release(j)
+        preds.update(predictions(run_id, e["rule"], data[e["rule"]], {"dev": dev_judged, "test": judged_by[run_id]}))
+        for split in ("dev", "test"):
+            rec[split]["ci95"] = balanced_accuracy_ci(preds[(run_id, e["rule"], split)])
+        rows.append(_masked(variant_row(run_id, rec, seed), preds[(run_id, e["rule"], "test")]))
+    return preds, rows, judged_by, references
+
+
+def split_sizes(data: dict) -> dict:
+    """Chunks and problems of each rule's evaluation splits (:data:`EVAL_SPLITS`)."""
+    return {r: {s: {"chunks": len(data[r][k]), "problems": len({e["problem_id"] for e in data[r][k]})}
+                for s, k in EVAL_SPLITS.items()} for r in data}
+
+
+def seeds_of(run_ids, variant: str) -> list[str]:
+    """The run ids of ``variant``: its ``SEED`` run and its repeat seeds, in order."""
+    return [r for r in run_ids if r == variant or r.startswith(variant + "@")]
+
+
+def comparison_pairs(preds: dict, run_ids: list[str], main: str) -> list[tuple[str, str, list, object]]:
+    """The paired questions notebook 04 asks on the test split, as (claim, rule, a runs, b) for
+    :func:`stepwiser_lib.evals.evaluation.compare` (a: a list of per-seed prediction lists; b: one list,
+    or one per seed). ``preds`` maps (judge, rule, split) to per-chunk predictions. Asked where
+    both sides exist, in this order: RL against its warm-up, chance and the rule reading the
+    warm-up's analysis; generative RL against discriminative SFT (every seed of each, paper Table
+    5); RL against RL from a restating warm-up and the discriminative judge from the warm-up
+    against the plain one (issue 17's fairness checks); then the paper's other orderings
+    (:data:`stepwiser_lib.evals.claims.JUDGE_ORDERINGS`) whose two judges read the same rule's chunks
+    (judges of different rules meet different labels: notebook 05 compares those)."""
+    from ..evals.evaluation import constant_judge
+
+    rule = parse_variant(main)[1]
+    test = lambda name: preds.get((name, rule, "test"))  # noqa: E731
+    runs = lambda v: [preds[(r, parse_variant(v)[1], "test")] for r in seeds_of(run_ids, v)]  # noqa: E731
+    a = runs(main)
+    pairs = [("RL beats its warm-up", rule, a, test(WARMUP_NAME)),
+             ("RL beats chance (a constant verdict)", rule, a, constant_judge(test(WARMUP_NAME)))]
+    if test(REF_RULE) is not None:  # does RL add anything to reading the warm-up's analysis? (review §1.4)
+        pairs.append(("RL beats the warm-up's analysis read by a rule", rule, a, test(REF_RULE)))
+    disc = f"disc_sft:{rule}"
+    if disc in run_ids:
+        pairs.append(("generative RL beats discriminative SFT", rule, a, runs(disc)))
+    if f"restate_rl:{rule}" in run_ids:  # RL from a warm-up that hands over no derived value (review W3d)
+        pairs.append(("the derived analysis helps RL (against a restating warm-up)", rule, a, test(f"restate_rl:{rule}")))
+    if disc in run_ids and f"disc_warmup_sft:{rule}" in run_ids:  # what the warm-up gives the discriminative judge
+        pairs.append(("the warm-up helps the discriminative judge", rule, [test(f"disc_warmup_sft:{rule}")], runs(disc)))
+    for claim, x, y in claims.judge_orderings([r for r in run_ids if "@" not in r]):
+        rx, ry = parse_variant(x)[1], parse_variant(y)[1]
+        if rx == ry and (x, y) != (main, disc):
+            pairs.append((claim, rx, runs(x), runs(y)))
+    return pairs
+
+
+def read_registry(profile: str, names: list[str], allow_all: bool = False) -> dict[str, dict]:
+    """Notebook 04's registry entries for ``names`` (every entry when ``allow_all`` and ``names``
+    holds ``"all"``), in registry order; raises naming the judges it lacks."""
+    path = paths.judge_registry(profile)
+    if not path.exists():
+        raise FileNotFoundError(f"no judge registry at {path}: run notebook 04 at profile {profile!r} first "
+                                f"(make reproduce PROFILE={profile})")
+    registry = {e["name"]: e for e in io.read_json(path)}
+    wanted = [n for n in names if not (allow_all and n == "all")]
+    unknown = [n for n in wanted if n not in registry]
+    if unknown:
+        raise ValueError(f"unknown judge(s) {unknown}; the notebook 04 registry has {list(registry)}")
+    every = allow_all and "all" in names
+    return {n: e for n, e in registry.items() if every or n in wanted}
+
+
+# ----------------------------------------------------------------------------- evaluation records
+
+#: The two evaluation splits: name in the predictions -> notebook 03's balanced file.
+EVAL_SPLITS = {"dev": "dev_balanced", "test": "test_balanced"}
+
+
+def predictions(name: str, rule: str, data_rule: dict, judged: dict) -> dict:
+    """Per-chunk predictions of one judge on both evaluation splits, keyed (judge, rule, split)
+    (:func:`stepwiser_lib.evals.evaluation.judge_predictions`; ``judged``: split -> the judge's outputs)."""
+    from ..evals.evaluation import judge_predictions
+    from .judge import chunk_truth
+
+    return {(name, rule, split): judge_predictions(name, rule, split, data_rule[key], judged[split],
+                                                   [chunk_truth(e) for e in data_rule[key]])
+            for split, key in EVAL_SPLITS.items()}
+
+
+def reference_predictions(preds: dict, rule: str, warm_judged: dict) -> dict:
+    """The two yardsticks on the warm-up's chunks of both splits, keyed as :func:`predictions`:
+    :data:`REF_RULE` (the verdict the warm-up's own greedy analysis implies: what a judge gets
+    with no RL and no MC label) and :data:`REF_EXACT` (the exact step checker: the MC labels'
+    noise ceiling). Toy world only."""
+    from ..evals.evaluation import reference_judge
+    from .judge import analysis_implied
+
+    out = {}
+    for split, jd in warm_judged.items():
+        warm = preds[(WARMUP_NAME, rule, split)]
+        out[(REF_RULE, rule, split)] = reference_judge(warm, REF_RULE, [analysis_implied(j["analysis"]) for j in jd])
+        out[(REF_EXACT, rule, split)] = reference_judge(warm, REF_EXACT, [p["truth"] for p in warm])
+    return out
+
+
+def reference_summary(test: list[dict], dev: list[dict]) -> dict:
+    """A yardstick's numbers: test balanced accuracy with its interval (against the MC labels
+    and the exact checker), its Positive rate (%), and dev balanced accuracy."""
+    from ..evals.evaluation import balanced_accuracy_ci
+
+    ci = balanced_accuracy_ci(test)
+    return {"balanced_acc": ci["balanced_acc"], "ci95": ci, "dev_balanced_acc": balanced_accuracy_ci(dev)["balanced_acc"],
+            "truth_balanced_acc": balanced_accuracy_ci(test, against="truth")["balanced_acc"],
+            "positive_rate": round(100 * sum(p["verdict"] is True for p in test) / len(test), 2)}
+
+
+def variant_row(run_id: str, rec: dict, seed: int) -> dict:
+    """One judge's row of notebook 04's table: dev and test metrics, training time, its seed and
+    the paper row it stands for, with that row's ProcessBench average F1 (Tables 5/6: 1.5B where
+    the paper has it, else 7B)."""
+    from ..evals.paper_results import paper_row
+
+    e, m = rec["entry"], rec["test"]
+    p = paper_row(e["row"], e["rule"]) or paper_row(e["row"], e["rule"], "7B")
+    return {"judge": run_id, "rule": e["rule"], "dev_balanced_acc": rec["dev"]["balanced_acc"], **m,
+            "ci95": f"[{m['ci95']['low']}, {m['ci95']['high']}]", "train_s": rec["train"]["seconds"],
+            "seed": int(run_id.split("@seed")[1]) if "@seed" in run_id else seed,
+            "paper_row": e["row"], "paper_pb_avg_f1": p["avg"] if p else None, "paper_model": p["model"] if p else None}
+
+
+def main_summary(main: str, records: dict, before: dict, comparisons: list[dict], auc_k: int = 0) -> dict:
+    """The main judge on test, every seed, beside its warm-up: balanced accuracy (MC labels and
+    exact checker) with intervals, and the first two paired questions of :func:`comparison_pairs`
+    answered (RL beats its warm-up; RL beats chance); with ``auc_k`` also the Maj@k score AUCs."""
+    rule = parse_variant(main)[1]
+    runs = [records[r]["test"] for r in seeds_of(records, main)]
+    w = before[rule]
+    out = {"main": main, "split": "test", "seeds": len(runs), "warmup_balanced_acc": w["balanced_acc"],
+           "rl_balanced_acc": [m["balanced_acc"] for m in runs], "rl_ci95": [m["ci95"] for m in runs],
+           "warmup_truth_acc": w.get("truth_balanced_acc"), "rl_truth_acc": [m.get("truth_balanced_acc") for m in runs],
+           "rl_beats_warmup": comparisons[0]["verdict"] == "a higher",
+           "rl_beats_chance": comparisons[1]["verdict"] == "a higher"}
+    if auc_k:
+        out.update(warmup_score_auc=w.get("score_auc"), rl_score_auc=[m.get("score_auc") for m in runs],
+                   warmup_truth_score_auc=w.get("truth_score_auc"), rl_truth_score_auc=[m.get("truth_score_auc") for m in runs])
+    return out
+
+
+def variants_out(records: dict) -> dict:
+    """What ``results/<profile>/judges.json`` keeps of each trained run: its registry entry, test
+    and dev metrics, training time, steps and examples, the GRPO dev curve and RS-FT's kept count
+    where the kind has them."""
+    return {r: {"entry": rec["entry"], "test": rec["test"], "dev": rec["dev"], "seconds": rec["train"]["seconds"],
+                "steps": rec["train"]["steps"], "train_examples": rec["train"]["train_examples"],
+                **{k: rec["train"][k] for k in ("val_curve", "rsft_kept", "rsft_unparsed") if k in rec["train"]}}
+            for r, rec in records.items()}
+
+
+def warmup_entry(warmups: dict, warm_keys: dict, init: str) -> dict:
+    """The registry entry of the judge before RL: the CoT warm-up, or the initial model itself
+    when there is no warm-up (instruct models)."""
+    return {"name": WARMUP_NAME, "kind": "warmup", "rule": None, "style": "cot", "base": warmups.get("cot", init),
+            "adapter": None, "row": "format warm-up", "key": warm_keys.get("cot", paths.model_fingerprint(init))}
+
+
+def analysis_implies_truth(judged: list[dict], examples: list[dict]) -> float:
+    """% of chunks where the verdict a judge's own analysis implies (every difference 0 ->
+    Positive) equals the exact checker (toy world) [not in paper]: how much of the answer the
+    analysis already holds (``analysis_faithful`` is the same against the MC labels)."""
+    from .judge import analysis_implied, chunk_truth
+
+    hits = [analysis_implied(j["analysis"]) == chunk_truth(e) for j, e in zip(judged, examples, strict=True)]
+    return round(100 * sum(hits) / len(hits), 2)

@@ -1,0 +1,612 @@
+"""Stage 2: Monte-Carlo rollout labelling of chunks (paper §3.2, Eq. 2; notes §1.3, §2).
+
+For a prompt x and a chunk-policy response a = [a_1..a_H], Q_i is the success rate of M rollouts
+continued from the prefix that *includes* chunk i (paper: M = 16, temperature 1.0). The final
+chunk needs no rollouts: its Q is the verified correctness of the answer. Each Q is computed
+once and serves as "after chunk i" and "before chunk i+1"; the value before the first chunk is
+q0, the success rate of the 16 pre-filter samples of the bare prompt (notes §2, suggested
+default).
+
+Three label rules (pure functions, tested on hand-computed cases):
+
+* :func:`abs_q_labels` — positive iff Q_i > 0 (Math-Shepherd hard label);
+* :func:`rel_effective_labels` — positive iff Q_i + alpha * A_i > 0 with A_i = mu(Q_i) - mu(Q_{i-1}),
+  mu(x) = 1 - (1 - x)^n the best-of-n value (paper: n = 4);
+* :func:`rel_ratio_labels` — positive iff Q_i / Q_{i-1} > gamma.
+
+Engineering beyond the paper (all parameters, off where it changes results):
+
+* **Batching**: every rollout of a shard's prefixes goes into one sorted, left-padded generate
+  call (vLLM: one request per prefix with ``n = M`` and prefix caching).
+* **Adaptive rollouts** (``adaptive=True``): rollouts come in rounds; a prefix stops once no
+  outcome of its remaining rollouts could change any label that depends on it under the chosen
+  rule (exact interval bound, so labels equal what full M would give on the same rollout stream).
+* **Resumable shards**: prompts are processed in fixed shards, each written atomically with a
+  footer (record count, checksum, the key of what its rollouts depend on). A restarted run
+  skips valid shards, sets aside and redoes missing, truncated, corrupt or other-config ones, and
+  ends with the labels of an uninterrupted run. Labels are recomputed from the stored Q when a
+  shard is loaded, so a threshold change (``GAMMA``, ``ALPHA``, ``MU_N``) costs no rollout.
+
+Command line (same function as the notebook)::
+
+    python -m stepwiser_lib.method.labelling --profile tiny --out runs/tiny/artifacts/02_rollout_labelling
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ..core import io
+from .sampling import chunk_format_ok
+from .tasks import is_correct
+from ..core.chunks import CHUNK_OPEN, chunk_ends, last_boxed, paragraph_chunks, parse_chunks, prefix_ends
+
+# ----------------------------------------------------------------------------- label rules
+
+EPS = 1e-9  # strict ">" with float tolerance: an exact tie (e.g. 12/16 vs 0.8 * 15/16) is negative
+
+
+def mu(x: float, n: int = 4) -> float:
+    """Value of the best-of-n policy induced by pi with binary reward (paper §3.2, App. A.1)."""
+    return 1.0 - (1.0 - x) ** n
+
+
+def check_q(values, what: str = "Q") -> None:
+    """A success rate is a number in [0, 1]: NaN, None, a string or 1.5 is an error, not a label
+    (a NaN would otherwise become a negative)."""
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
+            raise ValueError(f"{what} must be a success rate in [0, 1], got {v!r}")
+
+
+def abs_q_labels(q: list[float]) -> list[bool]:
+    """Abs-Q: positive iff Q_i > 0. ``q`` is the list of Q after each chunk."""
+    check_q(q)
+    return [qi > 0 for qi in q]
+
+
+def rel_effective_label(qi: float, qprev: float, alpha: float, n: int = 4) -> bool:
+    return qi + alpha * (mu(qi, n) - mu(qprev, n)) > EPS
+
+
+def rel_effective_labels(q: list[float], q0: float, alpha: float, n: int = 4) -> list[bool]:
+    """Rel-Effective: positive iff Q_i + alpha * (mu(Q_i) - mu(Q_{i-1})) > 0, Q_0 := q0.
+
+    The paper writes "- if ... = 0"; since the score can be negative we read negative as
+    score <= 0 (notes §2). Paper alpha: 0.4 (1.5B), 0.8 (7B).
+    """
+    check_q(q)
+    check_q([q0], "q0")
+    prev = [q0] + list(q[:-1])
+    return [rel_effective_label(a, b, alpha, n) for a, b in zip(q, prev)]
+
+
+def rel_ratio_label(qi: float, qprev: float, gamma: float) -> bool:
+    if qprev == 0:
+        return qi > 0  # [not in paper] division by zero: positive iff the chunk recovers
+    return qi - gamma * qprev > EPS
+
+
+def rel_ratio_labels(q: list[float], q0: float, gamma: float) -> list[bool]:
+    """Rel-Ratio: positive iff Q_i / Q_{i-1} > gamma, Q_0 := q0; when Q_{i-1} = 0 positive iff
+    Q_i > 0 (not in paper). Paper gamma: 0.8 (1.5B), 0.7 (7B)."""
+    check_q(q)
+    check_q([q0], "q0")
+    prev = [q0] + list(q[:-1])
+    return [rel_ratio_label(a, b, gamma) for a, b in zip(q, prev)]
+
+
+RULES = ("abs_q", "rel_effective", "rel_ratio")
+#: What adaptive sampling can preserve: one rule's labels, or ``all`` three (notebook 02 labels
+#: every chunk by every rule from the same rollouts).
+ADAPTIVE_RULES = (*RULES, "all")
+
+
+def rule_label(rule: str, qi: float, qprev: float, alpha: float, gamma: float, n: int = 4) -> bool:
+    if rule == "abs_q":
+        return qi > 0
+    if rule == "rel_effective":
+        return rel_effective_label(qi, qprev, alpha, n)
+    if rule == "rel_ratio":
+        return rel_ratio_label(qi, qprev, gamma)
+    raise ValueError(f"unknown rule {rule!r}; valid: {', '.join(RULES)}")
+
+
+def label_settled(rule: str, lo: float, hi: float, lo_prev: float, hi_prev: float,
+                  alpha: float, gamma: float, n: int = 4) -> bool:
+    """Can no value of Q_i in [lo, hi] and Q_{i-1} in [lo_prev, hi_prev] change the label?
+
+    Every rule is non-decreasing in Q_i and non-increasing in Q_{i-1} (mu is increasing, and the
+    Rel-Ratio zero case agrees with the limit), so the two extreme corners decide. ``rule="all"``:
+    settled under every rule.
+    """
+    if rule == "all":
+        return all(label_settled(r, lo, hi, lo_prev, hi_prev, alpha, gamma, n) for r in RULES)
+    return (rule_label(rule, lo, hi_prev, alpha, gamma, n)
+            == rule_label(rule, hi, lo_prev, alpha, gamma, n))
+
+
+# ----------------------------------------------------------------------------- configuration
+
+@dataclass(frozen=True)
+class LabelConfig:
+    n_prefilter: int = 16  # paper §1.2: 16 responses per prompt, keep if not all right/wrong
+    m_rollouts: int = 16  # paper: M = 16 completions per prefix
+    temperature: float = 1.0  # paper: 1.0
+    max_new_tokens: int = 160  # paper: 8192 or the final answer; toy solutions < 100 tokens
+    traj_per_prompt: int = 4  # [not in paper] trajectories labelled per kept prompt
+    alpha: float = 0.4  # Rel-Effective alpha (paper: 0.4 at 1.5B, 0.8 at 7B)
+    gamma: float = 0.8  # Rel-Ratio gamma (paper: 0.8 at 1.5B, 0.7 at 7B)
+    mu_n: int = 4  # best-of-n for Rel-Effective (paper App. A.1: n = 4)
+    adaptive: bool = False  # [not in paper] stop sampling a prefix once its labels are settled
+    adaptive_rule: str = "rel_ratio"  # the rule whose labels adaptive sampling must preserve, or all
+    adaptive_round: int = 4  # rollouts per prefix per round when adaptive
+    adaptive_z: float = 0.0  # 0: exact bound (labels as full M on the same stream); > 0: Wilson
+    # interval of z standard errors on the success rate of the remaining rollouts (a confidence
+    # bound: fewer rollouts, labels can differ from full M)
+    shard_size: int = 16  # prompts per shard (the unit of resumption)
+    # paper §4.1: 40k prompts *kept* by the pass@16 pre-filter. 0: label every prompt given; > 0:
+    # stop after the shard in which this many prompts have been kept (the given prompts are the
+    # pool drawn from, shard by shard; not a rollout setting, so not in a shard's key)
+    n_kept: int = 0
+    seed: int = 0
+    # [shortcut, colab-smoke only] label each prompt's reference solution (paragraphs as chunks)
+    # and keep every prompt: a random-weight policy solves nothing, so the pre-filter would keep
+    # none and no sample would be a well-formed trajectory. Rollouts still come from the policy.
+    reference_trajectories: bool = False
+
+    #: What each field allows (stepwiser_lib.core.checks): the same as notebook 02's parameters.
+    SPECS = {"n_prefilter": "int in [1, inf)", "m_rollouts": "int in [1, inf)", "temperature": "float in (0, inf)",
+             "max_new_tokens": "int in [1, inf)", "traj_per_prompt": "int in [1, inf)", "alpha": "float in [0, inf)",
+             "gamma": "float in [0, inf)", "mu_n": "int in [1, inf)", "adaptive_rule": "str in {abs_q, rel_effective, rel_ratio, all}",
+             "adaptive_round": "int in [1, inf)", "adaptive_z": "float in [0, inf)", "shard_size": "int in [1, inf)",
+             "n_kept": "int in [0, inf)", "seed": "int in [0, inf)"}
+
+    def __post_init__(self):
+        from ..core.checks import check_fields
+
+        check_fields(self, self.SPECS, {k: k.upper() for k in self.SPECS})
+
+    #: Label-rule settings adaptive sampling reads to decide when a prefix may stop.
+    ADAPTIVE_READS = {"abs_q": (), "rel_effective": ("alpha", "mu_n"), "rel_ratio": ("gamma",),
+                      "all": ("alpha", "gamma", "mu_n")}
+
+    def rollout_fields(self) -> dict:
+        """What a shard's rollouts depend on: sampling settings, the prompts' shard layout and
+        seed, and the adaptive settings only when adaptive sampling is on (they decide which
+        rollouts exist; the threshold of the rule it preserves too). Not the label thresholds
+        otherwise: labels are recomputed from the stored Q when a shard is loaded."""
+        keys = ["n_prefilter", "m_rollouts", "temperature", "max_new_tokens", "traj_per_prompt",
+                "shard_size", "seed", "reference_trajectories"]
+        if self.adaptive:
+            keys += ["adaptive", "adaptive_rule", "adaptive_round", "adaptive_z",
+                     *self.ADAPTIVE_READS.get(self.adaptive_rule, ())]
+        return {k: getattr(self, k) for k in keys}
+
+    def digest(self, model: str) -> str:
+        """The key of a shard: :meth:`rollout_fields` and the policy, by path and, for a local
+        model, by the fingerprint of its weights (a retrained policy at the same path must not
+        reuse old rollouts)."""
+        from ..core.paths import model_fingerprint
+
+        blob = json.dumps({**self.rollout_fields(), "model": model, "weights": model_fingerprint(model)},
+                          sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def chunk_labels(q: float, q_prev: float, cfg: LabelConfig) -> dict[str, bool]:
+    """The three labels of one chunk from its Q and the Q before it (``q0`` for the first)."""
+    return {f"label_{r}": rule_label(r, q, q_prev, cfg.alpha, cfg.gamma, cfg.mu_n) for r in RULES}
+
+
+def relabel(records: list[dict], cfg: LabelConfig) -> list[dict]:
+    """Records with their labels recomputed from the stored ``q`` and ``q_prev`` under ``cfg``'s
+    thresholds: changing ``GAMMA``, ``ALPHA`` or ``MU_N`` alone costs no rollout."""
+    return [{**r, **chunk_labels(r["q"], r["q_prev"], cfg)} for r in records]
+
+
+# ----------------------------------------------------------------------------- shards
+
+class ShardError(ValueError):
+    pass
+
+
+def write_shard(path: Path, records: list[dict], meta: dict) -> None:
+    """Records, then a footer line with their count and checksum; written atomically."""
+    body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    footer = {"_footer": {**meta, "n": len(records),
+                          "sha256": hashlib.sha256(body.encode()).hexdigest()}}
+    io.atomic_write_text(path, body + json.dumps(footer) + "\n")
+
+
+#: Fields every shard record must hold (what :func:`relabel` and notebook 03 read).
+SHARD_RECORD = {"problem_id": str, "problem": str, "traj_id": str, "chunk_index": int, "history": list,
+                "chunk": str, "q": (int, float), "q_prev": (int, float), "q0": (int, float)}
+
+
+def read_shard(path: Path, config_hash: str | None = None) -> tuple[list[dict], dict]:
+    """Records and footer of a complete shard; :class:`ShardError` (so the shard is redone) if it
+    is missing, unreadable, not UTF-8, truncated, corrupt, has a malformed footer or record, or
+    was made with another configuration."""
+    if not path.exists():
+        raise ShardError(f"{path.name}: missing")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ShardError(f"{path.name}: not UTF-8 at byte {e.start} (corrupt)") from None
+    except OSError as e:
+        raise ShardError(f"{path.name}: unreadable ({e.strerror})") from None
+    lines = text.splitlines(keepends=True)
+    if not lines or not text.endswith("\n"):
+        raise ShardError(f"{path.name}: truncated (no complete footer)")
+    try:
+        footer = io.loads_strict(lines[-1])["_footer"]
+    except (ValueError, KeyError, TypeError):
+        raise ShardError(f"{path.name}: truncated or corrupt (no footer)") from None
+    if not isinstance(footer, dict):
+        raise ShardError(f"{path.name}: corrupt footer (not an object)")
+    body = "".join(lines[:-1])
+    if hashlib.sha256(body.encode()).hexdigest() != footer.get("sha256"):
+        raise ShardError(f"{path.name}: checksum mismatch (corrupt)")
+    if config_hash is not None and footer.get("config") != config_hash:
+        raise ShardError(f"{path.name}: made with another configuration")
+    recs = []
+    for n, line in enumerate(lines[:-1], 1):
+        try:
+            r = io.loads_strict(line)
+        except ValueError:
+            raise ShardError(f"{path.name}, line {n}: bad JSON (corrupt)") from None
+        bad = ("not an object" if not isinstance(r, dict) else
+               next((f"field {k!r}" for k, t in SHARD_RECORD.items()
+                     if not isinstance(r.get(k), t) or isinstance(r.get(k), bool)), None))
+        if not bad and not all(0 <= r[k] <= 1 for k in ("q", "q_prev", "q0")):
+            bad = "a Q outside [0, 1]"
+        if bad:
+            raise ShardError(f"{path.name}, line {n}: malformed record ({bad})")
+        recs.append(r)
+    if len(recs) != footer.get("n"):
+        raise ShardError(f"{path.name}: record count mismatch")
+    if not isinstance(footer.get("stats"), dict) or not isinstance(footer.get("prompt_ids"), list):
+        raise ShardError(f"{path.name}: corrupt footer (no stats or prompt ids)")
+    return recs, footer
+
+
+#: Why a shard was set aside, from the start of its ShardError (the suffix of the moved file).
+_ASIDE = (("made with another configuration", "other-config"), ("holds other prompts", "other-prompts"),
+          ("truncated", "truncated"))
+
+
+def set_aside(path: Path, reason: str) -> Path:
+    """Move a shard that cannot be used out of the way, never overwriting it: to
+    ``<name>.<why>`` (``shard_00003.jsonl.other-config``), numbered if that exists."""
+    return io.set_aside(path, next((tag for text, tag in _ASIDE if text in reason), "corrupt"))
+
+
+# ----------------------------------------------------------------------------- one shard
+
+def choose_trajectories(samples: list[tuple[str, bool]], k: int, rng: random.Random) -> list[int]:
+    """Indices of up to ``k`` well-formed samples, alternating wrong and right ones so that both
+    outcomes are labelled. [not in paper]"""
+    ok = [i for i, (t, _) in enumerate(samples) if chunk_format_ok(t)]
+    rng.shuffle(ok)
+    wrong = [i for i in ok if not samples[i][1]]
+    right = [i for i in ok if samples[i][1]]
+    out = []
+    while len(out) < k and (wrong or right):
+        for pool in (wrong, right):
+            if pool and len(out) < k:
+                out.append(pool.pop(0))
+    return sorted(out)
+
+
+@dataclass
+class ShardStats:
+    prompts: int = 0
+    kept_prompts: int = 0
+    trajectories: int = 0
+    prefixes: int = 0
+    rollouts: int = 0
+    rollouts_full: int = 0  # what full M would have cost
+    seconds: float = 0.0
+    prefilter_seconds: float = 0.0
+    truncated_rollouts: int = 0  # rollouts that hit the response budget or the context end unfinished
+    skipped_rollouts: int = 0  # rollouts with no room left at all (counted as failures)
+    # the policy's own pre-filter samples (what a real model writes; sampling.output_rates)
+    prefilter_samples: int = 0
+    prefilter_boxed: int = 0
+    prefilter_correct: int = 0
+    prefilter_chunk_tags: int = 0
+    prefilter_chunk_format: int = 0
+    prefilter_truncated: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+def _rollout_round(generator, todo: list[tuple[dict, str]], n: int, cfg: LabelConfig, template: str,
+                   seed: int, st: "ShardStats | None" = None) -> list[int]:
+    """Successes among ``n`` rollouts for each (item, prefix), in one batched generate call.
+
+    A rollout completes the response its prefix began, so the prefix's tokens count against
+    ``max_new_tokens`` (the paper's 8,192 tokens are a response's, not each continuation's). A
+    rollout that reaches that budget (or the engine's context end) without an answer is a failure,
+    as the response would be; one with no room at all is skipped and also a failure (``st``
+    counts both: ``truncated_rollouts``, ``skipped_rollouts``). Never an error for the shard."""
+    if not todo:
+        return []
+    outs = generator.generate([template.format(problem=it["problem"]) for it, _ in todo], n=n,
+                              temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens,
+                              seed=seed, prefixes=[p for _, p in todo], count_prefix=True)
+    if st is not None:
+        st.skipped_rollouts += sum(c.skipped for cs in outs for c in cs)
+        st.truncated_rollouts += sum(not c.finished and not c.skipped for cs in outs for c in cs)
+    return [sum(not c.skipped and is_correct(it, p + c.text) for c in cs) for (it, p), cs in zip(todo, outs)]
+
+
+def label_shard(generator, items: list[dict], template: str, cfg: LabelConfig, shard_id: int
+                ) -> tuple[list[dict], ShardStats]:
+    """Pre-filter, choose trajectories, roll out every intermediate prefix, label every chunk."""
+    t0 = time.time()
+    st = ShardStats(prompts=len(items))
+    base_seed = cfg.seed * 100_003 + shard_id * 7919
+    rng = random.Random(base_seed)
+    prompts = [template.format(problem=it["problem"]) for it in items]
+    pre = generator.generate(prompts, n=cfg.n_prefilter, temperature=cfg.temperature,
+                             max_new_tokens=cfg.max_new_tokens, seed=base_seed)
+    st.prefilter_seconds = time.time() - t0
+    # Rollouts continue from each prefix; cut where the tokenizer has a boundary (chunks.SEPARATOR).
+    cut = prefix_ends if getattr(generator, "cut_after_separator", False) else chunk_ends
+    trajs = []  # (item, q0, response, correct, traj index)
+    for it, cands in zip(items, pre):
+        res = [(c.text, bool(is_correct(it, c.text))) for c in cands]
+        q0 = sum(ok for _, ok in res) / len(res)
+        st.prefilter_samples += len(res)
+        st.prefilter_boxed += sum(last_boxed(t) is not None for t, _ in res)
+        st.prefilter_correct += sum(ok for _, ok in res)
+        st.prefilter_chunk_tags += sum(CHUNK_OPEN in t for t, _ in res)
+        st.prefilter_chunk_format += sum(chunk_format_ok(t) for t, _ in res)
+        st.prefilter_truncated += sum(not c.finished for c in cands)
+        if cfg.reference_trajectories:
+            ref = paragraph_chunks(it["solution"])
+            res, names = [(ref, bool(is_correct(it, ref)))], ["ref"]
+        elif not 0 < q0 < 1:
+            continue
+        else:
+            names = [f"s{j}" for j in range(len(res))]
+        st.kept_prompts += 1
+        for j in choose_trajectories(res, cfg.traj_per_prompt, rng):
+            trajs.append({"item": it, "q0": q0, "response": res[j][0], "correct": res[j][1],
+                          "sample": names[j], "ends": cut(res[j][0])})
+    st.trajectories = len(trajs)
+    # Intermediate prefixes (the last chunk's Q is its verified correctness).
+    for t in trajs:
+        h = len(t["ends"])
+        t["succ"] = [0] * (h - 1)
+        t["done"] = [0] * (h - 1)
+    pref = [(ti, i) for ti, t in enumerate(trajs) for i in range(len(t["ends"]) - 1)]
+    st.prefixes = len(pref)
+    st.rollouts_full = len(pref) * cfg.m_rollouts
+    M = cfg.m_rollouts
+    round_n = cfg.adaptive_round if cfg.adaptive else M
+    rnd = 0
+    active = list(pref)
+    while active:
+        todo = [(trajs[ti]["item"], trajs[ti]["response"][:trajs[ti]["ends"][i]]) for ti, i in active]
+        n = min(round_n, M - trajs[active[0][0]]["done"][active[0][1]])
+        succ = _rollout_round(generator, todo, n, cfg, template, seed=base_seed + 1 + rnd, st=st)
+        for (ti, i), s in zip(active, succ):
+            trajs[ti]["succ"][i] += s
+            trajs[ti]["done"][i] += n
+        st.rollouts += n * len(active)
+        rnd += 1
+        active = [(ti, i) for ti, i in active if trajs[ti]["done"][i] < M
+                  and not (cfg.adaptive and _prefix_settled(trajs[ti], i, cfg))]
+    records = []
+    for ti, t in enumerate(trajs):
+        chunks = parse_chunks(t["response"])
+        h = len(chunks)
+        q = [t["succ"][i] / t["done"][i] for i in range(h - 1)] + [1.0 if t["correct"] else 0.0]
+        n_used = t["done"] + [0]
+        tid = f"{t['item']['id']}/{t['sample']}"
+        for i in range(h):
+            records.append({
+                "problem_id": t["item"]["id"], "problem": t["item"]["problem"],
+                "traj_id": tid, "chunk_index": i, "n_chunks": h,
+                "history": chunks[:i], "chunk": chunks[i],
+                "q": q[i], "q_prev": q[i - 1] if i else t["q0"], "q0": t["q0"],
+                "n_rollouts": n_used[i], "is_final": i == h - 1,
+                "traj_correct": t["correct"],
+                **chunk_labels(q[i], q[i - 1] if i else t["q0"], cfg),
+            })
+    st.seconds = time.time() - t0
+    return records, st
+
+
+def _interval(t: dict, i: int, M: int, z: float = 0.0) -> tuple[float, float]:
+    """Range Q_i can still end in (exact for q0 and the final chunk). With ``z > 0`` the
+    remaining rollouts' success rate is bounded by a Wilson interval instead of [0, 1]."""
+    if i < 0:
+        return t["q0"], t["q0"]
+    if i >= len(t["succ"]):
+        v = 1.0 if t["correct"] else 0.0
+        return v, v
+    s, d = t["succ"][i], t["done"][i]
+    p_lo, p_hi = 0.0, 1.0
+    if z > 0 and d > 0:
+        p = s / d
+        den = 1 + z * z / d
+        c = (p + z * z / (2 * d)) / den
+        h = z * ((p * (1 - p) / d + z * z / (4 * d * d)) ** 0.5) / den
+        p_lo, p_hi = max(0.0, c - h), min(1.0, c + h)
+    return (s + (M - d) * p_lo) / M, (s + (M - d) * p_hi) / M
+
+
+def _prefix_settled(t: dict, i: int, cfg: LabelConfig) -> bool:
+    """Prefix i may stop when the labels of chunk i and chunk i+1 (both depend on Q_i) are
+    settled under ``cfg.adaptive_rule`` for every outcome of the remaining rollouts."""
+    M = cfg.m_rollouts
+    for j in (i, i + 1):
+        lo, hi = _interval(t, j, M, cfg.adaptive_z)
+        lp, hp = _interval(t, j - 1, M, cfg.adaptive_z)
+        if not label_settled(cfg.adaptive_rule, lo, hi, lp, hp, cfg.alpha, cfg.gamma, cfg.mu_n):
+            return False
+    return True
+
+
+# ----------------------------------------------------------------------------- driver
+
+def label_prompts(generator, items: list[dict], template: str, cfg: LabelConfig, out_dir: str | Path,
+                  model_id: str, progress: bool = True, stop_after: int | None = None) -> dict:
+    """Label all prompts shard by shard, resuming from valid shards in ``out_dir/shards``.
+
+    With ``cfg.n_kept`` > 0, ``items`` is a pool: shards are labelled in order until that many
+    prompts have passed the pre-filter (the paper's 40k are kept prompts, not drawn ones), and
+    the shards after it are never sampled. ``stop_after`` (tests) raises :class:`KeyboardInterrupt`
+    after that many newly written shards, as an interruption would. Returns ``{"records",
+    "stats", "resumed", "redone", "shards"}`` (``shards``: how many were used).
+    """
+    from tqdm.auto import tqdm
+
+    out = Path(out_dir) / "shards"
+    out.mkdir(parents=True, exist_ok=True)
+    for tmp in out.glob(".shard_*.tmp"):  # left by a process killed while writing
+        tmp.unlink()
+    h = cfg.digest(model_id)
+    shards = [items[i:i + cfg.shard_size] for i in range(0, len(items), cfg.shard_size)]
+    records, stats, resumed, redone, written = [], [], 0, [], 0
+    bar = tqdm(total=len(items), unit="prompt", desc="labelling", disable=not progress)
+    t_start, n_roll, n_pref = time.time(), 0, 0
+    for sid, shard in enumerate(shards):
+        path = out / f"shard_{sid:05d}.jsonl"
+        try:
+            recs, footer = read_shard(path, h)
+            if footer.get("prompt_ids") != [it["id"] for it in shard]:
+                raise ShardError(f"{path.name}: holds other prompts")
+            st = ShardStats(**footer["stats"])
+            recs = relabel(recs, cfg)  # the thresholds of this run, on the stored Q
+            resumed += 1
+        except (ShardError, TypeError) as e:  # TypeError: footer stats of another version
+            if path.exists():
+                moved = set_aside(path, str(e))
+                redone.append(f"{e} -> set aside as {moved.name}")
+            recs, st = label_shard(generator, shard, template, cfg, sid)
+            write_shard(path, recs, {"config": h, "shard": sid, "stats": asdict(st),
+                                     "prompt_ids": [it["id"] for it in shard]})
+            written += 1
+            n_roll += st.rollouts
+            n_pref += st.prefixes
+        records.extend(recs)
+        stats.append(st)
+        dt = max(time.time() - t_start, 1e-9)
+        bar.set_postfix(prefixes=sum(s.prefixes for s in stats), rollouts_per_s=f"{n_roll / dt:.0f}")
+        bar.update(len(shard))
+        if cfg.n_kept and sum(x.kept_prompts for x in stats) >= cfg.n_kept:
+            break  # enough prompts kept: the rest of the pool is never sampled
+        if stop_after is not None and written >= stop_after and sid + 1 < len(shards):
+            bar.close()
+            raise KeyboardInterrupt(f"stopped after {written} new shard(s) (test hook)")
+    bar.close()
+    if cfg.n_kept and sum(x.kept_prompts for x in stats) < cfg.n_kept:
+        print(f"[labelling] {sum(x.kept_prompts for x in stats)} prompts kept of the {cfg.n_kept} wanted (N_KEPT): the "
+              f"pool of {len(items)} prompts (N_PROMPTS) ran out; raise N_PROMPTS")
+    total = ShardStats(**{k: sum(getattr(s, k) for s in stats) for k in
+                          ("prompts", "kept_prompts", "trajectories", "prefixes", "rollouts",
+                           "rollouts_full", "seconds", "prefilter_seconds", "truncated_rollouts",
+                           "skipped_rollouts", "prefilter_samples", "prefilter_boxed", "prefilter_correct",
+                           "prefilter_chunk_tags", "prefilter_chunk_format", "prefilter_truncated")})
+    return {"records": records, "stats": asdict(total), "resumed": resumed, "redone": redone, "shards": len(stats)}
+
+
+def prefilter_rates(stats: dict) -> dict:
+    """The pre-filter samples' :func:`stepwiser_lib.method.sampling.output_rates` from labelling stats
+    (shards written before these counts were kept report ``n`` 0)."""
+    n = stats.get("prefilter_samples", 0)
+    pct = lambda k: round(100 * stats.get(k, 0) / n, 1) if n else None  # noqa: E731
+    return {"n": n, "boxed": pct("prefilter_boxed"), "correct": pct("prefilter_correct"), "chunk_tags": pct("prefilter_chunk_tags"),
+            "chunk_format": pct("prefilter_chunk_format"), "truncated": pct("prefilter_truncated")}
+
+
+def label_summary(records: list[dict]) -> dict:
+    """Positive rates (%) of the three rules over all chunks, and basic counts."""
+    n = len(records)
+    if not n:
+        return {"chunks": 0}
+    return {"chunks": n, "trajectories": len({r["traj_id"] for r in records}),
+            "problems": len({r["problem_id"] for r in records}),
+            **{f"positive_{r}": round(100 * sum(x[f"label_{r}"] for x in records) / n, 2) for r in RULES},
+            "mean_q": round(sum(x["q"] for x in records) / n, 4)}
+
+
+def main(argv: list[str] | None = None, profiles_dir: str | Path | None = None) -> int:
+    """Run the labelling of notebook 02 outside a kernel, with a profile's parameters. The whole
+    profile is checked first, as the runner does (a bad value: exit 2, before any model loads)."""
+    import sys
+
+    from ..core import paths, prompts
+    from . import tasks
+    from ..core.config import ConfigError, notebook_parameters
+    from ..tools.runner import list_notebooks, plan
+
+    ap = argparse.ArgumentParser(description="Monte-Carlo rollout labelling (notebook 02)")
+    ap.add_argument("--profile", default="tiny")
+    ap.add_argument("--out", default=None, help="output folder (default: the notebook's artifact folder)")
+    a = ap.parse_args(argv)
+    nb = paths.NOTEBOOKS_DIR / "02_rollout_labelling.ipynb"
+    try:
+        p = {k: v.default for k, v in notebook_parameters(nb).items()}
+        p.update(plan(a.profile, list_notebooks(only=["02"]), **({"profiles_dir": Path(profiles_dir)}
+                                                                if profiles_dir else {}))[nb.stem])
+        cfg = label_config_from_params(p)
+        policy = resolve_policy(p, a.profile)
+    except (ConfigError, FileNotFoundError) as e:
+        print(f"[labelling] configuration error: {e}", file=sys.stderr)
+        return 2
+    from ..engines.models import engine_settings, make_generator, set_threads
+
+    set_threads()
+    gen = make_generator(policy, backend=p["BACKEND"], batch_size=p["GEN_BATCH"], **engine_settings(p))
+    items = tasks.load_problems(p["TASK"], "label", p["N_PROMPTS"], seed=p["SEED"],
+                                **tasks.file_kw(p["DATA_FILES"], p["TASK"]))
+    out = Path(a.out or paths.artifacts(a.profile, nb.stem))
+    try:
+        res = label_prompts(gen, items, prompts.get(p["PROMPT_FAMILY"], "chunk_policy"), cfg, out, policy)
+    except KeyboardInterrupt:
+        print(f"[labelling] interrupted; the finished shards are in {out / 'shards'} and the next run resumes "
+              "from them", file=sys.stderr)
+        return 130
+    io.write_jsonl(out / "labels.jsonl", res["records"])
+    print(json.dumps({**res["stats"], **label_summary(res["records"]), "resumed_shards": res["resumed"],
+                      "redone_shards": res["redone"], "labels": str(out / "labels.jsonl")}, indent=1))
+    return 0
+
+
+def label_config_from_params(p: dict) -> LabelConfig:
+    return LabelConfig(n_prefilter=p["N_PREFILTER"], m_rollouts=p["M_ROLLOUTS"],
+                       temperature=p["TEMPERATURE"], max_new_tokens=p["MAX_NEW_TOKENS"],
+                       traj_per_prompt=p["TRAJ_PER_PROMPT"], alpha=p["ALPHA"], gamma=p["GAMMA"],
+                       mu_n=p["MU_N"], adaptive=p["ADAPTIVE"], adaptive_rule=p["ADAPTIVE_RULE"],
+                       adaptive_round=p["ADAPTIVE_ROUND"], adaptive_z=p["ADAPTIVE_Z"],
+                       shard_size=p["SHARD_SIZE"], n_kept=p["N_KEPT"], seed=p["SEED"],
+                       reference_trajectories=p["REFERENCE_TRAJECTORIES"])
+
+
+def resolve_policy(p: dict, profile: str) -> str:
+    """The chunk policy: notebook 01's artifact unless POLICY_MODEL names another model."""
+    from ..core import paths
+
+    if p["POLICY_MODEL"] != "artifact":
+        return paths.resolve_model(p["POLICY_MODEL"])
+    d = paths.chunk_policy(profile)
+    if not paths.model_complete(d):
+        what = "an incomplete chunk policy (config or weights missing)" if d.exists() else "no chunk policy"
+        raise FileNotFoundError(f"{what} at {d}: run notebook 01 at profile {profile!r} "
+                                f"first (make reproduce PROFILE={profile})")
+    return str(d)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,702 @@
+"""Stage 5: ProcessBench (Zheng et al. 2024, arXiv 2412.06559), notebook 05 (notes §8).
+
+* :func:`load_split` reads the HF dataset ``Qwen/ProcessBench`` (four splits) or a local folder of
+  ``{gsm8k,math,olympiadbench,omnimath}.jsonl`` (``STEPWISER_PROCESSBENCH_DIR``), validating every
+  record with an error that names split, line and field, and warning when the error/correct
+  counts differ from the paper's.
+* :func:`score` is the official metric: exact match of the first-error index, accuracy on
+  erroneous (label != -1) and on correct (label == -1) samples, and their harmonic mean ("F1").
+  The benchmark score is the plain mean of the four split F1s (:func:`average_f1`).
+* :func:`judge_solutions` runs a stepwise judge with the first-error protocol (notes §4.7, §8.3);
+  :func:`best_threshold` is ProcessBench's rule for scalar-score PRMs.
+* :func:`build_toy` / :func:`load_toy`: toy-ProcessBench, the same schema on toy problems with exact
+  first-error labels (``make toy-processbench``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+from pathlib import Path
+
+from ..core.io import RecordError, iter_jsonl
+from ..core.verdicts import RULE_VERSION, describe, informative, mask, tally, uninformative_comparison
+
+SPLITS = ("gsm8k", "math", "olympiadbench", "omnimath")
+#: (error, correct) counts per split, ProcessBench paper Table 1 / notes §8.1.
+EXPECTED_COUNTS = {"gsm8k": (207, 193), "math": (594, 406), "olympiadbench": (661, 339),
+                   "omnimath": (759, 241)}
+HF_DATASET = "Qwen/ProcessBench"
+#: The hub revision users should pin (notes §8.1: main later changed math.json, "fix annotation").
+HF_REVISION = "main"
+FIELDS = {"id": str, "generator": str, "problem": str, "steps": list, "final_answer_correct": bool,
+          "label": int}
+
+
+class ProcessBenchError(ValueError):
+    pass
+
+
+def validate_record(rec, split: str, line: int) -> dict:
+    where = f"ProcessBench {split}, line {line}"
+    if not isinstance(rec, dict):
+        raise ProcessBenchError(f"{where}: expected a JSON object")
+    for k, t in FIELDS.items():
+        if k not in rec:
+            raise ProcessBenchError(f"{where}: missing field {k!r}")
+        v = rec[k]
+        if not isinstance(v, t) or (t is int and isinstance(v, bool)):
+            raise ProcessBenchError(f"{where}: field {k!r} should be {t.__name__}, got {type(v).__name__}")
+    if not rec["steps"] or not all(isinstance(s, str) for s in rec["steps"]):
+        raise ProcessBenchError(f"{where}: field 'steps' must be a non-empty list of strings")
+    blank = [i for i, s in enumerate(rec["steps"]) if not s.strip()]
+    if blank:  # a judge would be asked about nothing; the real data has none
+        raise ProcessBenchError(f"{where}: step(s) {blank} are blank")
+    if rec["label"] == -1 and rec.get("final_answer_correct") is False:
+        raise ProcessBenchError(f"{where}: label -1 (no erroneous step) but final_answer_correct is false")
+    if not -1 <= rec["label"] <= len(rec["steps"]) - 1:
+        raise ProcessBenchError(f"{where}: field 'label' = {rec['label']} is outside -1..{len(rec['steps']) - 1}")
+    return rec
+
+
+def check_counts(split: str, records: list[dict]) -> tuple[int, int]:
+    err = sum(r["label"] != -1 for r in records)
+    cor = len(records) - err
+    exp = EXPECTED_COUNTS.get(split)
+    if exp and (err, cor) != exp:
+        warnings.warn(f"ProcessBench {split}: {err} erroneous / {cor} correct samples, the paper "
+                      f"has {exp[0]} / {exp[1]} (another data version?)", stacklevel=2)
+    return err, cor
+
+
+def load_split(split: str, local_dir: str | None = None, fix_math_688: bool = False,
+               revision: str = HF_REVISION) -> list[dict]:
+    """Records of one split, validated. ``local_dir`` (or ``STEPWISER_PROCESSBENCH_DIR``) points
+    to the JSONL files; otherwise the HF hub dataset is used. ``fix_math_688`` applies the
+    correction reported in QwenLM/ProcessBench#9 (label 2 -> 0; the counts do not change)."""
+    if split not in SPLITS:
+        raise ProcessBenchError(f"unknown ProcessBench split {split!r}; valid: {', '.join(SPLITS)}")
+    local_dir = local_dir or os.environ.get("STEPWISER_PROCESSBENCH_DIR") or None
+    recs = []
+    if local_dir:
+        path = Path(local_dir) / f"{split}.jsonl"
+        if not path.exists():
+            raise FileNotFoundError(f"{path} not found (STEPWISER_PROCESSBENCH_DIR={local_dir})")
+        try:
+            recs = [validate_record(rec, split, n) for n, rec in iter_jsonl(path, f"ProcessBench {split}")]
+        except RecordError as e:
+            raise ProcessBenchError(str(e)) from None
+    else:  # pragma: no cover - needs the hub
+        from datasets import load_dataset
+
+        ds = load_dataset(HF_DATASET, split=split, revision=revision)
+        recs = [validate_record(dict(r), split, i + 1) for i, r in enumerate(ds)]
+    seen: dict[str, int] = {}
+    for i, r in enumerate(recs, 1):
+        if r["id"] in seen:
+            raise ProcessBenchError(f"ProcessBench {split}: id {r['id']!r} appears twice (records {seen[r['id']]} and {i})")
+        seen[r["id"]] = i
+    if fix_math_688:
+        for r in recs:
+            if r["id"] == "math-688":
+                r["label"] = 0
+    check_counts(split, recs)
+    return recs
+
+
+def first_error_index(verdicts: list) -> int | None:
+    """Prediction of a stepwise judge: index of the first step judged Negative (False or
+    "Negative"), -1 when every step is Positive, and None when a step before any Negative got no
+    verdict (:data:`stepwiser_lib.core.verdicts.RULE`: the solution has no prediction, which matches
+    neither an error index nor -1, as ProcessBench scores an unparsable critic)."""
+    for i, v in enumerate(verdicts):
+        if v is None:
+            return None
+        if v is False or v == "Negative":
+            return i
+    return -1
+
+
+def score(labels: list[int], predictions: list[int | None]) -> dict:
+    """Official ProcessBench metric, in percent: a sample matches only if prediction == label;
+    ``error_acc`` over label != -1, ``correct_acc`` over label == -1, ``f1`` their harmonic mean
+    (0 when both are 0). None (unparseable) never matches; an empty group scores 0."""
+    if len(labels) != len(predictions):
+        raise ValueError("labels and predictions differ in length")
+    if not labels:
+        raise ValueError("ProcessBench score of no samples is undefined")
+    err = [p == y for y, p in zip(labels, predictions) if y != -1]
+    cor = [p == y for y, p in zip(labels, predictions) if y == -1]
+    ea = 100.0 * sum(err) / len(err) if err else 0.0
+    ca = 100.0 * sum(cor) / len(cor) if cor else 0.0
+    f1 = 2 * ea * ca / (ea + ca) if ea + ca > 0 else 0.0
+    return {"error_acc": ea, "correct_acc": ca, "f1": f1, "n_error": len(err), "n_correct": len(cor)}
+
+
+def average_f1(per_split: dict[str, dict]) -> float:
+    """The benchmark score: plain (unweighted) mean of the split F1s (notes §8.2)."""
+    return sum(s["f1"] for s in per_split.values()) / len(per_split)
+
+
+def subset(records: list[dict], n: int) -> list[dict]:
+    """At most ``n`` records with the error/correct proportion kept as close to 50/50 as the
+    data allow: the first ``n // 2`` of each group in file order (deterministic). The metric is
+    per-group accuracy, so sub-sampling within groups leaves it unbiased. ``n = 0``: all."""
+    if not n or n >= len(records):
+        return list(records)
+    err = [r for r in records if r["label"] != -1]
+    cor = [r for r in records if r["label"] == -1]
+    k_cor = min(len(cor), n // 2)
+    k_err = min(len(err), n - k_cor)
+    keep = {id(r) for r in err[:k_err] + cor[:k_cor]}
+    return [r for r in records if id(r) in keep]
+
+
+# ----------------------------------------------------------------------------- protocol
+
+def threshold_predictions(step_scores: list[list[float]], threshold: float,
+                          silent: list[list[bool]] | None = None) -> list[int | None]:
+    """Scalar-score PRM protocol: a step scoring below ``threshold`` is predicted wrong; the
+    prediction is the first such step, else -1 (notes §8.3). ``silent`` marks steps none of whose
+    samples gave a parsable verdict (score 0 only because nothing parsed): reached before any
+    flagged step, such a step leaves the solution without a prediction (None), as in the verdict
+    protocol (:func:`first_error_index`, :data:`stepwiser_lib.core.verdicts.RULE`)."""
+    out = []
+    for n, ss in enumerate(step_scores):
+        first = next((i for i, s in enumerate(ss) if s < threshold), -1)
+        quiet = next((i for i, q in enumerate(silent[n]) if q), None) if silent else None
+        out.append(None if quiet is not None and (first == -1 or quiet <= first) else first)
+    return out
+
+
+def best_threshold(labels: list[int], step_scores: list[list[float]],
+                   candidates: list[float] | None = None, silent: list[list[bool]] | None = None) -> tuple[float, float]:
+    """``(threshold, f1)`` with the highest F1 on one split (ProcessBench's rule: chosen on
+    GSM8K, then applied to every split). Ties go to the smallest threshold."""
+    if candidates is None:
+        vals = sorted({round(s, 6) for ss in step_scores for s in ss})
+        candidates = [0.0] + [v + 1e-6 for v in vals]
+    best = (0.5, -1.0)
+    for t in candidates:
+        f = score(labels, threshold_predictions(step_scores, t, silent))["f1"]
+        if f > best[1] + 1e-12:
+            best = (t, f)
+    return best
+
+
+def judge_solutions(judge, records: list[dict], stop_at_first_negative: bool = True, k: int = 1,
+                    seed: int = 0, progress: bool = True, stop_at_zero_score: bool = False,
+                    temperature: float | None = None) -> list[dict]:
+    """Run a stepwise judge over ProcessBench-style records (notes §4.7, §8.3).
+
+    Step ``i`` is judged with history ``steps[:i]``. Solutions advance together, one step index
+    per round, so every round is one batched judge call. With ``stop_at_first_negative`` a
+    solution stops at its first Negative, or at its first step without a parsable verdict
+    (:func:`first_error_index`: its prediction cannot change after either). With
+    ``stop_at_zero_score`` (for a score thresholded afterwards, :func:`thresholded`) a solution
+    stops after a step whose score is 0, the lowest there is: every threshold that flags any step
+    flags that one, so what follows it cannot change a thresholded prediction (at Maj@4 on
+    toy-full this skips about a quarter of the steps). ``temperature``: of the ``k`` samples
+    (None: the judge's default, greedy for one and 1.0 for more). Returns, per record:
+    ``prediction`` (:func:`first_error_index`: first Negative, else -1, None after a step without a
+    verdict), ``verdicts``, ``scores``, ``analyses`` and ``n_unparsed`` of the judged steps.
+    """
+    from tqdm.auto import tqdm
+
+    out = [{"prediction": -1, "verdicts": [], "scores": [], "analyses": [], "n_unparsed": []} for _ in records]
+    active = list(range(len(records)))
+    depth = max((len(r["steps"]) for r in records), default=0)
+    bar = tqdm(total=sum(len(r["steps"]) for r in records), desc="judging steps", disable=not progress)
+    for i in range(depth):
+        todo = [j for j in active if i < len(records[j]["steps"])]
+        if not todo:
+            break
+        res = judge.judge([(records[j]["problem"], records[j]["steps"][:i], records[j]["steps"][i])
+                           for j in todo], k=k, seed=seed + i,
+                          **({"temperature": temperature} if temperature is not None else {}))
+        for j, r in zip(todo, res):
+            o = out[j]
+            o["verdicts"].append(r["verdict"])
+            o["scores"].append(r["score"])
+            o["analyses"].append(r["analysis"])
+            o["n_unparsed"].append(int(r.get("n_unparsed", 0)))
+        bar.update(len(todo))
+        if stop_at_first_negative or stop_at_zero_score:
+            neg = {j for j, r in zip(todo, res) if (stop_at_first_negative and r["verdict"] in ("Negative", None))
+                   or (stop_at_zero_score and r["score"] == 0)}
+            bar.update(sum(len(records[j]["steps"]) - i - 1 for j in neg))
+            active = [j for j in active if j not in neg]
+    bar.close()
+    for o in out:
+        o["prediction"] = first_error_index(o["verdicts"])
+    return out
+
+
+def error_kinds(labels: list[int], predictions: list[int | None]) -> dict[str, int]:
+    """Where a judge errs: exact, too early, too late, missed (error predicted -1), false alarm
+    (a correct solution flagged), no verdict (a step before any Negative did not parse: no
+    prediction, :func:`first_error_index`)."""
+    c = {"exact": 0, "too_early": 0, "too_late": 0, "missed": 0, "false_alarm": 0, "no_verdict": 0}
+    for y, p in zip(labels, predictions):
+        if p is None:
+            c["no_verdict"] += 1
+        elif p == y:
+            c["exact"] += 1
+        elif y == -1:
+            c["false_alarm"] += 1
+        elif p == -1:
+            c["missed"] += 1
+        else:
+            c["too_early" if p < y else "too_late"] += 1
+    return c
+
+
+# ----------------------------------------------------------------------------- toy-ProcessBench
+
+#: Four toy splits of rising difficulty (longer chains, more distractors), standing in for
+#: GSM8K, MATH, OlympiadBench and Omni-MATH. [not in paper]
+TOY_SPLITS = {"toy_2step": ((2, 2), (0, 1)), "toy_3step": ((3, 3), (0, 2)),
+              "toy_4step": ((4, 4), (1, 2)), "toy_5step": ((5, 5), (0, 1))}
+TOY_DIR_DEFAULT = "data/toy_processbench"
+
+
+MAX_ROUNDS = 4  # sampling rounds of build_toy per split before it settles for fewer solutions
+
+
+def _take_both(cor: list, err: list, need: int) -> tuple[list[dict], list[dict]]:
+    """Up to ``need`` correct and ``need`` erroneous solutions (``(order key, record)`` pairs, taken
+    in key order), one per problem across both kinds; the correct ones, rarer on long chains,
+    pick their problems first."""
+    seen: set[str] = set()
+
+    def take(xs):
+        keep = []
+        for _, r in sorted(xs, key=lambda x: x[0]):
+            if r["problem"] not in seen and len(keep) < need:
+                seen.add(r["problem"])
+                keep.append(r)
+        return keep
+    c = take(cor)
+    return c, take(err)
+
+
+def build_toy(out_dir: str = TOY_DIR_DEFAULT, model_dir: str | None = None, per_split: int = 200,
+              temperatures: tuple[float, ...] = (0.7, 1.0, 1.3), seed: int = 0,
+              batch_size: int = 128) -> dict:
+    """Build toy-ProcessBench: the ProcessBench schema on toy problems from the disjoint
+    ``processbench`` problem split, solutions sampled from the toy base model at several
+    temperatures (the "generators"), steps = paragraphs, label = the exact first wrong step
+    (:func:`toyworld.first_error`). Each split holds ``per_split`` solutions, half erroneous and
+    half correct, interleaved so that any prefix stays balanced. Writes ``<split>.jsonl`` and
+    ``manifest.json``."""
+    import hashlib
+    import json
+    import time
+
+    from ..core import prompts
+    from ..toy import toyworld
+    from ..core.io import write_jsonl, write_result
+    from ..engines.models import HFGenerator, load_model, set_threads
+    from ..core.paths import TOY_BASE_DIR
+
+    set_threads()
+    t0 = time.time()
+    model_dir = model_dir or str(TOY_BASE_DIR)
+    model, tok = load_model(model_dir)
+    gen = HFGenerator(model, tok, batch_size=batch_size)
+    out = Path(out_dir)
+    manifest = {"what": "toy-ProcessBench: ProcessBench schema, toy problems, exact first-error labels",
+                "command": "make toy-processbench", "seed": seed, "model": model_dir,
+                "model_sha256": json.loads((Path(model_dir) / "manifest.json").read_text())["files"].get(
+                    "model.safetensors") if (Path(model_dir) / "manifest.json").exists() else None,
+                "temperatures": list(temperatures), "splits": {}}
+    for si, (split, (steps, distractors)) in enumerate(TOY_SPLITS.items()):
+        need = per_split // 2
+        err, cor = [], []
+        # Rounds of 1.5 problems per wanted solution and one sample per temperature, until both kinds
+        # suffice: a strong base errs rarely on short chains, so a round may not find enough errors.
+        # A later round's problems sort after the earlier rounds', so it only tops the split up.
+        for rnd in range(MAX_ROUNDS):
+            n_probs = 3 * per_split // 2
+            probs = toyworld.generate_problems("processbench", n_probs, seed=seed + si + 100 * rnd,
+                                               steps=steps, distractors=distractors)
+            ps = [prompts.TOY_BASE_POLICY.format(problem=p.text) for p in probs]
+            for ti, t in enumerate(temperatures):
+                outs = gen.generate(ps, n=1, temperature=t, max_new_tokens=200,
+                                    seed=seed + 1000 * si + 10 * ti + 100_000 * rnd)
+                for pi, (p, o) in enumerate(zip(probs, outs)):
+                    c = o[0]
+                    steps_ = toyworld.split_paragraphs(c.text)
+                    if not c.finished or not steps_ or toyworld.last_boxed(c.text) is None:
+                        continue  # ProcessBench solutions are complete
+                    lab = toyworld.first_error(p, steps_)
+                    rec = {"id": "", "generator": f"toy_base@T{t}", "problem": p.text, "steps": steps_,
+                           "final_answer_correct": toyworld.is_correct(p, c.text), "label": lab}
+                    # problem i prefers generator i mod 3, so the generators take turns
+                    (cor if lab == -1 else err).append(((rnd, pi, (ti - pi) % len(temperatures)), rec))
+            c, e = _take_both(cor, err, need)
+            if len(c) >= need and len(e) >= need:
+                break
+        if len(e) < need or len(c) < need:
+            warnings.warn(f"toy-ProcessBench {split}: only {len(e)} erroneous / {len(c)} correct "
+                          f"solutions (wanted {need} each)", stacklevel=2)
+        recs = [x for pair in zip(e, c) for x in pair] + e[len(c):] + c[len(e):]
+        for i, r in enumerate(recs):
+            r["id"] = f"{split}-{i}"
+            validate_record(r, split, i + 1)
+        write_jsonl(out / f"{split}.jsonl", recs)
+        manifest["splits"][split] = {
+            "chain_steps": list(steps), "distractors": list(distractors), "rounds": rnd + 1, "n": len(recs),
+            "error": sum(r["label"] != -1 for r in recs), "correct": sum(r["label"] == -1 for r in recs),
+            "final_answer_correct": sum(r["final_answer_correct"] for r in recs),
+            "mean_steps": round(sum(len(r["steps"]) for r in recs) / max(1, len(recs)), 2),
+            "sha256": hashlib.sha256((out / f"{split}.jsonl").read_bytes()).hexdigest()}
+        print(f"{split}: {manifest['splits'][split]}", flush=True)
+    manifest["seconds"] = round(time.time() - t0, 1)
+    write_result(out / "manifest.json", manifest)
+    return manifest
+
+
+def load_toy(split: str, toy_dir: str | None = None) -> list[dict]:
+    """A toy-ProcessBench split, validated like the real one."""
+    from ..core.paths import ROOT
+
+    if split not in TOY_SPLITS:
+        raise ProcessBenchError(f"unknown toy-ProcessBench split {split!r}; valid: {', '.join(TOY_SPLITS)}")
+    d = Path(toy_dir) if toy_dir else ROOT / TOY_DIR_DEFAULT
+    path = d / f"{split}.jsonl"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found: build it with `make toy-processbench`")
+    try:
+        return [validate_record(rec, split, n) for n, rec in iter_jsonl(path, f"toy-ProcessBench {split}")]
+    except RecordError as e:
+        raise ProcessBenchError(str(e)) from None
+
+
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+    import json
+
+    ap = argparse.ArgumentParser(description="ProcessBench tools")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build-toy", help="build toy-ProcessBench from the toy base model")
+    b.add_argument("--out", default=TOY_DIR_DEFAULT)
+    b.add_argument("--per-split", type=int, default=200)
+    b.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args(argv)
+    if a.cmd == "build-toy":
+        print(json.dumps(build_toy(a.out, per_split=a.per_split, seed=a.seed), indent=2))
+
+
+if __name__ == "__main__":
+    main()
+
+
+def prediction_records(judge: str, bench: dict[str, list[dict]], predictions: dict[str, list[int]]) -> list[dict]:
+    """One record per solution (``results/<profile>/processbench_predictions.jsonl``): ``judge``,
+    ``split``, ``id``, ``label`` (the true first-error step, -1 for a correct solution) and
+    ``prediction`` (the judge's first Negative step, -1 for none, null when a step before any
+    Negative got no parsable verdict: :func:`first_error_index`), so every F1 can be recomputed."""
+    out = []
+    for split, recs in bench.items():
+        if len(predictions[split]) != len(recs):
+            raise ValueError(f"{judge}: {len(predictions[split])} predictions for {len(recs)} {split} solutions")
+        out += [{"judge": judge, "split": split, "id": r["id"], "label": r["label"],
+                 "prediction": None if p is None else int(p)} for r, p in zip(recs, predictions[split])]
+    return out
+
+
+def compare_avg_f1(labels: dict[str, list[int]], a: dict[str, list[int]], b: dict[str, list[int]],
+                   n_boot: int = 2000, seed: int = 0) -> dict:
+    """Two judges' :func:`average_f1` on the same solutions, paired: the difference a - b (points)
+    with its 95% interval and p-value, both judges scored on each replicate of solutions resampled
+    within every split and its erroneous and correct groups (as :func:`average_f1_ci`).
+    ``verdict``: ``a higher`` / ``b higher`` when the interval excludes zero, else ``within noise``.
+    [not in paper]"""
+    from ..evals.stats import stratified_difference
+
+    splits = list(labels)
+    items = [(s, y, pa, pb) for s in splits for y, pa, pb in zip(labels[s], a[s], b[s], strict=True)]
+
+    def stat(which):
+        def f(idx):
+            by = {s: ([], []) for s in splits}
+            for i in idx:
+                by[items[i][0]][0].append(items[i][1])
+                by[items[i][0]][1].append(items[i][which])
+            return average_f1({s: score(*by[s]) for s in splits})
+        return f
+    r = stratified_difference(stat(2), stat(3), [(s, y == -1) for s, y, _, _ in items], n_boot, seed)
+    low, high = round(r["low"], 2), round(r["high"], 2)
+    return {"diff": round(r["diff"], 2), "low": low, "high": high, "p_bootstrap": float(f"{r['p']:.3g}"),
+            "test": f"paired bootstrap by solution within split and group ({len(items)} solutions)",
+            "verdict": "a higher" if low > 0 else "b higher" if high < 0 else "within noise"}
+
+
+def average_f1_ci(labels: dict[str, list[int]], predictions: dict[str, list[int]], n_boot: int = 2000,
+                  seed: int = 0) -> dict:
+    """:func:`average_f1` with a 95% interval: solutions resampled within each split and within
+    its erroneous and its correct group, whose sizes the metric is built on
+    (:func:`stepwiser_lib.evals.stats.stratified_bootstrap`). [not in paper: ProcessBench reports none]"""
+    from ..evals.stats import stratified_bootstrap
+
+    splits = list(labels)
+    items = [(s, y, p) for s in splits for y, p in zip(labels[s], predictions[s], strict=True)]
+
+    def stat(idx):
+        by = {s: ([], []) for s in splits}
+        for i in idx:
+            s, y, p = items[i]
+            by[s][0].append(y)
+            by[s][1].append(p)
+        return average_f1({s: score(*by[s]) for s in splits})
+
+    est, lo, hi = stratified_bootstrap(stat, [(s, y == -1) for s, y, _ in items], n_boot, seed)
+    return {"avg_f1": round(est, 2), "low": round(lo, 2), "high": round(hi, 2)}
+
+
+# ----------------------------------------------------------------------------- notebook 05's driver
+
+def load_bench(kind: str, toy_dir, local_dir: str | None = None, fix_math_688: bool = False,
+               limit: int = 0) -> dict[str, list[dict]]:
+    """Notebook 05's benchmark, split -> solutions: toy-ProcessBench (``kind`` "toy", from
+    ``toy_dir``) or the real ProcessBench ("real", :func:`load_split`), each split cut to ``limit``
+    solutions with its groups balanced (:func:`subset`; 0 keeps all)."""
+    if kind == "toy":
+        bench = {s: load_toy(s, toy_dir) for s in TOY_SPLITS}
+    elif kind == "real":
+        bench = {s: load_split(s, local_dir, fix_math_688) for s in SPLITS}
+    else:
+        raise ValueError(f"BENCH must be toy or real, not {kind!r}")
+    return {s: subset(r, limit) for s, r in bench.items()}
+
+
+def bench_summary(bench: dict[str, list[dict]]) -> dict:
+    """Per split: solutions, how many are erroneous, and the mean number of steps."""
+    return {s: {"solutions": len(r), "erroneous": sum(x["label"] != -1 for x in r),
+                "mean steps": round(sum(len(x["steps"]) for x in r) / len(r), 2)} for s, r in bench.items()}
+
+
+def run_judges(judges: list[dict], bench: dict[str, list[dict]], art, load, *, bench_kind: str,
+               stop_at_first_negative: bool, maj_k: int, maj_temperature: float, max_completion: int,
+               maj_k_score: int, maj_k_score_judges: list[str], seed: int) -> dict:
+    """Notebook 05, section 2: every judge of the registry on every split (:func:`judge_solutions`),
+    each run cached in ``art/<slug>.json``; ``load``: registry entry -> a judge.
+
+    A generative judge gives its first Negative (Maj@``maj_k`` verdicts; stops at the first
+    Negative when ``stop_at_first_negative``). A discriminative judge is also run on every step and
+    its score thresholded (:func:`thresholded`, ProcessBench's rule for scalar PRMs), as is the
+    Maj@``maj_k_score`` score of each generative judge in ``maj_k_score_judges``. Returns
+    ``results`` (row -> split -> :func:`score`), ``outputs`` (judge -> split -> judged
+    solutions), ``cis`` (row -> average F1 with its 95% interval), ``records`` (one per row and
+    solution, :func:`prediction_records`), ``first_error`` (judge -> split -> the predictions its
+    paired orderings use: the thresholded ones for a scalar score) and ``seconds`` per judge."""
+    from ..core import io
+    from ..engines import models
+    from .judge import variant_slug
+
+
+    labels = {s: [r["label"] for r in rs] for s, rs in bench.items()}
+    out = {"results": {}, "outputs": {}, "cis": {}, "records": [], "first_error": {}, "seconds": {}, "tallies": {}}
+
+    def add_row(row, preds):
+        out["results"][row] = {s: score(labels[s], preds[s]) for s in bench}
+        out["records"].extend(prediction_records(row, bench, preds))
+        out["cis"][row] = average_f1_ci(labels, preds)
+
+    def run(e, k, stop, stop_at_zero=False):
+        j = load(e)
+        t = time.time()
+        outs = {s: judge_solutions(j, rs, stop_at_first_negative=stop, k=k, seed=seed, stop_at_zero_score=stop_at_zero,
+                                   temperature=maj_temperature if k > 1 else None, progress=False)
+                for s, rs in bench.items()}
+        models.release(j)
+        return {"outputs": outs, "seconds": round(time.time() - t, 1)}
+
+    def threshold(name, outs, k=1):
+        silent = {s: [[n >= k for n in o.get("n_unparsed", [])] for o in outs[s]] for s in bench}  # no sample parsed
+        t, thr = thresholded(labels, {s: [o["scores"] for o in outs[s]] for s in bench}, silent)
+        out["first_error"][name] = thr  # a scalar score enters the orderings at its threshold (ProcessBench's rule)
+        row = f"{name} (threshold {t:.2f})"
+        add_row(row, thr)
+        out["tallies"][name] = out["tallies"][row] = judged_tally(outs, k)
+
+    for e in judges:
+        key = io.digest(e, bench_kind, {s: [r["id"] for r in rs] for s, rs in bench.items()}, stop_at_first_negative,
+                        maj_k, maj_temperature, max_completion, seed, RULE_VERSION)
+        disc = e["style"] == "disc"
+        # a scalar-score judge is run on every step, so any threshold can be applied afterwards
+        rec = io.cached_json(art / f"{variant_slug(e['name'])}.json", key,
+                             lambda: run(e, 1 if disc else maj_k, stop_at_first_negative and not disc))
+        out["outputs"][e["name"]], out["seconds"][e["name"]] = rec["outputs"], rec["seconds"]
+        preds = {s: [o["prediction"] for o in rec["outputs"][s]] for s in bench}
+        out["first_error"][e["name"]] = preds
+        add_row(e["name"], preds)
+        t = out["tallies"][e["name"]] = judged_tally(rec["outputs"], 1 if disc else maj_k)
+        if disc:
+            threshold(e["name"], rec["outputs"])
+        elif e["name"] in maj_k_score_judges:  # a generative judge's Maj@k score, thresholded the same way
+            key_k = io.digest(key, "maj_k_score", maj_k_score, "stop_at_zero_score")
+            rec_k = io.cached_json(art / f"{variant_slug(e['name'])}__maj{maj_k_score}.json", key_k,
+                                   lambda: run(e, maj_k_score, False, stop_at_zero=True))  # a 0 flags at every threshold
+            threshold(f"{e['name']} Maj@{maj_k_score} score", rec_k["outputs"], maj_k_score)
+        print(f"{e['name']:34s} avg F1 {average_f1(out['results'][e['name']]):5.1f}   ({rec['seconds']} s; {describe(t)})")
+    return out
+
+
+def judged_tally(outputs: dict[str, list[dict]], k: int) -> dict:
+    """:func:`stepwiser_lib.core.verdicts.tally` of one judge's run over every split: each judged step
+    of :func:`judge_solutions`' outputs (``k`` samples each; a cached run from before the unparsed
+    counts were kept counts its verdict-less steps)."""
+
+    steps = [{"verdict": v, **({"n_unparsed": n[i]} if i < len(n) else {})}
+             for outs in outputs.values() for o in outs
+             for i, v, n in ((i, v, o.get("n_unparsed", [])) for i, v in enumerate(o["verdicts"]))]
+    return tally(steps, k)
+
+
+def orderings(labels: dict[str, list[int]], first_error: dict, tallies: dict) -> list[dict]:
+    """The paper's judge orderings (Tables 5 and 6, :func:`stepwiser_lib.evals.claims.judge_orderings`)
+    asked of the judges this run has, paired on the same solutions (:func:`compare_avg_f1`); one
+    whose judge gave no parsable verdict is :data:`~stepwiser_lib.core.verdicts.UNINFORMATIVE`."""
+    from ..evals.claims import judge_orderings
+
+    out = []
+    for claim, a, b in judge_orderings(list(first_error)):
+        silent = [n for n in (a, b) if not informative(tallies.get(n))]
+        base = {"claim": claim, "a": a, "b": b}
+        out.append(uninformative_comparison(base, f"not compared: {', '.join(silent)} gave no parsable verdict")
+                   if silent else {**base, **compare_avg_f1(labels, first_error[a], first_error[b])})
+    return out
+
+
+def error_kinds_by_judge(outputs: dict, bench: dict[str, list[dict]]) -> dict[str, dict[str, int]]:
+    """:func:`error_kinds` of each judge's first-Negative predictions, over all splits."""
+    labels = [r["label"] for s in bench for r in bench[s]]
+    return {n: error_kinds(labels, [o["prediction"] for s in bench for o in outs[s]]) for n, outs in outputs.items()}
+
+
+def examples(bench: dict[str, list[dict]], outputs: dict, n: int) -> list[tuple[str, str, dict, dict]]:
+    """Up to ``n`` erroneous solutions whose first error the judge found, ``n`` whose first error
+    it did not find exactly ("missed" here: another step flagged, earlier or later, or none; the
+    finer kinds are :func:`error_kinds`), and ``n`` correct solutions it flagged anyway (a false alarm, the
+    commonest failure of a stepwise judge: one wrong verdict anywhere is enough), in benchmark
+    order: (kind, split, record, the judge's output on it)."""
+    shown, out = {"found": 0, "missed": 0, "false alarm": 0, "no verdict": 0}, []
+    for s in bench:
+        for r, o in zip(bench[s], outputs[s]):
+            if o["prediction"] is None:  # a step before any Negative did not parse (verdicts.RULE)
+                kind = "no verdict"
+            elif r["label"] == -1:
+                kind = "false alarm" if o["prediction"] != -1 else None
+            else:
+                kind = "found" if o["prediction"] == r["label"] else "missed"
+            if kind and shown[kind] < n:
+                shown[kind] += 1
+                out.append((kind, s, r, o))
+    return out
+
+
+def format_example(kind: str, split: str, r: dict, o: dict) -> str:
+    """One solution as the judge saw it: every step with its verdict, and the judge's analysis at
+    the true first error and at the predicted one."""
+    truth = "none (a correct solution)" if r["label"] == -1 else f"step {r['label']}"
+    pred = "nothing (a step without a parsable verdict)" if o["prediction"] is None else o["prediction"]
+    lines = ["=" * 100, f"{kind.upper()} ({split}, {r['id']}, generator {r['generator']}): true first error = "
+             f"{truth}, judge predicted {pred}", f"PROBLEM: {r['problem']}"]
+    for i, step in enumerate(r["steps"]):
+        v = o["verdicts"][i] if i < len(o["verdicts"]) else "(not judged)"
+        lines.append(f"  step {i} [{v}]: {step.replace(chr(10), ' / ')}")
+        if i < len(o["analyses"]) and i in (r["label"], o["prediction"]):
+            lines.append(f"      judge analysis: {o['analyses'][i].strip().replace(chr(10), ' / ')}")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- notebook 05's tables
+
+def table_row(name: str, per_split: dict[str, dict], **extra) -> dict:
+    """One row of notebook 05's table: per split the error / correct accuracy and F1, then the
+    average F1 (Table 5's columns), rounded to 0.1."""
+    row = {"judge": name, **extra}
+    for s, m in per_split.items():
+        row.update({f"{s} err": round(m["error_acc"], 1), f"{s} corr": round(m["correct_acc"], 1), f"{s} f1": round(m["f1"], 1)})
+    row["avg f1"] = round(average_f1(per_split), 1)
+    return row
+
+
+def result_rows(results: dict, baselines: dict, cis: dict, tallies: dict | None = None) -> list[dict]:
+    """Notebook 05's rows (ours): every judge row of :func:`run_judges`, then the baselines, each
+    :func:`table_row` with its average F1's 95% interval where it has one. With ``tallies`` (row ->
+    :func:`judged_tally`), a judge's row says how its verdicts parsed, and one that parsed none
+    shows :data:`~stepwiser_lib.core.verdicts.UNINFORMATIVE` instead of its F1s."""
+
+    rows = [table_row(k, v, source="ours") for k, v in {**results, **baselines}.items()]
+    for r in rows:
+        if r["judge"] in cis:
+            r["avg f1 95% interval"] = f"[{cis[r['judge']]['low']}, {cis[r['judge']]['high']}]"
+    if tallies is None:
+        return rows
+    return [mask(r, tallies[r["judge"]], [k for k in r if k not in ("judge", "source")]) if r["judge"] in tallies
+            else r for r in rows]
+
+
+def results_markdown(rows: list[dict], comparisons: list[dict], paper: list[dict], bench_kind: str,
+                     splits: list[str]) -> str:
+    """``results/<profile>/processbench.md``: our trained judges on the benchmark, the untrained
+    baselines on the real ProcessBench where they ran, the paired orderings, then the paper's rows."""
+    from ..core.io import markdown_table
+
+    cols = ["judge", "source"] + [f"{s} {m}" for s in splits for m in ("err", "corr", "f1")] + ["avg f1", "avg f1 95% interval"]
+    cols += ["verdicts"] if any("verdicts" in r for r in rows) else []
+    real_rows = [r for r in rows if r["judge"].endswith("[real ProcessBench]")]
+    md = [f"Trained judges on {'toy-ProcessBench' if bench_kind == 'toy' else 'ProcessBench'} (ours):", "",
+          markdown_table([r for r in rows if r not in real_rows], cols)]
+    if real_rows:
+        real_cols = ["judge"] + [f"{s} {m}" for s in SPLITS for m in ("err", "corr", "f1")] + ["avg f1"]
+        md += ["", "Real ProcessBench, judges that need no training (ours):", "", markdown_table(real_rows, real_cols)]
+    if comparisons:
+        md += ["", "The paper's judge orderings asked of ours (paired on the same solutions):", "",
+               markdown_table(comparisons, ["claim", "a", "b", "diff", "low", "high", "p_bootstrap", "test", "verdict"])]
+    md += ["", "The paper's rows (real ProcessBench, Qwen2.5-1.5B-chunk judges, Tables 5/6; not ours):", "",
+           markdown_table(paper, ["judge"] + [f"{s} f1" for s in SPLITS] + ["avg f1"])]
+    return "\n".join(md) + "\n"
+
+
+def baselines(tag: str, bench: dict[str, list[dict]]) -> tuple[dict, dict]:
+    """The two untrained baselines on ``bench`` (split -> solutions): always-Positive (predicts
+    "no error", -1) and the step calculator (:mod:`stepwiser_lib.method.calculator`), scored per split and
+    named ``<baseline> [<tag>]``; also the calculator's predictions."""
+    from .calculator import predict
+
+    preds = {s: [predict(r["steps"]) for r in rs] for s, rs in bench.items()}
+    out = {"always-Positive": {s: score([r["label"] for r in rs], [-1] * len(rs)) for s, rs in bench.items()},
+           "calculator": {s: score([r["label"] for r in bench[s]], preds[s]) for s in bench}}
+    return {f"{k} [{tag}]": v for k, v in out.items()}, preds
+
+
+def thresholded(labels: dict[str, list[int]], step_scores: dict[str, list[list[float]]],
+                silent: dict[str, list[list[bool]]] | None = None) -> tuple[float, dict]:
+    """ProcessBench's rule for scalar-score PRMs: the threshold with the best F1 on the first split
+    (so that split's F1 is optimistic: the threshold was chosen on it), applied to every split.
+    ``silent``: split -> per solution, which steps had no parsable verdict at all
+    (:func:`threshold_predictions`). Returns the threshold and each split's first-error predictions."""
+    first = next(iter(labels))
+    sil = silent or {}
+    t, _ = best_threshold(labels[first], step_scores[first], silent=sil.get(first))
+    return t, {s: threshold_predictions(step_scores[s], t, sil.get(s)) for s in labels}
+
+
+def paper_rows(entries: list[dict]) -> list[dict]:
+    """The paper's ProcessBench row (Tables 5/6, 1.5B) for each judge entry's kind and rule, once
+    each, named ``PAPER 1.5B-chunk: <row> / <rule>``: for display beside ours, never mixed in."""
+    from ..evals.paper_results import paper_row
+
+    out, seen = [], set()
+    for e in entries:
+        p = paper_row(e.get("row"), e.get("rule")) if e.get("rule") else None
+        if p and (p["row"], p["signal"]) not in seen:
+            seen.add((p["row"], p["signal"]))
+            out.append({"judge": f"PAPER 1.5B-chunk: {p['row']} / {p['signal']}", "source": "paper Table 5/6", "avg f1": p["avg"],
+                        **{f"{s} f1": p[k] for s, k in zip(SPLITS, ("gsm8k", "math", "olympiadbench", "omnimath"))}})
+    return out

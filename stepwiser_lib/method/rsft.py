@@ -1,0 +1,292 @@
+"""Stage 7: stepwise rejection-sampling fine-tuning, the judge as a data selector (paper §4.4,
+Table 8; notes §6.2).
+
+The chunk policy samples N responses per training prompt. Each chunk is scored by a judge
+(score = fraction of Positive verdicts over its samples; with one greedy sample, 1 or 0), the
+response score is the **average chunk score**, and among the **correct** responses the best one
+per prompt is kept. Baseline: outcome-based selection (a random correct response). The policy is
+then fine-tuned on each selected set with the recipe of notebook 01 and evaluated greedily.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from ..core.chunks import chunk_ends, parse_chunks
+from ..core.verdicts import RULE_VERSION, describe, informative, tally, uninformative_comparison
+
+
+def response_score(chunk_scores: list[float]) -> float | None:
+    """Average chunk score (paper §4.4); None for a response without chunks."""
+    return sum(chunk_scores) / len(chunk_scores) if chunk_scores else None
+
+
+def select_best(candidates: list[dict], method: str = "judge", seed: int = 0,
+                key: str = "") -> int | None:
+    """Index of the selected response among one prompt's ``candidates`` (dicts with
+    ``correct`` and, for ``method="judge"``, ``score``), or None if none is correct.
+
+    * ``judge``: the correct response with the highest average chunk score; ties go to the
+      lowest index (deterministic).
+    * ``outcome``: a random correct response (seeded by ``seed`` and the prompt ``key``).
+    An incorrect response is never selected.
+    """
+    ok = [i for i, c in enumerate(candidates) if c["correct"]]
+    if not ok:
+        return None
+    if method == "outcome":
+        return random.Random(f"outcome:{seed}:{key}").choice(ok)
+    if method != "judge":
+        raise ValueError(f"unknown selection method {method!r}; valid: judge, outcome")
+    scored = [i for i in ok if candidates[i].get("score") is not None]
+    if not scored:
+        return ok[0]
+    best = max(candidates[i]["score"] for i in scored)
+    return min(i for i in scored if candidates[i]["score"] == best)
+
+
+def score_responses(judge, items: list[dict], k: int = 1, seed: int = 0,
+                    progress: bool = False, with_tally: bool = False):
+    """Chunk scores for every response: ``items[i]["responses"]`` is a list of response texts
+    for ``items[i]["problem"]``; all chunks of all responses go to the judge in one batch. A chunk's
+    score is the fraction of its ``k`` judge outputs that say Positive, so an output without a
+    parsable verdict counts 0 (:data:`stepwiser_lib.core.verdicts.RULE`). ``with_tally``: also return
+    :func:`stepwiser_lib.core.verdicts.tally` of the judge's outputs."""
+
+    triples, where = [], []
+    for i, it in enumerate(items):
+        for r, resp in enumerate(it["responses"]):
+            chunks = parse_chunks(resp)
+            for c, ch in enumerate(chunks):
+                triples.append((it["problem"], chunks[:c], ch))
+                where.append((i, r))
+    res = judge.judge(triples, k=k, seed=seed, progress=progress) if triples else []
+    out = [[[] for _ in it["responses"]] for it in items]
+    for (i, r), x in zip(where, res):
+        out[i][r].append(float(x["score"]))
+    return (out, tally(res, k)) if with_tally else out
+
+
+def sample_responses(policy: str, items: list[dict], template: str, art, *, samples: int, temperature: float,
+                     max_new_tokens: int, seed: int, backend: str = "hf", gen_batch: int = 128,
+                     engine: dict | None = None, reference: bool = False) -> tuple[list[dict], str]:
+    """Notebook 07, section 1: ``samples`` responses per training prompt from the chunk policy
+    (one record per response, ``data/README.md``), cached in ``art/samples.jsonl`` under a key of
+    the policy's weights, the prompts and the sampling settings; ``reference`` adds each prompt's
+    reference solution (colab-smoke's shortcut). Returns the records and the key, which the
+    later caches of the notebook build on."""
+    from ..core import io, paths
+    from . import sampling
+    from ..engines.models import make_generator, release
+
+    key = io.digest(paths.model_fingerprint(policy), [i["id"] for i in items], samples, temperature, max_new_tokens,
+                    seed, *(["reference"] if reference else []))
+
+    def sample():
+        gen = make_generator(policy, backend=backend, batch_size=gen_batch, **(engine or {}))
+        out = sampling.sample_solutions(gen, items, template, samples, temperature, max_new_tokens, seed=seed,
+                                        progress="sample")
+        release(gen)  # one engine at a time on a GPU
+        return out + (sampling.reference_samples(items, chunked=True) if reference else [])
+
+    return io.cached_jsonl(Path(art) / "samples.jsonl", key, sample), key
+
+
+def sft_records(items: list[dict], picks: list[int | None], template: str) -> list[dict]:
+    """Prompt/completion SFT records of the selected responses (prompts without a pick are
+    skipped). Completions are cut after the last ``</chunk>`` so trailing text is not trained."""
+    out = []
+    for it, p in zip(items, picks):
+        if p is None:
+            continue
+        resp = it["responses"][p]
+        ends = chunk_ends(resp)
+        out.append({"prompt": template.format(problem=it["problem"]),
+                    "completion": resp[:ends[-1]] if ends else resp})
+    return out
+
+
+# ----------------------------------------------------------------------------- notebook 07's driver
+
+#: The row names of Table 8's analogue that are not a judge.
+BASE = "chunk policy (greedy, no RS-FT)"
+OUTCOME = "outcome-based selection"
+
+
+def group_items(train_items: list[dict], rows: list[dict]) -> list[dict]:
+    """Sampled ``rows`` (one per response, with ``problem_id``, ``response``, ``correct``) grouped
+    per training prompt, in ``train_items`` order: ``problem``, ``id``, ``responses``, ``correct``."""
+    by_prompt: dict[str, list[dict]] = {}
+    for r in rows:
+        by_prompt.setdefault(r["problem_id"], []).append(r)
+    return [{"problem": it["problem"], "id": it["id"], "responses": [r["response"] for r in by_prompt[it["id"]]],
+             "correct": [r["correct"] for r in by_prompt[it["id"]]]} for it in train_items]
+
+
+def select_all(items: list[dict], registry: dict[str, dict], load, art, key: str, *, judge_k: int,
+               max_completion: int, seed: int) -> tuple[dict, dict, dict]:
+    """Notebook 07, section 2: outcome-based selection, then each judge of ``registry`` scoring
+    every chunk (:func:`score_responses`, cached in ``art/scores__<judge>.json``; ``load``: entry ->
+    judge, released once it has scored) and picking the correct response with the best average
+    chunk score (:func:`select_best`). Returns method -> one pick per prompt (None: no correct
+    response), judge -> chunk scores, judge -> how its outputs parsed (:func:`stepwiser_lib.core.verdicts.tally`)."""
+    import time
+
+    from ..core import io
+    from .judge import variant_slug
+    from ..engines.models import release
+
+    picks = {"outcome": [select_best([{"correct": c} for c in it["correct"]], "outcome", seed, it["id"]) for it in items]}
+    scores, tallies = {}, {}
+    n_ok = max(1, sum(any(it["correct"]) for it in items))
+    for name, entry in registry.items():
+        def run():
+            j, t = load(entry), time.time()
+            sc, tl = score_responses(j, items, k=judge_k, seed=seed, with_tally=True)
+            release(j)  # the next engine (the next judge, the policy's evaluation) needs the memory
+            return {"chunk_scores": sc, "verdicts": tl, "seconds": round(time.time() - t, 1)}
+        rec = io.cached_json(art / f"scores__{variant_slug(name)}.json",
+                             io.digest(key, entry, judge_k, max_completion, RULE_VERSION), run)
+        scores[name], tallies[name] = rec["chunk_scores"], rec.get("verdicts")
+        picks[name] = [select_best([{"correct": c, "score": response_score(s)} for c, s in zip(it["correct"], sc)])
+                       for it, sc in zip(items, rec["chunk_scores"])]
+        agree = sum(a == b for a, b in zip(picks[name], picks["outcome"]) if a is not None) / n_ok
+        print(f"{name:26s} scored in {rec['seconds']} s ({describe(tallies[name])}); picks the outcome baseline's "
+              f"response for {100 * agree:.0f}% of prompts")
+    return picks, scores, tallies
+
+
+def table(base_acc: dict[str, float], results: dict, methods: list[str], runs: int) -> list[dict]:
+    """Table 8's analogue: the policy before RS-FT, then each selection's greedy accuracy per task
+    (mean over ``runs`` SFT seeds), the average with its spread over seeds, and the records trained on.
+    ``results``: (method, k) -> its evaluation."""
+    from ..evals.evaluation import mean_sd
+
+    rows = [{"method": BASE, **{f"{t} acc": a for t, a in base_acc.items()},
+             "avg": round(sum(base_acc.values()) / len(base_acc), 2), "std": 0.0}]
+    for method in methods:
+        m, sd = mean_sd([sum(results[(method, k)]["acc"].values()) / len(base_acc) for k in range(runs)])
+        row = {"method": OUTCOME if method == "outcome" else method}
+        for t in base_acc:
+            row[f"{t} acc"] = round(sum(results[(method, k)]["acc"][t] for k in range(runs)) / runs, 2)
+        row.update(avg=round(m, 2), std=round(sd, 2), records=results[(method, 0)]["records"])
+        rows.append(row)
+    return rows
+
+
+def predictions(base_eval: dict, results: dict, methods: list[str], eval_items: dict[str, list[dict]],
+                runs: int, seed: int) -> dict[str, list[dict]]:
+    """Per-problem outcomes of every row of :func:`table` (``results/<profile>/rsft_predictions.jsonl``;
+    a problem's SFT seeds are kept together by the intervals), row name -> records."""
+    from ..evals.evaluation import problem_predictions
+
+    def preds(name, recs):
+        return [p for s, rec in recs for t, its in eval_items.items()
+                for p in problem_predictions(name, t, s, [f"{t}/{i['id']}" for i in its], rec["correct"][t])]
+
+    out = {BASE: preds(BASE, [(seed, base_eval)])}
+    for method in methods:
+        name = OUTCOME if method == "outcome" else method
+        out[name] = preds(name, [(seed + k, results[(method, k)]) for k in range(runs)])
+    return out
+
+
+def with_verdicts(rows: list[dict], tallies: dict[str, dict]) -> list[dict]:
+    """Table 8 rows with a ``verdicts`` column: how each selecting judge's outputs parsed (or that
+    it was uninformative: it then picked by tie-breaking alone); "-" for the rows without a judge."""
+    return [{**r, "verdicts": describe(tallies[r["method"]]) if r["method"] in tallies else "-"} for r in rows]
+
+
+def comparisons(preds: dict[str, list[dict]], tallies: dict[str, dict] | None = None) -> list[dict]:
+    """Table 8's questions, paired by problem (:func:`stepwiser_lib.evals.evaluation.compare_rates`):
+    outcome selection against the policy before RS-FT, then each judge's selection against
+    outcome's. A judge that gave no parsable verdict (``tallies``, :func:`select_all`) selected by
+    tie-breaking alone: its comparison is :data:`~stepwiser_lib.core.verdicts.UNINFORMATIVE`."""
+    from ..evals.evaluation import compare_rates
+
+    def judged(n):
+        if tallies is not None and not informative(tallies.get(n)):
+            return uninformative_comparison({"a": n, "b": OUTCOME}, f"not compared: {describe(tallies.get(n), label=False)}")
+        return compare_rates(preds[n], preds[OUTCOME])
+
+    out = [{"claim": "RS-FT with outcome selection keeps the policy's accuracy", **compare_rates(preds[OUTCOME], preds[BASE])}]
+    return out + [{"claim": "stepwise selection beats outcome selection (Table 8)", **judged(n)}
+                  for n in preds if n not in (BASE, OUTCOME)]
+
+
+def paper_rows() -> list[dict]:
+    """The paper's Table 8 rows (Qwen2.5-7B-chunk) in notebook 07's columns: for display only."""
+    from ..evals.paper_results import TABLE8
+
+    return [{"method": f"PAPER 7B: {r['row']} {r['signal']}", "MATH500": r["math500"], "Heldout-1K": r["heldout"],
+             "avg": r["avg"]} for r in TABLE8]
+
+
+def preference_example(items: list[dict], scores: dict[str, list], judges: list[str]) -> str | None:
+    """The first prompt where a judge (StepWiser judges first) scores two correct responses
+    differently: both responses, chunk by chunk, with their scores. None when there is none."""
+    for name in sorted(judges, key=lambda n: not n.startswith("stepwiser:")):
+        for it, sc in zip(items, scores[name]):
+            ok = [i for i, c in enumerate(it["correct"]) if c and sc[i]]
+            avg = {i: response_score(sc[i]) for i in ok}
+            if len(ok) >= 2 and max(avg.values()) > min(avg.values()):
+                hi, lo = max(ok, key=lambda i: (avg[i], -i)), min(ok, key=lambda i: (avg[i], i))
+                lines = [f"JUDGE: {name}", f"PROBLEM: {it['problem']}"]
+                for tag, i in (("PREFERRED", hi), ("NOT PREFERRED", lo)):
+                    lines.append(f"--- {tag}: average chunk score {avg[i]:.2f}, chunk scores {sc[i]}")
+                    lines += ["    " + c.replace("\n", " / ") for c in parse_chunks(it["responses"][i])]
+                return "\n".join(lines)
+    return None
+
+
+def results_markdown(rows: list[dict], comps: list[dict], paper: list[dict], runs: int) -> str:
+    """``results/<profile>/rsft.md``: our table, the paired comparisons, the paper's Table 8."""
+    from ..core.io import markdown_table
+
+    md = ["Stepwise RS-FT (ours; greedy accuracy %%, mean over %d SFT seeds):" % runs, "",
+          markdown_table(rows, list(dict.fromkeys(k for r in rows for k in r))), "",
+          "Paired comparisons on the same problems (paired bootstrap by problem):", "",
+          markdown_table(comps, ["claim", "a", "b", "diff", "low", "high", "p_bootstrap", "test", "verdict"]), "",
+          "The paper's Table 8 (Qwen2.5-7B-chunk; not ours):", "",
+          markdown_table(paper, ["method", "MATH500", "Heldout-1K", "avg"])]
+    return "\n".join(md) + "\n"
+
+
+def evaluate_policy(generator, eval_items: dict[str, list[dict]], template: str, max_new_tokens: int,
+                    seed: int) -> dict:
+    """Greedy accuracy of a policy on each evaluation task: ``acc`` (task -> %) and ``correct``
+    (task -> each problem's outcome, for the paired intervals)."""
+    from .sampling import sample_solutions
+
+    out = {"acc": {}, "correct": {}}
+    for t, its in eval_items.items():
+        res = sample_solutions(generator, its, template, 1, 0.0, max_new_tokens, seed=seed)
+        out["correct"][t] = [bool(r["correct"]) for r in res]
+        out["acc"][t] = round(100 * sum(out["correct"][t]) / len(res), 2)
+    return out
+
+
+def train_all(picks: dict[str, list], items: list[dict], template: str, policy: str, art, settings, evaluate,
+              base_key: str, runs: int) -> dict[tuple[str, int], dict]:
+    """Notebook 07, section 3: the policy fine-tuned on each method's selected responses
+    (:func:`sft_records`, :func:`stepwiser_lib.engines.sft.sft`) for ``runs`` SFT seeds (``settings``: k ->
+    its ``SFTSettings``), each then evaluated (``evaluate``: model dir -> :func:`evaluate_policy`'s
+    record); every run cached in ``art/<method>__seed<k>`` under a key of every SFT setting.
+    Returns (method, k) -> evaluation with ``records``, ``steps`` and ``sft_seconds``."""
+    from ..core import io, paths
+    from .judge import variant_slug
+    from ..engines.sft import sft
+
+    results = {}
+    for method, pk in picks.items():
+        recs = sft_records(items, pk, template)
+        for k in range(runs):
+            d, ss = art / f"{variant_slug(method)}__seed{k}", settings(k)
+
+            def run():
+                r = sft(policy, recs, d, ss)
+                return {**evaluate(r["model_dir"]), "records": len(recs), "steps": r["steps"], "sft_seconds": r["train_seconds"]}
+            results[(method, k)] = io.cached_json(d / "record.json", io.digest(paths.model_fingerprint(policy), recs, ss, base_key), run)
+            print(f"{method:26s} seed {k}: {results[(method, k)]['acc']} ({len(recs)} records)")
+    return results

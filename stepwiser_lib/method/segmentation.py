@@ -1,0 +1,212 @@
+"""Stage 1: self-segmentation into chunks-of-thought (paper §3.1, §4.1, Tables 1, 4, 11).
+
+Pipeline (notebook ``01_self_segmentation``):
+
+1. sample responses from the base policy and keep at most ``max_per_problem`` correct ones per
+   prompt (paper: 16 samples, at most 4 correct);
+2. segment each with a teacher: the rule teacher of the toy world
+   (:func:`stepwiser_lib.toy.toyworld.teacher_segment`) or an instruct LLM prompted with the paper's
+   Table 1 rules (:func:`llm_teacher`, paper: Llama-3.1-70B-it, 8 segmentations per response);
+3. keep a segmentation only if it follows the format and removing the tags reconstructs the
+   response exactly (:func:`segmentation_problems`);
+4. SFT the base policy on (chunk-policy prompt, segmented response) with TRL's ``SFTTrainer``
+   (:func:`sft_chunk_policy`), which gives the chunk policy every later stage starts from.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ..core import prompts
+from ..core.chunks import CHUNK_CLOSE, CHUNK_OPEN, CHUNK_RE, strip_tags
+
+
+def segmentation_problems(original: str, segmented: str) -> list[str]:
+    """Why a teacher's segmentation is rejected (empty list = accepted), paper §3.2 step 5.
+
+    Format (Table 1): only ``<chunk>...</chunk>`` units, nothing outside them but the blank-line
+    separators that were in the text, no nesting, no empty chunk. Content: removing the tags
+    gives back the original response byte for byte.
+    """
+    errs = []
+    outside = CHUNK_RE.sub("", segmented)
+    if outside.strip():
+        errs.append(f"text outside chunks: {outside.strip()[:40]!r}")
+    units = CHUNK_RE.findall(segmented)
+    if not units:
+        errs.append("no chunk")
+    if any(CHUNK_OPEN in u or CHUNK_CLOSE in u for u in units):
+        errs.append("nested or unbalanced chunk tags")
+    if segmented.count(CHUNK_OPEN) != segmented.count(CHUNK_CLOSE):
+        errs.append("unbalanced chunk tags")
+    if any(not u.strip() for u in units):
+        errs.append("empty chunk")
+    if strip_tags(segmented) != original:
+        errs.append("does not reconstruct the original text")
+    return errs
+
+
+def reconstructs(original: str, segmented: str) -> bool:
+    return not segmentation_problems(original, segmented)
+
+
+def llm_teacher(generator, n_segmentations: int = 8, temperature: float = 0.7,
+                max_new_tokens: int = 4096, seed: int = 0) -> Callable[[list[str]], list[str | None]]:
+    """A segmentation teacher backed by an instruct LLM with the paper's Table 1 rules.
+
+    Returns a function mapping responses to their first valid segmentation among
+    ``n_segmentations`` samples (paper: 8), or None when none reconstructs the response.
+    """
+    def segment(responses: list[str]) -> list[str | None]:
+        ps = [prompts.PAPER_SEGMENTATION_TEACHER.format(solution=r) for r in responses]
+        outs = generator.generate(ps, n=n_segmentations, temperature=temperature,
+                                  max_new_tokens=max_new_tokens, seed=seed, progress="teacher")
+        res: list[str | None] = []
+        for r, cands in zip(responses, outs):
+            ok = [c.text.strip() for c in cands if reconstructs(r, c.text.strip())]
+            res.append(ok[0] if ok else None)
+        return res
+    return segment
+
+
+@dataclass
+class SegmentationStats:
+    sampled: int
+    correct: int
+    kept: int  # after the per-prompt cap
+    accepted: int  # after the reconstruction filter
+    rejected_reasons: dict
+
+
+def build_sft_records(items: list[dict], teacher: Callable[[list[str]], list[str | None]],
+                      max_per_problem: int, policy_prompt: str, seed: int = 0
+                      ) -> tuple[list[dict], SegmentationStats]:
+    """SFT records from sampled responses.
+
+    ``items``: ``{"problem_id", "problem", "response", "correct"}`` dicts. Keeps at most
+    ``max_per_problem`` correct responses per problem (random, seeded), segments them, filters by
+    exact reconstruction. Records: ``{"problem_id", "prompt", "completion", "raw"}`` with the
+    chunk-policy prompt (Table 11 or its toy version) and the segmented response.
+    """
+    rng = random.Random(seed)
+    by_pid: dict[str, list[dict]] = {}
+    for it in items:
+        if it["correct"]:
+            by_pid.setdefault(it["problem_id"], []).append(it)
+    kept = []
+    for pid in sorted(by_pid):
+        xs = by_pid[pid]
+        # identical responses add nothing: keep distinct texts first
+        seen, uniq = set(), []
+        for x in xs:
+            if x["response"] not in seen:
+                seen.add(x["response"])
+                uniq.append(x)
+        rng.shuffle(uniq)
+        kept.extend(uniq[:max_per_problem])
+    segs = teacher([k["response"] for k in kept])
+    records, reasons = [], {}
+    for k, s in zip(kept, segs):
+        errs = ["teacher gave no valid segmentation"] if s is None else segmentation_problems(k["response"], s)
+        if errs:
+            for e in errs:
+                reasons[e.split(":")[0]] = reasons.get(e.split(":")[0], 0) + 1
+            continue
+        records.append({"problem_id": k["problem_id"],
+                        "prompt": policy_prompt.format(problem=k["problem"]),
+                        "completion": s, "raw": k["response"]})
+    stats = SegmentationStats(sampled=len(items), correct=sum(bool(i["correct"]) for i in items),
+                              kept=len(kept), accepted=len(records), rejected_reasons=reasons)
+    return records, stats
+
+
+def teacher_budget(max_new_tokens: int) -> int:
+    """New tokens a teacher needs to copy a response of up to ``max_new_tokens`` with its tags:
+    a fixed 4,096 cut every solution longer than that at paper scale (8,192), so long solutions
+    were never segmented and the SFT set leaned to short ones. A quarter more, plus room for
+    the tags of a few dozen chunks (4 tokens each)."""
+    return int(1.25 * max_new_tokens) + 256
+
+
+#: Where the embeddings of chunk tags the base never read start (``TAG_INIT``): ``random`` (as the
+#: tokenizer left them) or ``separator`` (:func:`init_tag_embeddings`). [not in paper]
+TAG_INITS = ("random", "separator")
+
+
+def init_tag_embeddings(model, tok, like: str = "\n", noise: float = 0.1, seed: int = 0) -> dict:
+    """Start each chunk tag that is a token of its own from the embedding of ``like`` (the token
+    the blank-line separator is made of), plus seeded noise of ``noise`` times that row's norm so
+    that the two tags differ. [not in paper: a real BPE splits the tags into pieces it was trained
+    on, and nothing changes; the toy tokenizer has them as added tokens the toy base never read,
+    whose rows stay at their random start, about twice a trained row's norm]
+
+    Input and output rows both (they are one matrix when tied). Returns, per tag changed, its row
+    norm before and after."""
+    import torch
+
+    src = tok.encode(like, add_special_tokens=False)
+    if len(src) != 1:
+        raise ValueError(f"{like!r} is {len(src)} tokens in this tokenizer; tag rows copy one token's row")
+    mats = [model.get_input_embeddings().weight]
+    out_emb = model.get_output_embeddings()
+    if out_emb is not None and out_emb.weight.data_ptr() != mats[0].data_ptr():
+        mats.append(out_emb.weight)
+    g = torch.Generator().manual_seed(seed)
+    changed = {}
+    with torch.no_grad():
+        for tag in (CHUNK_OPEN, CHUNK_CLOSE):
+            ids = tok.encode(tag, add_special_tokens=False)
+            if len(ids) != 1:
+                continue
+            before = round(float(mats[0][ids[0]].norm()), 3)
+            for w in mats:
+                row = w[src[0]].clone()
+                w[ids[0]] = row + noise * row.norm() * torch.randn(row.shape, generator=g, dtype=row.dtype) / row.numel() ** 0.5
+            changed[tag] = {"norm_before": before, "norm_after": round(float(mats[0][ids[0]].norm()), 3)}
+    return changed
+
+
+def sft_chunk_policy(base_model: str, records: list[dict], out_dir: str | Path, settings,
+                     tag_init: str = "random") -> dict:
+    """SFT the base policy on chunked responses (paper §3.3 recipe: lr 1e-5, global batch 32,
+    packing 8192 at paper scale) with TRL's ``SFTTrainer``; see :func:`stepwiser_lib.engines.sft.sft`.
+    ``tag_init`` (:data:`TAG_INITS`): ``separator`` first writes a copy of the base with
+    :func:`init_tag_embeddings` to ``out_dir/start`` and fine-tunes that; the result records
+    ``tag_init`` and the row norms it changed."""
+    from ..engines.sft import sft
+
+    if not records:
+        raise ValueError("no SFT records: the base policy produced no correct, segmentable response "
+                         "(sample more prompts or responses)")
+    if tag_init not in TAG_INITS:
+        raise ValueError(f"TAG_INIT must be one of {TAG_INITS}, not {tag_init!r}")
+    changed = {}
+    if tag_init == "separator":
+        from ..engines.models import load_model, save_atomically
+
+        model, tok = load_model(base_model)
+        changed = init_tag_embeddings(model, tok, seed=getattr(settings, "seed", 0))
+        start = Path(out_dir) / "start"
+        save_atomically(model, tok, start)
+        base_model = str(start)
+    return {**sft(base_model, records, out_dir, settings), "tag_init": tag_init, "tag_rows": changed}
+
+
+#: Table 4's two claims, as (claim, field) pairs: the chunk policy writes fewer steps, at the same accuracy.
+TABLE4_CLAIMS = [("self-segmentation gives fewer steps per solution", "steps"),
+                 ("self-segmentation keeps accuracy", "correct")]
+
+
+def table4_comparisons(chunk: list[dict], base: list[dict], n_boot: int = 2000, seed: int = 0) -> list[dict]:
+    """Paper Table 4 as paired comparisons of the chunk policy with its base on the same problems
+    (records of :func:`stepwiser_lib.method.sampling.solution_predictions`; each problem's samples
+    averaged, paired bootstrap by problem): chunk - base in steps per solution, and in Avg@k
+    accuracy points."""
+    from ..evals.evaluation import compare_rates
+
+    return [{"claim": claim, "field": field, **compare_rates(chunk, base, n_boot, seed, field=field)}
+            for claim, field in TABLE4_CLAIMS]

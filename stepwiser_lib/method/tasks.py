@@ -1,0 +1,263 @@
+"""Problem sources and answer checking: the toy world, and real math for colab/paper profiles.
+
+Every stage sees problems as plain dicts ``{"id", "problem", "answer", ...}`` and checks a
+response with :func:`is_correct`, so the same notebook code runs on both worlds.
+
+* ``toy``: :mod:`stepwiser_lib.toy.toyworld` problems, exact integer check of the last ``\\boxed{}``.
+* ``numina``: NuminaMath-CoT prompts (paper §4.1) via ``datasets``, filtered as in the paper:
+  the reference solution's boxed answer must be verifiable by Math-Verify.
+* ``math500`` / ``gsm8k``: evaluation sets (HF ``HuggingFaceH4/MATH-500``, ``openai/gsm8k``), or
+  local copies in the hub's schema given by ``path`` (the real records in ``../shared/data``).
+
+Answer checking on real math uses Math-Verify (``math_verify.parse`` / ``verify``) on the last
+brace-balanced ``\\boxed{}`` of a response (:mod:`stepwiser_lib.core.chunks`).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import random
+import re
+from pathlib import Path
+
+from ..toy import toyworld
+from ..core.chunks import last_boxed
+
+TASKS = ("toy", "numina", "math500", "gsm8k")
+
+
+def load_problems(task: str, split: str, n: int, seed: int, **kw) -> list[dict]:
+    """``n`` problems of ``task``; for the toy world ``split`` is one of
+    :data:`toyworld.SPLIT_BUCKETS` and ``kw`` may set ``steps``/``distractors``; for real tasks
+    ``kw`` may give ``path`` (a local file in the hub's schema) and ``revision``."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"load_problems: n = {n!r} must be a count (an int >= 0)")
+    if task == "toy":
+        ps = toyworld.generate_problems(split, n, seed=seed, **kw)
+        return [{"id": p.id, "problem": p.text, "answer": str(p.answer), "toy": p.to_dict()}
+                for p in ps]
+    if task == "numina":
+        return _numina(split, n, seed, **kw)
+    if task in ("math500", "gsm8k"):
+        return _eval_set(task, n, seed, **kw)
+    raise ValueError(f"unknown task {task!r}; valid: {', '.join(TASKS)}")
+
+
+def file_kw(files: dict, task: str) -> dict:
+    """``{"path": ...}`` for :func:`load_problems` when a notebook's ``DATA_FILES`` names a local
+    file for ``task`` (repository-relative or absolute), else ``{}`` (the hub, or the toy world).
+    A named file that is missing fails here, with the setting's name."""
+    from ..core import paths
+
+    if not files.get(task):
+        return {}
+    p = Path(files[task])
+    p = p if p.is_absolute() else paths.ROOT / p
+    if not p.exists():
+        raise FileNotFoundError(f"DATA_FILES[{task!r}] = {files[task]!r}: no such file ({p})")
+    return {"path": str(p)}
+
+
+def toy_problem(item: dict) -> toyworld.Problem:
+    return toyworld.Problem.from_dict(item["toy"])
+
+
+def is_correct(item: dict, response: str) -> bool:
+    """Outcome reward r* (paper: Math-Verify on the final answer). The one API every stage uses:
+    the toy world's exact integer check, or :func:`math_verify_correct` on real problems. A
+    missing response (``None``) is wrong on both paths; an item without an answer is an error."""
+    if not isinstance(item, dict) or ("toy" not in item and not isinstance(item.get("answer"), str)):
+        raise ValueError(f"is_correct: a problem needs a 'toy' spec or a string 'answer', got {item!r:.120}")
+    if not isinstance(response, str):
+        return False
+    if "toy" in item:
+        return toyworld.is_correct(toy_problem(item), response)
+    return math_verify_correct(item["answer"], response)
+
+
+def _bare(answer: str) -> str:
+    """An answer as Math-Verify should read it: a boxed gold's last box, without ``$`` wrappers
+    or escaped dollar signs (MATH-500 golds such as ``\\$32,\\!348`` otherwise parse to nothing)."""
+    a = answer.strip()
+    if "\\boxed" in a:
+        a = last_boxed(a) or ""
+    a = a.replace("\\$", "")
+    return a.strip().strip("$").strip()
+
+
+def math_verify_correct(gold: str, response: str) -> bool:
+    """Math-Verify on the **last balanced** ``\\boxed{}`` of the response against the gold answer.
+
+    A response without a box is wrong: the policy prompt asks for the final answer in a box, and
+    Math-Verify's default anchor-free extraction would otherwise accept an unfinished response
+    whose last number happens to equal the gold (``"... 9 * 8 = 72 dollars per day, and then"``).
+    Both sides are parsed as ``$...$`` LaTeX; ``verify(gold, prediction)`` in that order."""
+    from math_verify import parse, verify
+
+    box = last_boxed(response or "")
+    if box is None:
+        return False
+    g, p = _parse_gold(gold), parse(f"${_bare(box)}$")
+    if not g or not p:
+        return False
+    return bool(verify(g, p))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _parse_gold(gold: str):
+    """A gold answer parsed once, not once per rollout (labelling checks M = 16 rollouts of every
+    prefix against the same gold: real_path_review_2.md S3). Math-Verify's ``verify`` only reads it."""
+    from math_verify import parse
+
+    return parse(f"${_bare(gold)}$")
+
+
+def _stable_hash(text: str) -> int:
+    return int(hashlib.sha1(text.encode()).hexdigest(), 16)
+
+
+#: NuminaMath-CoT disjoint prompt pools by hash bucket (of 100). The paper does not say how its
+#: 20k/40k subsets and the Heldout-1K set were drawn (notes §1.2).  # [not in paper]
+NUMINA_BUCKETS = {"sft": range(0, 40), "label": range(40, 80), "rsft": range(80, 95),
+                  "eval": range(95, 100)}
+#: Bumped whenever the filter changes, so cached pools made by an older filter are not reused.
+POOL_VERSION = 3
+#: Hub ids of the real datasets; each loader also reads a local file in the hub's schema.
+HUB = {"numina": ("AI-MO/NuminaMath-CoT", None, "train"), "math500": ("HuggingFaceH4/MATH-500", None, "test"),
+       "gsm8k": ("openai/gsm8k", "main", "test")}
+
+
+def read_records(path: str | Path) -> list[dict]:
+    """Rows of a local copy of a hub dataset: JSONL, a JSON array, or Parquet."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"dataset file {path} does not exist")
+    if path.suffix == ".parquet":
+        import pandas as pd
+
+        return pd.read_parquet(path).to_dict("records")
+    text = path.read_text()
+    if text.lstrip().startswith("["):
+        return json.loads(text)
+    return [json.loads(x) for x in text.splitlines() if x.strip()]
+
+
+def _hub_rows(task: str, revision: str | None = None) -> list[dict]:  # pragma: no cover - needs the hub
+    from datasets import load_dataset
+
+    name, subset, split = HUB[task]
+    return list(load_dataset(name, subset, split=split, revision=revision))
+
+
+def _source_key(task: str, path: str | None, revision: str | None) -> str:
+    """What identifies the rows a pool is filtered from: the file's sha256, or hub id + revision."""
+    from ..core.io import file_sha256
+
+    return f"file:{file_sha256(path)}" if path else f"hub:{HUB[task][0]}@{revision or 'main'}"
+
+
+def numina_pool(split: str, path: str | None = None, revision: str | None = None,
+                cache_dir: str | Path | None = None) -> list[dict]:
+    """Every NuminaMath-CoT prompt of one pool after the paper's filter (§4.1): deduplicated, in
+    the pool's hash buckets, with a reference answer (last balanced box) Math-Verify can parse.
+
+    Rows come from ``path`` (a local file in the hub's schema: ``source``, ``problem``,
+    ``solution``, ``messages``) or the hub. The filtered pool is cached as JSONL under
+    ``cache_dir`` (default ``runs/cache/numina``), keyed by the source and :data:`POOL_VERSION`:
+    filtering all ~860k rows with Math-Verify takes 15-20 min of CPU, once."""
+    from math_verify import parse
+
+    from ..core import io, paths
+
+    if split not in NUMINA_BUCKETS:
+        raise ValueError(f"unknown NuminaMath pool {split!r}; valid: {', '.join(NUMINA_BUCKETS)}")
+    cache = Path(cache_dir or paths.runs_root() / "cache" / "numina")
+    key = io.digest(_source_key("numina", path, revision), split, POOL_VERSION)
+    hit = cache / f"{split}-{key}.jsonl"
+    if hit.exists():
+        return io.read_jsonl(hit)
+    rows = read_records(path) if path else _hub_rows("numina", revision)
+    missing = {"problem", "solution"} - set(rows[0]) if rows else set()
+    if missing:
+        raise ValueError(f"{path or HUB['numina'][0]}: rows lack {sorted(missing)} (NuminaMath-CoT "
+                         "schema: source, problem, solution, messages)")
+    buckets = NUMINA_BUCKETS[split]
+    seen, pool = set(), []
+    for i, r in enumerate(rows):
+        q = r["problem"].strip()
+        if q in seen or _stable_hash(q) % 100 not in buckets:
+            continue
+        seen.add(q)
+        box = last_boxed(r["solution"])
+        if box is None or not parse(f"${_bare(box)}$"):
+            continue
+        pool.append({"id": f"numina-{i}", "problem": q, "answer": box, "source": r.get("source"),
+                     "solution": r["solution"]})
+    io.write_jsonl(hit, pool)
+    return pool
+
+
+def write_numina_standin(gsm8k_path: str | Path, out: str | Path) -> Path:
+    """A local file in NuminaMath-CoT's schema (``source``, ``problem``, ``solution``, ``messages``)
+    made from GSM8K records (``question``, ``answer`` ending in ``#### n``; MIT, OpenAI), for runs
+    that cannot reach the hub: the ``numina`` loader reads it through ``path`` with the hub path's
+    filter and pools. Each solution keeps GSM8K's lines as paragraphs and ends with the answer in
+    ``\\boxed{}``, as NuminaMath's do (GSM8K's ``<<a*b=c>>`` calculator notes removed). It is a stand-in for the loader, not NuminaMath."""
+    from ..core.io import write_jsonl
+
+    rows = []
+    for r in read_records(gsm8k_path):
+        work, _, ans = r["answer"].rpartition("####")
+        # GSM8K's calculator annotations (<<16-3-4=9>>) are not solution text: dropped
+        steps = [re.sub(r"<<[^>]*>>", "", x).strip() for x in work.strip().splitlines() if x.strip()]
+        solution = "\n\n".join(steps + [f"The answer is $\\boxed{{{ans.strip().replace(',', '')}}}$."])
+        rows.append({"source": "gsm8k", "problem": r["question"], "solution": solution,
+                     "messages": [{"role": "user", "content": r["question"]},
+                                  {"role": "assistant", "content": solution}]})
+    out = Path(out)
+    write_jsonl(out, rows)
+    return out
+
+
+def _numina(split: str, n: int, seed: int, path: str | None = None, revision: str | None = None,
+            cache_dir: str | Path | None = None) -> list[dict]:
+    """``n`` prompts drawn (seeded) from one filtered pool (:func:`numina_pool`)."""
+    pool = list(numina_pool(split, path, revision, cache_dir))
+    random.Random(seed).shuffle(pool)
+    return pool[:n]
+
+
+def _eval_set(task: str, n: int, seed: int, path: str | None = None,
+              revision: str | None = None) -> list[dict]:
+    """MATH-500 or GSM8K test problems (hub, or a local copy in the hub's schema via ``path``);
+    ``n`` <= 0 or at least the set size: all of them, in order; else a seeded sample."""
+    rows = read_records(path) if path else _hub_rows(task, revision)
+    out = []
+    for i, r in enumerate(rows):
+        if task == "gsm8k":
+            out.append({"id": f"gsm8k-{i}", "problem": r["question"],
+                        "answer": r["answer"].split("####")[-1].strip().replace(",", "")})
+        else:
+            out.append({"id": r.get("unique_id", f"math500-{i}"), "problem": r["problem"],
+                        "answer": r["answer"]})
+    return out if n <= 0 or n >= len(out) else random.Random(seed).sample(out, n)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m stepwiser_lib.method.tasks numina-standin --gsm8k FILE --out FILE``."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description="problem-source utilities")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    n = sub.add_parser("numina-standin", help="a NuminaMath-schema file made from GSM8K records")
+    n.add_argument("--gsm8k", required=True)
+    n.add_argument("--out", required=True)
+    a = ap.parse_args(argv)
+    out = write_numina_standin(a.gsm8k, a.out)
+    print(f"wrote {out} ({len(read_records(out))} rows in NuminaMath-CoT's schema, from {a.gsm8k})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,157 @@
+"""``make docs``: read-only executed copies of the notebooks, for a reader who runs nothing.
+
+    python -m stepwiser_lib.tools.docs                 # run every notebook at tiny (reusing runs/tiny/), then export
+    python -m stepwiser_lib.tools.docs --no-run        # export what the last run left in runs/tiny/
+    python -m stepwiser_lib.tools.docs --only 07       # rerun one notebook, export all
+
+The runner executes the notebooks into ``runs/<profile>/`` (:mod:`stepwiser_lib.tools.runner`); every
+stage resumes from its artifacts there, so after a ``make reproduce`` this costs minutes, not the
+whole run. The export then writes ``docs/<profile>/NN_stage.ipynb`` with the outputs a reader needs
+(printed examples, tables, figures) and without what only the machine that ran them needs:
+
+* stderr (progress bars and library warnings) and widget outputs are dropped;
+* execution timestamps and papermill's per-cell timings are dropped, and so are its absolute paths
+  and the random id of its injected parameters cell;
+* the repository's absolute path, wherever an output prints it, becomes a relative one;
+* links to ``../README.md`` are rewritten for the deeper folder, and a first cell says the copy
+  is generated (edit ``notebooks/`` instead).
+
+GitHub renders ``.ipynb`` files with their outputs, so no HTML copy is written: it would show the
+same thing twice. ``docs/<profile>/README.md`` lists the copies with each one's run time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import sys
+from pathlib import Path
+
+from ..core.paths import ROOT, run_dir
+
+DOCS_DIR = ROOT / "docs"
+#: Output MIME types kept (everything else, e.g. widget views, is dropped).
+KEEP_MIME = ("text/plain", "text/html", "text/markdown", "image/png", "image/svg+xml")
+
+
+def _relative(text: str, root: str) -> str:
+    """``text`` with the repository's absolute path made relative (``/x/repo/runs`` -> ``runs``)."""
+    return text.replace(root + "/", "").replace(root, ".")
+
+
+def _fix(value, root: str):
+    if isinstance(value, str):
+        return _relative(value, root)
+    if isinstance(value, list):
+        return [_fix(v, root) for v in value]
+    return value
+
+
+def clean(nb: dict, root: str | Path, source: str, profile: str) -> dict:
+    """The reader's copy of one executed notebook (see the module docstring)."""
+    root = str(root).rstrip("/")
+    nb = copy.deepcopy(nb)
+    meta = nb.get("metadata", {})
+    pm = meta.pop("papermill", {}) or {}
+    meta.pop("widgets", None)
+    meta["stepwiser_docs"] = {"profile": profile, "source": source, "parameters": pm.get("parameters", {}),
+                              "minutes": round(pm["duration"] / 60, 1) if pm.get("duration") else None}
+    cells = []
+    for c in nb["cells"]:
+        c["metadata"].pop("execution", None)
+        c["metadata"].pop("papermill", None)
+        if "injected-parameters" in c["metadata"].get("tags", []):
+            c["id"] = "injected-parameters"  # papermill draws a random id: the same run twice gives the same file
+        if c["cell_type"] == "markdown":
+            c["source"] = [s.replace("](../README.md", "](../../README.md").replace("](../LAB_LOG.md", "](../../LAB_LOG.md")
+                           for s in c["source"]]
+        if c["cell_type"] == "code":
+            outs = []
+            for o in c.get("outputs", []):
+                if o["output_type"] == "stream":
+                    if o.get("name") == "stderr":
+                        continue
+                    o["text"] = _fix(o["text"], root)
+                elif o["output_type"] in ("display_data", "execute_result"):
+                    o["data"] = {k: _fix(v, root) for k, v in o.get("data", {}).items() if k in KEEP_MIME}
+                    o["metadata"] = {k: v for k, v in o.get("metadata", {}).items() if k in KEEP_MIME}
+                    if not o["data"]:
+                        continue
+                elif o["output_type"] == "error":
+                    o["traceback"] = _fix(o.get("traceback", []), root)
+                outs.append(o)
+            c["outputs"] = outs
+        cells.append(c)
+    banner = {"cell_type": "markdown", "id": "docs-banner", "metadata": {},
+              "source": [f"> **Executed copy** of [`{source}`](../../{source}) at the `{profile}` profile, written by "
+                         "`make docs` (`stepwiser_lib/tools/docs.py`) with every output of that run. It is regenerated with the "
+                         "results: edit the source notebook, not this copy. Progress bars and library warnings are left out."]}
+    nb["cells"] = [banner] + cells
+    return nb
+
+
+def _title(nb: dict) -> str:
+    first = next((c for c in nb["cells"] if c["cell_type"] == "markdown" and "".join(c["source"]).startswith("# ")), None)
+    return "".join(first["source"]).splitlines()[0][2:].strip() if first else "?"
+
+
+def export(profile: str = "tiny", src: str | Path | None = None, out: str | Path | None = None,
+           root: str | Path = ROOT) -> list[Path]:
+    """Write the reader's copy of every executed notebook in ``src`` (default ``runs/<profile>/``)
+    to ``out`` (default ``docs/<profile>/``), and an index; returns the copies written."""
+    src = Path(src or run_dir(profile))
+    out = Path(out or DOCS_DIR / profile)
+    nbs = sorted(src.glob("[0-9][0-9]_*.ipynb"))
+    if not nbs:
+        raise FileNotFoundError(f"no executed notebooks in {src}: run `make reproduce PROFILE={profile}` "
+                                f"or `python -m stepwiser_lib.tools.docs --profile {profile}` first")
+    out.mkdir(parents=True, exist_ok=True)
+    written, rows = [], []
+    for p in nbs:
+        nb = json.loads(p.read_text())
+        pm = nb.get("metadata", {}).get("papermill", {})
+        if pm.get("exception") or not pm.get("end_time"):
+            raise RuntimeError(f"{p} {'stopped with an error' if pm.get('exception') else 'did not finish'}: "
+                               "rerun it before exporting")
+        doc = clean(nb, root, f"notebooks/{p.name}", profile)
+        dest = out / p.name
+        dest.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+        written.append(dest)
+        m = doc["metadata"]["stepwiser_docs"]["minutes"]
+        rows.append(f"| [{_title(nb)}]({p.name}) | [`notebooks/{p.name}`](../../notebooks/{p.name}) | "
+                    f"{'' if m is None else m} |")
+    index = [f"# The notebooks, executed at `{profile}`", "",
+             "Read-only copies with every output (printed examples, tables, figures) of the last "
+             f"`make docs` at the `{profile}` profile. GitHub shows them as they are; nothing needs to run. "
+             "They are regenerated with the results (`make docs`, or `make reproduce` at tiny); "
+             "edit the notebooks in `notebooks/`, never these.", "",
+             "| notebook | source | minutes in the run that wrote it |", "|---|---|---|", *rows, "",
+             "A stage that resumed from what an earlier run left on disk takes less time than a fresh run; "
+             "the README's run-time table gives a fresh run's times.", ""]
+    (out / "README.md").write_text("\n".join(index))
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="Executed, read-only copies of the notebooks (docs/<profile>/).")
+    ap.add_argument("--profile", default="tiny")
+    ap.add_argument("--no-run", action="store_true", help="export what runs/<profile>/ holds; run nothing")
+    ap.add_argument("--only", nargs="*", help="rerun only these notebooks (number prefixes) before exporting all")
+    a = ap.parse_args(argv)
+    if not a.no_run:
+        from ..core.config import ConfigError
+        from .runner import run
+
+        try:
+            run(a.profile, a.only, record=False)  # resumes from runs/<profile>/artifacts; the run-time table is left alone
+        except (ConfigError, RuntimeError) as e:
+            print(f"[docs] FAILED: {e}", file=sys.stderr)
+            return 1
+    for p in export(a.profile):
+        print(f"[docs] wrote {p.relative_to(ROOT) if p.is_relative_to(ROOT) else p}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

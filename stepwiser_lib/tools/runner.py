@@ -1,0 +1,204 @@
+"""Run the numbered notebooks headless with papermill at one profile.
+
+    python -m stepwiser_lib.tools.runner --profile tiny             # every notebook, in order
+    python -m stepwiser_lib.tools.runner --profile smoke --only 01  # one stage
+    python -m stepwiser_lib.tools.runner --profile paper --check    # validate only, start no kernel
+    python -m stepwiser_lib.tools.runner --profile paper --dry-run  # validate and print the plan
+
+Before any kernel starts, every profile key is checked against the parameters each notebook
+declares (unknown key, wrong type, unknown notebook section or profile: a clear error, exit 2).
+Executed notebooks go to ``runs/<profile>/``; a failing notebook stops the run and names the
+notebook, the cell and the error (exit 1). Per-notebook times go to ``runs/<profile>/timings.json``
+and, after a run of every notebook, to ``results/<profile>/run_times.json`` (with whether it
+started from scratch), which the README's run-time table is generated from.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from ..core.config import ConfigError, check_profile_file, notebook_parameters
+from ..core.paths import NOTEBOOKS_DIR, PROFILES_DIR, ROOT, run_dir
+
+
+def list_notebooks(notebooks_dir: Path = NOTEBOOKS_DIR, only: list[str] | None = None) -> list[Path]:
+    """The numbered notebooks, or those whose names start with one of ``only`` (an empty list or
+    an empty prefix is an error: an unset shell variable must not select everything)."""
+    nbs = sorted(p for p in Path(notebooks_dir).glob("[0-9][0-9]_*.ipynb"))
+    if only is not None and (not only or any(not o.strip() for o in only)):
+        raise ConfigError(f"--only needs notebook number prefixes (e.g. --only 01 02), got {only!r}; "
+                          "leave it out to run every notebook")
+    if only:
+        sel = [p for p in nbs if any(p.stem.startswith(o) for o in only)]
+        missing = [o for o in only if not any(p.stem.startswith(o) for p in nbs)]
+        if missing:
+            raise ConfigError(f"no notebook matches {missing}; notebooks: {[p.stem for p in nbs]}")
+        return sel
+    return nbs
+
+
+def plan(profile: str, notebooks: list[Path], profiles_dir: Path = PROFILES_DIR) -> dict[str, dict]:
+    """Checked parameters of the selected notebooks (raises ConfigError on any problem).
+
+    The whole profile is validated against every notebook of the folder, so running one stage
+    (``--only``) still rejects a typo anywhere in the profile."""
+    folders = {p.parent for p in notebooks}
+    everyone = [q for f in folders for q in list_notebooks(f)]
+    declared = {p.stem: notebook_parameters(p) for p in everyone}
+    checked = check_profile_file(profile, declared, profiles_dir)
+    return {p.stem: checked[p.stem] for p in notebooks}
+
+
+class _InferenceNoise:
+    """Drops papermill's guesses about the parameters cell. Papermill re-reads the cell with a
+    regex that knows plain annotations only (``N: int = 1``), so every constrained one
+    (``N: "int in [1, inf)" = 1``, :mod:`stepwiser_lib.core.checks`) would log "Passed unknown
+    parameter: N" although the runner has already checked each name, type and value itself."""
+
+    def filter(self, record) -> bool:
+        msg = record.getMessage()
+        return not (msg.startswith("Passed unknown parameter") or msg.startswith("Unable to parse line"))
+
+
+def _quiet_papermill_inference() -> None:
+    import logging
+
+    log = logging.getLogger("papermill")
+    if not any(isinstance(f, _InferenceNoise) for f in log.filters):
+        log.addFilter(_InferenceNoise())
+
+
+def with_defaults(notebooks: list[Path], params: dict[str, dict]) -> dict[str, dict]:
+    """Every parameter of each notebook: the cell's defaults, then ``params`` (the profile's)."""
+    return {nb.stem: {**{k: d.default for k, d in notebook_parameters(nb).items()}, **params[nb.stem]}
+            for nb in notebooks}
+
+
+def _failure(nb_path: Path) -> str:
+    """The failing cell of an executed notebook: its number in the source notebook (1-based,
+    papermill's injected cells not counted), first line and error."""
+    try:
+        nb = json.loads(Path(nb_path).read_text())
+    except Exception:  # noqa: BLE001 - best effort in an error path
+        return ""
+    skip = {"injected-parameters", "papermill-error-cell-tag"}
+    cells = [c for c in nb.get("cells", []) if not skip & set(c.get("metadata", {}).get("tags", []))]
+    for i, c in enumerate(cells, 1):
+        for o in c.get("outputs", []) if c.get("cell_type") == "code" else []:
+            if o.get("output_type") == "error":
+                src = "".join(c.get("source", [])).strip().splitlines()
+                head = src[0] if src else ""
+                return f"cell {i} of {len(cells)} ({head[:70]!r}): {o.get('ename')}: {o.get('evalue')}"
+    return ""
+
+
+def run(profile: str, only: list[str] | None = None, check_only: bool = False,
+        notebooks_dir: Path = NOTEBOOKS_DIR, out_dir: Path | None = None,
+        profiles_dir: Path = PROFILES_DIR, log_output: bool = False,
+        dry_run: bool = False, overrides: dict | None = None, record: bool | None = None) -> dict[str, float]:
+    """Run (or check, or plan) the notebooks at ``profile``; ``overrides`` set parameters on top
+    of the profile in every selected notebook that declares them (``make gpu-check``'s backend
+    and data paths), type-checked like profile values. ``record``: write the run times to
+    ``results/<profile>/run_times.json`` (default: for a run of every shipped notebook)."""
+    notebooks = list_notebooks(notebooks_dir, only)
+    if not notebooks:
+        raise ConfigError(f"no notebooks in {notebooks_dir}")
+    params = plan(profile, notebooks, profiles_dir)
+    for nb in notebooks:
+        decl = notebook_parameters(nb)
+        for k, v in (overrides or {}).items():
+            if k in decl:
+                why = decl[k].problem(v)
+                if why:
+                    raise ConfigError(f"{nb.stem}: override {k} = {v!r} {why}")
+                params[nb.stem][k] = v
+    print(f"[runner] profile {profile}: {len(notebooks)} notebook(s), parameters checked", flush=True)
+    if dry_run:
+        from .plan import dry_run as make_plan, render
+
+        p = make_plan(profile, with_defaults(notebooks, params))
+        print(render(p), flush=True)
+        bad = [m["model"] for m in p["models"] if not m["ok"]]
+        if bad:
+            raise ConfigError(f"invalid model reference(s): {bad}")
+        over = [r for r in p["memory"]["rows"] if not r["fits"]]
+        if over:
+            raise ConfigError("estimated not to fit on " + p["memory"]["gpu"] + ": " + "; ".join(
+                f"{r['stage']} / {r['phase']}: {r['detail']}; change {r['change']}" for r in over))
+        return {}
+    if check_only:
+        for nb, vals in params.items():
+            print(f"  {nb}: {json.dumps(vals, sort_keys=True)}")
+        return {}
+    import papermill as pm
+
+    _quiet_papermill_inference()
+
+    out = Path(out_dir or run_dir(profile))
+    # from scratch: nothing on disk a notebook could resume from
+    fresh = not (out / "artifacts").exists() or not any((out / "artifacts").iterdir())
+    out.mkdir(parents=True, exist_ok=True)
+    timings: dict[str, float] = {}
+    tpath = out / "timings.json"
+    for nb in notebooks:
+        dest = out / nb.name
+        print(f"[runner] {nb.stem} ({profile}) -> {dest.relative_to(ROOT) if dest.is_relative_to(ROOT) else dest}",
+              flush=True)
+        t0 = time.time()
+        try:
+            pm.execute_notebook(str(nb), str(dest), parameters=params[nb.stem], kernel_name="python3",
+                                cwd=str(ROOT), progress_bar=False, log_output=log_output)
+        except KeyboardInterrupt:
+            raise KeyboardInterrupt(nb.name) from None
+        except pm.PapermillExecutionError as e:
+            where = _failure(dest) or f"cell {e.exec_count}: {e.ename}: {e.evalue}"
+            raise RuntimeError(f"notebook {nb.name} failed at {where}\n"
+                               f"  full traceback in {dest}") from None
+        timings[nb.stem] = round(time.time() - t0, 1)
+        print(f"[runner] {nb.stem} done in {timings[nb.stem]:.0f} s", flush=True)
+        old = json.loads(tpath.read_text()) if tpath.exists() else {}
+        old.update(timings)
+        tpath.write_text(json.dumps(old, indent=2) + "\n")
+    if record if record is not None else (not only and out_dir is None and notebooks_dir == NOTEBOOKS_DIR):
+        # a full run of the shipped notebooks: its times are a result (the README's run-time table)
+        from ..core.io import write_json
+        from ..core.paths import results_dir
+
+        write_json(results_dir(profile) / "run_times.json",
+                   {"notebooks": timings, "cpus": os.cpu_count(), "fresh": fresh})
+    return timings
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="Run the StepWiser companion notebooks with papermill.")
+    ap.add_argument("--profile", default="tiny")
+    ap.add_argument("--only", nargs="*", help="notebook number prefixes, e.g. 01 02")
+    ap.add_argument("--check", action="store_true", help="validate the profile and stop")
+    ap.add_argument("--log-output", action="store_true", help="stream cell output to the terminal")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="validate, resolve models and datasets without downloading, print the plan")
+    a = ap.parse_args(argv)
+    try:
+        t = run(a.profile, a.only, a.check, log_output=a.log_output, dry_run=a.dry_run)
+    except ConfigError as e:
+        print(f"[runner] configuration error: {e}", file=sys.stderr)
+        return 2
+    except RuntimeError as e:
+        print(f"[runner] FAILED: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt as e:
+        print(f"[runner] interrupted{' in ' + e.args[0] if e.args else ''}; the next run resumes from what "
+              f"is on disk (runs/{a.profile}/artifacts)", file=sys.stderr)
+        return 130
+    if t:
+        print(f"[runner] all done: {sum(t.values()):.0f} s in total", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,363 @@
+"""Chunk-SFT recipe trials for the toy policy (issue 18; paper §3.2 and Table 4's claim that
+self-segmentation keeps accuracy), measured on the policy's **dev** split (toy ``eval_dev``),
+never on ``eval``, which Table 4 reports. Each trial appends one line to
+``results/trials/chunk_sft.jsonl`` (settings, dev Avg@k with its 95% interval, greedy accuracy,
+steps, the paired comparisons with the base, seconds); :func:`rsft_trial` does the same for
+notebook 07's fine-tuning recipe (``results/trials/rsft.jsonl``) and :func:`reset_trial` for
+notebook 06's policy temperature (``results/trials/chunk_reset.jsonl``). ``LAB_LOG.md``
+tabulates them.
+
+    python -m stepwiser_lib.tools.toy_trials --profile tiny --name tags --tag-init separator
+    python -m stepwiser_lib.tools.toy_trials --table      # the lab log's table of every trial so far
+
+The data is notebook 01's: the base policy's samples on the SFT split, cut to
+``MAX_CORRECT_PER_PROBLEM`` correct ones per prompt and segmented by the rule teacher.
+``--mix-plain F`` adds F times as many plain (untagged) records of the same correct solutions
+under the base prompt, so SFT also rehearses what the base already did. [not in paper]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from ..core import io, paths
+
+TRIALS = Path("results") / "trials" / "chunk_sft.jsonl"
+RSFT_TRIALS = Path("results") / "trials" / "rsft.jsonl"
+RESET_TRIALS = Path("results") / "trials" / "chunk_reset.jsonl"
+
+
+def _append(rel: Path, rec: dict) -> None:
+    path = paths.ROOT / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        f.write(json.dumps(io.repo_relative(rec)) + "\n")
+
+
+def plain_records(records: list[dict], problems: dict[str, str], base_prompt: str, fraction: float,
+                  seed: int = 0) -> list[dict]:
+    """``fraction`` times as many records as ``records`` (at most one per record), each the same
+    correct solution untagged (``raw``) under the base policy's prompt, chosen seeded.
+    ``problems``: problem id -> its text."""
+    picked = random.Random(f"plain:{seed}").sample(records, min(len(records), round(fraction * len(records))))
+    return [{"problem_id": r["problem_id"], "prompt": base_prompt.format(problem=problems[r["problem_id"]]),
+             "completion": r["raw"]} for r in picked]
+
+
+def evaluate(model_dir: str, items: list[dict], template: str, chunked: bool, samples: int, max_new_tokens: int,
+             seed: int, batch: int = 128) -> dict:
+    """Avg@``samples`` at temperature 1 (Table 4's measure) and greedy accuracy on ``items``:
+    the summary, the per-solution predictions (for the paired comparisons) and the greedy rate."""
+    from ..evals.evaluation import rate_ci
+    from ..engines.models import make_generator, release
+    from ..method.sampling import sample_solutions, solution_predictions, summarize
+
+    g = make_generator(model_dir, backend="hf", batch_size=batch)
+    sampled = sample_solutions(g, items, template, samples, 1.0, max_new_tokens, seed=seed + 1)
+    greedy = sample_solutions(g, items, template, 1, 0.0, max_new_tokens, seed=seed)
+    release(g)
+    preds = solution_predictions("chunk" if chunked else "base", "toy", seed + 1, sampled, chunked=chunked)
+    s = summarize(sampled, chunked=chunked)
+    return {"summary": {**s, "ci95": rate_ci(preds), "greedy_acc": round(100 * sum(r["correct"] for r in greedy) / len(greedy), 2)},
+            "predictions": preds}
+
+
+def run_trial(profile: str, name: str, *, lr: float, epochs: float, use_lora: bool = False, tag_init: str = "random",
+              mix_plain: float = 0.0, problems: int = 200, samples_per_problem: int = 4, max_correct: int = 4,
+              eval_problems: int = 200, eval_samples: int = 4, max_new_tokens: int = 160, seed: int = 0,
+              global_batch: int = 16, note: str = "") -> dict:
+    """Train one chunk-SFT recipe from the toy base and measure it on ``eval_dev`` beside the base
+    (both cached under ``runs/<profile>/trials/chunk_sft/``); returns the trial's record."""
+    from ..core import prompts
+    from ..method import segmentation, tasks
+    from ..toy import toyworld
+    from ..engines.models import make_generator, release
+    from ..method.sampling import sample_solutions
+    from ..engines.trainers import SFTSettings
+
+    t0 = time.time()
+    root = paths.run_dir(profile) / "trials" / "chunk_sft"
+    base = paths.resolve_model("toy_base")
+    base_prompt, chunk_prompt = prompts.get("toy", "base_policy"), prompts.get("toy", "chunk_policy")
+    train_items = tasks.load_problems("toy", "sft", problems, seed=seed)
+    dev_items = tasks.load_problems("toy", "eval_dev", eval_problems, seed=seed)
+
+    def sample():
+        g = make_generator(base, backend="hf", batch_size=128)
+        out = sample_solutions(g, train_items, base_prompt, samples_per_problem, 1.0, max_new_tokens, seed=seed)
+        release(g)
+        return out
+
+    skey = io.digest(paths.model_fingerprint(base), problems, samples_per_problem, max_new_tokens, seed)
+    samples = io.cached_jsonl(root / f"samples_{problems}x{samples_per_problem}.jsonl", skey, sample)
+    records, stats = segmentation.build_sft_records(
+        samples, lambda rs: [toyworld.teacher_segment(r) for r in rs], max_correct, chunk_prompt, seed=seed)
+    texts = {r["problem_id"]: r["problem"] for r in samples}
+    plain = plain_records(records, texts, base_prompt, mix_plain, seed) if mix_plain else []
+    settings = SFTSettings(epochs=epochs, lr=lr, global_batch=global_batch, micro_batch=min(8, global_batch),
+                           max_length=512, use_lora=use_lora, seed=seed, name="SFT")
+    out = root / name
+    sft = segmentation.sft_chunk_policy(base, records + plain, out, settings, tag_init=tag_init)
+    ekey = io.digest(paths.model_fingerprint(base), [i["id"] for i in dev_items], eval_samples, max_new_tokens, seed)
+    base_eval = io.cached_json(root / "base_eval_dev.json", ekey, lambda: evaluate(
+        base, dev_items, base_prompt, False, eval_samples, max_new_tokens, seed))
+    # the base asked with the chunk prompt, before any SFT: what the prompt costs, apart from what SFT costs
+    base_chunk = io.cached_json(root / "base_chunk_prompt_eval_dev.json", ekey, lambda: evaluate(
+        base, dev_items, chunk_prompt, True, eval_samples, max_new_tokens, seed))
+    chunk_eval = evaluate(sft["model_dir"], dev_items, chunk_prompt, True, eval_samples, max_new_tokens, seed)
+    comps = segmentation.table4_comparisons(chunk_eval["predictions"], base_eval["predictions"])
+    man = io.read_json(Path(base) / "manifest.json")
+    return {"name": name, "profile": profile, "note": note,
+            "base": {"phases": len(man.get("phases", [])) or 1, "weights_sha256": man["files"].get("model.safetensors"),
+                     "last_phase": {k: man["training"].get(k) for k in ("max_steps", "check_fraction", "chunk_fraction")}},
+            "settings": {"lr": lr, "epochs": epochs, "use_lora": use_lora, "tag_init": tag_init, "mix_plain": mix_plain,
+                         "problems": problems, "samples_per_problem": samples_per_problem, "max_correct": max_correct,
+                         "global_batch": settings.global_batch, "seed": seed},
+            "data": {**asdict(stats), "chunk_records": len(records), "plain_records": len(plain)},
+            "tag_rows": sft.get("tag_rows", {}), "sft_steps": sft["steps"], "sft_seconds": sft.get("train_seconds"),
+            "dev": {"problems": len(dev_items), "samples": eval_samples, "base": base_eval["summary"],
+                    "base_chunk_prompt": base_chunk["summary"], "chunk": chunk_eval["summary"]},
+            "comparisons": comps, "seconds": round(time.time() - t0, 1)}
+
+
+def rsft_trial(profile: str, name: str, *, policy: str | None = None, lr: float = 2e-4, epochs: float = 2.0,
+               use_lora: bool = False, mix_sft: float = 0.0, prompts_n: int = 100, samples: int = 4,
+               eval_problems: int = 200, max_new_tokens: int = 160, seed: int = 0, note: str = "") -> dict:
+    """Outcome-selected RS-FT (notebook 07's baseline arm: a random correct response per prompt)
+    from ``policy`` (default: ``profile``'s chunk policy) with one fine-tuning recipe, greedy
+    accuracy on ``eval_dev`` beside the policy's own, paired by problem. ``mix_sft`` adds that
+    many times the selected records from notebook 01's SFT set (``sft.jsonl``: the teacher's
+    segmentations), so fine-tuning also rehearses the chunk format it was taught. [not in paper]"""
+    from ..core import prompts
+    from ..method import rsft, tasks
+    from ..evals.evaluation import compare_rates, problem_predictions
+    from ..method.labelling import resolve_policy
+    from ..engines.models import make_generator, release
+    from ..method.sampling import sample_solutions
+    from ..engines.sft import sft
+    from ..engines.trainers import SFTSettings
+
+    t0 = time.time()
+    root = paths.run_dir(profile) / "trials" / "rsft"
+    policy = policy or resolve_policy({"POLICY_MODEL": "artifact"}, profile)
+    template = prompts.get("toy", "chunk_policy")
+    train_items = tasks.load_problems("toy", "rsft", prompts_n, seed=seed)
+    dev = {"toy": tasks.load_problems("toy", "eval_dev", eval_problems, seed=seed)}
+
+    def sample():
+        g = make_generator(policy, backend="hf", batch_size=128)
+        out = sample_solutions(g, train_items, template, samples, 1.0, max_new_tokens, seed=seed)
+        release(g)
+        return out
+
+    fp = paths.model_fingerprint(policy)
+    rows = io.cached_jsonl(root / f"samples_{prompts_n}x{samples}.jsonl", io.digest(fp, prompts_n, samples, max_new_tokens, seed), sample)
+    items = rsft.group_items(train_items, rows)
+    picks = [rsft.select_best([{"correct": c} for c in it["correct"]], "outcome", seed, it["id"]) for it in items]
+    recs = rsft.sft_records(items, picks, template)
+    extra = []
+    if mix_sft:
+        sft_set = io.read_jsonl(paths.artifacts(profile, "01_self_segmentation") / "sft.jsonl")
+        extra = random.Random(f"mix:{seed}").sample(sft_set, min(len(sft_set), round(mix_sft * len(recs))))
+        extra = [{"prompt": r["prompt"], "completion": r["completion"]} for r in extra]
+
+    def evaluate_dir(d):
+        g = make_generator(d, backend="hf", batch_size=128)
+        out = rsft.evaluate_policy(g, dev, template, max_new_tokens, seed)
+        release(g)
+        return out
+
+    base = io.cached_json(root / "policy_eval_dev.json", io.digest(fp, [i["id"] for i in dev["toy"]], max_new_tokens, seed),
+                          lambda: evaluate_dir(policy))
+    settings = SFTSettings(epochs=epochs, lr=lr, global_batch=16, micro_batch=8, max_length=512, use_lora=use_lora,
+                           seed=seed, name="SFT")
+    r = sft(policy, recs + extra, root / name, settings)
+    after = evaluate_dir(r["model_dir"])
+    ids = [f"toy/{i['id']}" for i in dev["toy"]]
+    comp = compare_rates(problem_predictions("rsft", "toy", seed, ids, after["correct"]["toy"]),
+                         problem_predictions("policy", "toy", seed, ids, base["correct"]["toy"]))
+    return {"name": name, "profile": profile, "note": note, "kind": "rsft",
+            "settings": {"lr": lr, "epochs": epochs, "use_lora": use_lora, "mix_sft": mix_sft, "prompts": prompts_n,
+                         "samples": samples, "seed": seed},
+            "data": {"responses": len(rows), "correct_rate": round(100 * sum(x["correct"] for x in rows) / len(rows), 2),
+                     "records": len(recs), "sft_records": len(extra)},
+            "sft_steps": r["steps"], "sft_seconds": r.get("train_seconds"),
+            "dev": {"problems": len(dev["toy"]), "policy_greedy_acc": base["acc"]["toy"], "rsft_greedy_acc": after["acc"]["toy"]},
+            "comparison": comp, "seconds": round(time.time() - t0, 1)}
+
+
+def reset_trial(profile: str, name: str, *, temperatures: tuple[float, ...] = (1.0, 0.7, 0.4),
+                judge_name: str = "stepwiser:rel_ratio", n_problems: int = 128, seed: int = 0, note: str = "") -> dict:
+    """Chunk-reset's policy sampling temperature (not in the paper; notebook 06's ``TEMPERATURE``)
+    on ``eval_dev``: at each temperature the plain sampled policy and the reset with
+    ``judge_name`` (notebook 04's registry at ``profile``), on common random numbers, and the
+    greedy policy once; each arm's accuracy with its 95% interval and the paired differences
+    judge - no judge and each arm - greedy (paired bootstrap by problem)."""
+    from ..method import chunk_reset as cr
+    from ..method import judge, judge_runs, tasks
+    from ..core import prompts
+    from ..evals.evaluation import compare_rates, problem_predictions, rate_ci
+    from ..method.labelling import resolve_policy
+    from ..engines.models import make_generator, release
+
+    t0 = time.time()
+    policy_dir = resolve_policy({"POLICY_MODEL": "artifact"}, profile)
+    entry = judge_runs.read_registry(profile, [judge_name])[judge_name]
+    template = prompts.get("toy", "chunk_policy")
+    items = tasks.load_problems("toy", "eval_dev", n_problems, seed=seed)
+    ids = [f"toy/{i['id']}" for i in items]
+    policy = make_generator(policy_dir, backend="hf", batch_size=128)
+    j = judge.load_judge(entry, "toy", 128, 128)
+    arms, preds = {}, {}
+
+    def arm(label, jd, cfg):
+        rec = cr.run_arm(policy, jd, items, template, cfg, tasks.is_correct)
+        preds[label] = problem_predictions(label, "toy", cfg.seed, ids, rec["correct"])
+        arms[label] = {**rec["summary"], "ci95": rate_ci(preds[label])}
+        print(label, arms[label], flush=True)
+
+    arm("greedy", None, cr.ResetConfig(max_attempts=1, temperature=0.0, seed=seed))
+    comps = []
+    for t in temperatures:
+        cfg = cr.ResetConfig(temperature=t, seed=seed)
+        arm(f"no judge T={t:g}", None, cfg)
+        arm(f"{judge_name} T={t:g}", j, cfg)
+        comps += [compare_rates(preds[f"{judge_name} T={t:g}"], preds[f"no judge T={t:g}"]),
+                  compare_rates(preds[f"no judge T={t:g}"], preds["greedy"]),
+                  compare_rates(preds[f"{judge_name} T={t:g}"], preds["greedy"])]
+    release(j)
+    release(policy)
+    return {"name": name, "profile": profile, "note": note, "kind": "chunk_reset",
+            "settings": {"temperatures": list(temperatures), "judge": judge_name, "problems": n_problems, "seed": seed,
+                         "policy": policy_dir},
+            "dev": arms, "comparisons": comps, "seconds": round(time.time() - t0, 1)}
+
+
+def _base_label(base: dict | None) -> str:
+    """The toy base a trial started from: its number of phases, and for a third phase its steps and
+    chunk-document share (trials before the three-phase base recorded nothing: two phases)."""
+    if not base:
+        return "2"
+    last = base.get("last_phase") or {}
+    if base["phases"] < 3 or not last:
+        return str(base["phases"])
+    return f"{base['phases']} ({last['max_steps']} steps, chunk {last['chunk_fraction']:g})"
+
+
+def markdown(records: list[dict]) -> str:
+    """The chunk-SFT trials (records of :func:`run_trial`) as the lab log's table: settings, SFT
+    records and steps, dev Avg@k and greedy accuracy of the chunk policy, its steps and format
+    rate, the paired Avg@k difference with the base (95% interval) and seconds."""
+    head = ("| trial | base (phases) | lr | epochs | batch | LoRA | tags | plain mix | SFT prompts × samples | records "
+            "| SFT steps | base dev Avg@k | base, chunk prompt | dev Avg@k | greedy | steps | format % | chunk − base Avg@k [95%] "
+            "| s |\n" + "|---" * 19 + "|\n")
+    rows = []
+    for r in records:
+        st, d = r["settings"], r["dev"]["chunk"]
+        acc = next(c for c in r["comparisons"] if c["field"] == "correct")
+        phases = _base_label(r.get("base"))
+        rows.append(f"| {r['name']} | {phases} | {st['lr']:g} | {st['epochs']:g} | {st.get('global_batch', 16)} "
+                    f"| {'yes' if st['use_lora'] else 'no'} | {st['tag_init']} "
+                    f"| {st['mix_plain']:g} | {st['problems']} × {st['samples_per_problem']} "
+                    f"| {r['data']['chunk_records'] + r['data']['plain_records']} "
+                    f"| {r['sft_steps']} | {r['dev']['base']['avg_acc']} | {r['dev'].get('base_chunk_prompt', {}).get('avg_acc', '–')} | {d['avg_acc']} | {d['greedy_acc']} | {d['steps']} "
+                    f"| {d['format_ok']} | {acc['diff']:+.1f} [{acc['low']:+.1f}, {acc['high']:+.1f}] | {r['seconds']:.0f} |")
+    return head + "\n".join(rows) + "\n"
+
+
+def rsft_markdown(records: list[dict]) -> str:
+    """The RS-FT recipe trials (records of :func:`rsft_trial`) as the lab log's table: settings,
+    records trained on, the policy's and the fine-tuned policy's greedy dev accuracy and their
+    paired difference (95% interval)."""
+    head = ("| trial | lr | epochs | LoRA | SFT-set mix | prompts × samples | records | SFT steps | policy greedy "
+            "| RS-FT greedy | RS-FT − policy [95%] | s |\n" + "|---" * 12 + "|\n")
+    rows = []
+    for r in records:
+        st, c = r["settings"], r["comparison"]
+        rows.append(f"| {r['name']} | {st['lr']:g} | {st['epochs']:g} | {'yes' if st['use_lora'] else 'no'} | {st['mix_sft']:g} "
+                    f"| {st['prompts']} × {st['samples']} | {r['data']['records'] + r['data']['sft_records']} | {r['sft_steps']} "
+                    f"| {r['dev']['policy_greedy_acc']} | {r['dev']['rsft_greedy_acc']} "
+                    f"| {c['diff']:+.1f} [{c['low']:+.1f}, {c['high']:+.1f}] | {r['seconds']:.0f} |")
+    return head + "\n".join(rows) + "\n"
+
+
+def reset_markdown(records: list[dict]) -> str:
+    """The chunk-reset temperature trials (records of :func:`reset_trial`): each arm's dev accuracy
+    with its 95% interval, rejected length and judge calls, then the paired differences."""
+    out = []
+    for r in records:
+        out += [f"**{r['name']}** ({r['settings']['problems']} dev problems, judge {r['settings']['judge']}, {r['seconds']:.0f} s)", "",
+                "| arm | accuracy [95%] | accepted length | rejected length | judge calls |", "|---|---|---|---|---|"]
+        out += [f"| {k} | {v['accuracy']} [{v['ci95']['low']}, {v['ci95']['high']}] | {v['accepted_length']} | {v['rejected_length']} "
+                f"| {v['judge_calls']} |" for k, v in r["dev"].items()]
+        out += ["", "| a − b | diff [95%] | verdict |", "|---|---|---|"]
+        out += [f"| {c['a']} − {c['b']} | {c['diff']:+.1f} [{c['low']:+.1f}, {c['high']:+.1f}] | {c['verdict']} |"
+                for c in r["comparisons"]]
+        out.append("")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--profile", default="tiny")
+    ap.add_argument("--name")
+    ap.add_argument("--lr", type=float, default=5e-4)
+    ap.add_argument("--epochs", type=float, default=4.0)
+    ap.add_argument("--lora", action="store_true")
+    ap.add_argument("--tag-init", default="random", choices=["random", "separator"])
+    ap.add_argument("--mix-plain", type=float, default=0.0)
+    ap.add_argument("--problems", type=int, default=200)
+    ap.add_argument("--samples-per-problem", type=int, default=4)
+    ap.add_argument("--batch", type=int, default=16, help="SFT global batch (micro batch 8)")
+    ap.add_argument("--max-correct", type=int, default=4, help="correct responses kept per SFT prompt")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--note", default="")
+    ap.add_argument("--rsft", action="store_true", help="an RS-FT recipe from the chunk policy instead (rsft_trial)")
+    ap.add_argument("--mix-sft", type=float, default=0.0)
+    ap.add_argument("--rsft-prompts", type=int, default=100, help="RS-FT training prompts (the pool)")
+    ap.add_argument("--rsft-samples", type=int, default=4, help="RS-FT responses per prompt")
+    ap.add_argument("--policy", default=None, help="RS-FT start (default: the profile's chunk policy)")
+    ap.add_argument("--reset", action="store_true", help="chunk-reset's policy temperature instead (reset_trial)")
+    ap.add_argument("--temperatures", type=float, nargs="+", default=[1.0, 0.7, 0.4])
+    ap.add_argument("--table", action="store_true", help="print the trials so far as the lab log's tables")
+    a = ap.parse_args(argv)
+    if a.table:
+        print(markdown(io.read_jsonl(paths.ROOT / TRIALS)), end="")
+        for path, fmt in ((RSFT_TRIALS, rsft_markdown), (RESET_TRIALS, reset_markdown)):
+            if (paths.ROOT / path).exists():
+                print("\n" + fmt(io.read_jsonl(paths.ROOT / path)), end="")
+        return
+    if not a.name:
+        ap.error("--name is required for a trial")
+    if a.reset:
+        rec = reset_trial(a.profile, a.name, temperatures=tuple(a.temperatures), seed=a.seed, note=a.note)
+        _append(RESET_TRIALS, rec)
+        print(json.dumps({"dev": {k: (v["accuracy"], v["ci95"]["low"], v["ci95"]["high"]) for k, v in rec["dev"].items()},
+                          "comparisons": [(c["a"], c["b"], c["diff"], c["low"], c["high"]) for c in rec["comparisons"]],
+                          "seconds": rec["seconds"]}, indent=1))
+        return
+    if a.rsft:
+        rec = rsft_trial(a.profile, a.name, policy=a.policy, lr=a.lr, epochs=a.epochs, use_lora=a.lora,
+                         mix_sft=a.mix_sft, prompts_n=a.rsft_prompts, samples=a.rsft_samples, seed=a.seed, note=a.note)
+        _append(RSFT_TRIALS, rec)
+        print(json.dumps({"name": a.name, **rec["dev"], "comparison": {k: rec["comparison"][k] for k in ("diff", "low", "high", "verdict")},
+                          "seconds": rec["seconds"]}, indent=1))
+        return
+    rec = run_trial(a.profile, a.name, lr=a.lr, epochs=a.epochs, use_lora=a.lora, tag_init=a.tag_init,
+                    mix_plain=a.mix_plain, problems=a.problems, samples_per_problem=a.samples_per_problem,
+                    max_correct=a.max_correct, global_batch=a.batch, seed=a.seed, note=a.note)
+    _append(TRIALS, rec)
+    d = rec["dev"]
+    print(json.dumps({"name": a.name, "base": {k: d["base"][k] for k in ("avg_acc", "greedy_acc", "steps")},
+                      "chunk": {k: d["chunk"][k] for k in ("avg_acc", "greedy_acc", "steps", "format_ok")},
+                      "comparisons": [(c["field"], c["diff"], c["low"], c["high"], c["verdict"]) for c in rec["comparisons"]],
+                      "seconds": rec["seconds"]}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
