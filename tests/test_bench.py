@@ -1,8 +1,7 @@
 """make bench's analysis on literal outcome streams, and the README table in step with its result."""
-import pytest
 
 from stepwiser_lib.tools import bench
-from stepwiser_lib.core import io, paths
+from stepwiser_lib.core import vocab
 from stepwiser_lib.method import labelling
 
 
@@ -28,16 +27,16 @@ def test_sweep_floor_and_choice():
     sw = bench.adaptive_sweep(trajs, first, second, cfg)
     assert sw["chunks"] == 5 and sw["prefixes"] == 3
     assert sw["noise_floor"] == {"abs_q": 0.8, "rel_effective": 0.8, "rel_ratio": 1.0}  # traj 2's 1/8 vs 0
-    assert len(sw["rows"]) == len(labelling.ADAPTIVE_RULES) * len(bench.SWEEP_ROUNDS) * len(bench.SWEEP_Z)
+    assert len(sw["rows"]) == len(vocab.ADAPTIVE_RULES) * len(bench.SWEEP_ROUNDS) * len(bench.SWEEP_Z)
     exact = [r for r in sw["rows"] if r["z"] == 0.0]
     # the exact bound gives full M's labels of the rule(s) it preserves: their agreement is the floor
     for r in exact:
-        kept = labelling.RULES if r["adaptive_rule"] == "all" else (r["adaptive_rule"],)
+        kept = vocab.RULES if r["adaptive_rule"] == "all" else (r["adaptive_rule"],)
         assert all(r["agreement"][k] == sw["noise_floor"][k] for k in kept)
     c = bench.choose_adaptive(sw, strict=True)
-    assert c is not None and all(c["agreement"][k] >= sw["noise_floor"][k] for k in labelling.RULES)
+    assert c is not None and all(c["agreement"][k] >= sw["noise_floor"][k] for k in vocab.RULES)
     assert c["rollout_fraction"] == min(r["rollout_fraction"] for r in sw["rows"]
-                                        if all(r["agreement"][k] >= sw["noise_floor"][k] for k in labelling.RULES))
+                                        if all(r["agreement"][k] >= sw["noise_floor"][k] for k in vocab.RULES))
 
 
 def test_choose_returns_none_when_nothing_reaches_the_floor():

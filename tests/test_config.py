@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from stepwiser_lib.core import config as C
-from stepwiser_lib.tools.runner import list_notebooks, plan
+from stepwiser_lib.core.config import checked_parameters, list_notebooks
 
 CELL = '''
 PROFILE: str = "tiny"  # scale
@@ -103,14 +103,14 @@ def test_shipped_profiles_are_complete_and_valid(profile):
     """Every profile, colab and paper included, validates against every notebook."""
     nbs = list_notebooks()
     assert nbs, "no notebooks found"
-    params = plan(profile, nbs)
+    params = checked_parameters(profile, nbs)
     assert set(params) == {p.stem for p in nbs}
     for nb, vals in params.items():
         assert vals["PROFILE"] == profile
 
 
 def test_paper_profile_uses_paper_models():
-    p = plan("paper", list_notebooks(only=["01"]))["01_self_segmentation"]
+    p = checked_parameters("paper", list_notebooks(only=["01"]))["01_self_segmentation"]
     assert p["BASE_MODEL"] == "Qwen/Qwen2.5-1.5B-Instruct"
     assert p["TEACHER"] == "meta-llama/Llama-3.1-70B-Instruct"
     assert (p["SAMPLES_PER_PROBLEM"], p["MAX_CORRECT_PER_PROBLEM"], p["N_PROBLEMS"]) == (16, 4, 20000)
@@ -187,11 +187,10 @@ def test_real_model_profiles_set_every_value_chosen_for_tiny(profile):
     world; a real-model profile that inherits it runs at the wrong scale without a word (the paper
     profile trained its judges on 40% of the labels: tiny's DEV_FRACTION and TEST_FRACTION,
     real_path_review_2.md W1). Each must be set by the profile, unless the switch it needs is off."""
-    from stepwiser_lib.tools import runner
 
     data = C.load_profile(profile)
     missing = []
-    for nb in runner.list_notebooks():
+    for nb in C.list_notebooks():
         decl = C.notebook_parameters(nb)
         vals = {**{k: v.default for k, v in decl.items()}, **{k: v for k, v in data["shared"].items() if k in decl},
                 **data["notebooks"].get(nb.stem, {})}

@@ -2,7 +2,6 @@
 to run first and the profile, executed from the committed cells against an empty output folder."""
 
 import json
-from pathlib import Path
 
 import pytest
 

@@ -1,8 +1,7 @@
 import pytest
 
 from stepwiser_lib.method.judge import parse_verdict, verdict_reward
-
-
+from stepwiser_lib.method import judge_train
 @pytest.mark.parametrize("text,expected", [
     ("analysis... \\boxed{Positive}", "Positive"),
     ("\\boxed{Negative}", "Negative"),
@@ -57,8 +56,7 @@ def _examples(n=200):
 
 
 def test_warmup_teaches_format_not_labels():
-    from stepwiser_lib.method.judge import analysis_implied, toy_analysis, warmup_records
-
+    from stepwiser_lib.toy.judge_text import analysis_implied, toy_analysis, warmup_records
     ex = _examples()
     recs = warmup_records(ex, seed=0)
     verdicts = [parse_verdict(r["completion"]) for r in recs]
@@ -78,7 +76,6 @@ def test_warmup_teaches_format_not_labels():
 
 def test_step_accuracy():
     from stepwiser_lib.method.judge import step_accuracy
-
     ex = [{"label": True}, {"label": True}, {"label": False}, {"label": False}]
     js = [{"verdict": "Positive"}, {"verdict": None}, {"verdict": "Negative"}, {"verdict": "Positive"}]
     r = step_accuracy(js, ex)
@@ -87,7 +84,6 @@ def test_step_accuracy():
 
 def test_direct_reward_format_penalty():
     from stepwiser_lib.method.judge import is_direct_format, make_direct_reward
-
     f = make_direct_reward(-1.0)
     comps = ["\\boxed{Positive}", " \\boxed{Negative}\n", "\\boxed{Positive}", "so \\boxed{Negative}",
              "\\boxed{maybe}", ""]
@@ -100,8 +96,7 @@ def test_direct_reward_format_penalty():
 
 
 def test_warmup_direct_style_and_label_blindness():
-    from stepwiser_lib.method.judge import warmup_records
-
+    from stepwiser_lib.toy.judge_text import warmup_records
     ex = _examples(40)
     flipped = [{**e, "label": not e["label"]} for e in ex]
     assert warmup_records(ex, style="direct") == warmup_records(flipped, style="direct")
@@ -112,8 +107,7 @@ def test_warmup_direct_style_and_label_blindness():
 
 
 def test_rsft_select_keeps_label_matching_outputs():
-    from stepwiser_lib.method.judge import rsft_select
-
+    from stepwiser_lib.method.judge_train import rsft_select
     ex = [{"problem": "a = 1. Find a.", "history": [], "chunk": "c", "label": True},
           {"problem": "a = 1. Find a.", "history": [], "chunk": "d", "label": False},
           {"problem": "a = 1. Find a.", "history": [], "chunk": "e", "label": True}]
@@ -130,8 +124,8 @@ def test_rsft_select_keeps_label_matching_outputs():
 
 
 def test_parse_variant_and_truth():
-    from stepwiser_lib.method.judge import KINDS, chunk_truth, parse_variant, variant_slug
-
+    from stepwiser_lib.core.vocab import KINDS, parse_variant, variant_slug
+    from stepwiser_lib.toy.judge_text import chunk_truth
     assert parse_variant("stepwiser:rel_ratio") == ("stepwiser", "rel_ratio")
     assert set(KINDS) == {"stepwiser", "disc_sft", "no_cot_rl", "no_balance_rl", "rsft", "exact_rl", "disc_warmup_sft", "restate_rl"}
     for bad in ["stepwiser", "magic:rel_ratio", "stepwiser:q", ""]:
@@ -155,8 +149,7 @@ def test_judge_prompt_styles():
 
 
 def test_balanced_order_balances_every_step():
-    from stepwiser_lib.method.judge import balanced_order
-
+    from stepwiser_lib.method.judge_train import balanced_order
     ex = [{"label": i % 3 == 0, "i": i} for i in range(30)]  # 10 positive, 20 negative
     o = balanced_order(ex, 4, seed=0)
     assert sorted(e["i"] for e in o) == list(range(30))  # a permutation: nothing lost
@@ -170,8 +163,7 @@ def test_balanced_order_balances_every_step():
 def test_verdict_loss_mask():
     import torch
 
-    from stepwiser_lib.method.judge import verdict_loss_mask
-
+    from stepwiser_lib.method.judge_train import verdict_loss_mask
     ids = torch.tensor([[5, 6, 9, 7, 0], [9, 5, 8, 7, 7], [1, 2, 3, 4, 0]])
     m = verdict_loss_mask(ids, {8, 9})
     assert m.tolist() == [[0, 0, 1, 1, 1],  # from the verdict to the end
@@ -180,8 +172,7 @@ def test_verdict_loss_mask():
 
 
 def test_verdict_tokens_are_single_tokens(toy_model):
-    from stepwiser_lib.method.judge import verdict_token_ids
-
+    from stepwiser_lib.method.judge_train import verdict_token_ids
     _, tok = toy_model
     ids = verdict_token_ids(tok)
     assert len(ids) == 2
@@ -190,7 +181,6 @@ def test_verdict_tokens_are_single_tokens(toy_model):
 
 def test_score_auc():
     from stepwiser_lib.method.judge import score_auc
-
     assert score_auc([0.9, 0.8, 0.1, 0.2], [True, True, False, False]) == 1.0
     assert score_auc([0.1, 0.2, 0.9, 0.8], [True, True, False, False]) == 0.0
     assert score_auc([0.5, 0.5, 0.5, 0.5], [True, False, True, False]) == 0.5  # ties count one half
@@ -204,20 +194,18 @@ def test_score_auc():
 def test_discriminative_judges_start_where_they_say(monkeypatch, tmp_path, kind, start):
     """disc_sft trains from the initial model, as the paper's baseline does; disc_warmup_sft from
     the CoT warm-up the generative judge starts from (review W3b), the warm-up's effect on its own."""
-    from stepwiser_lib.method import discriminative, judge
-
     seen = {}
 
     def fake_train(model_dir, examples, out_dir, settings, progress=True):
         seen["start"] = model_dir
         return {"model_dir": str(out_dir), "seconds": 0.0, "steps": 1, "records": len(examples), "loss_curve": []}
-    monkeypatch.setattr(discriminative, "train_disc_judge", fake_train)
+    monkeypatch.setattr(judge_train, "train_disc_judge", fake_train)
     ex = [{"problem": "p", "history": [], "chunk": "c", "label": True, "problem_id": "a"}]
     data = {"rel_ratio": {"train_balanced": ex, "train_unbalanced": ex, "dev_balanced": ex}}
     from stepwiser_lib.engines.trainers import GRPOSettings, SFTSettings
 
     recipe = {"rl": GRPOSettings(), "disc": SFTSettings()}
-    r = judge.train_variant(f"{kind}:rel_ratio", data, tmp_path, base_model="BASE", warmups={"cot": "WARMUP"}, recipe=recipe)
+    r = judge_train.train_variant(f"{kind}:rel_ratio", data, tmp_path, base_model="BASE", warmups={"cot": "WARMUP"}, recipe=recipe)
     assert seen["start"] == start and r["entry"]["style"] == "disc" and r["entry"]["base"] == str(tmp_path)
 
 
@@ -225,8 +213,8 @@ def test_restate_warmup_computes_nothing():
     """The restate_rl ablation's warm-up (review W3d): the analysis restates stated values only,
     so it is the same for a right and a wrong chunk stating the same numbers, and implies no verdict."""
     from stepwiser_lib.toy import toyworld as tw
-    from stepwiser_lib.method.judge import WARMUP_OF, analysis_implied, warmup_records
-
+    from stepwiser_lib.core.vocab import WARMUP_OF
+    from stepwiser_lib.toy.judge_text import analysis_implied, warmup_records
     assert tw.restate_text("We have c = b + 6 = 55 + 6 = 62. So \\boxed{62}") == "stated c = 62\nstated answer = 62"
     assert tw.restate_text("Nothing new here.") == "stated: no new value"
     ex = _examples(20)
@@ -238,7 +226,8 @@ def test_restate_warmup_computes_nothing():
 
 
 def test_recipe_key_holds_only_what_a_kind_trains_with():
-    from stepwiser_lib.method.judge import KINDS, recipe_key
+    from stepwiser_lib.core.vocab import KINDS
+    from stepwiser_lib.method.judge_train import recipe_key
     from stepwiser_lib.engines.trainers import GRPOSettings, SFTSettings
 
     r = {"rl": GRPOSettings(), "disc": SFTSettings(lr=5e-4), "rsft": SFTSettings(), "rsft_samples": 4,

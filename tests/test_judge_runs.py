@@ -2,9 +2,7 @@ import pytest
 
 from stepwiser_lib.core import io
 from stepwiser_lib.method import judge_runs as jr
-from stepwiser_lib.method.judge import WARMUP_NAME
-
-
+from stepwiser_lib.core.vocab import WARMUP_NAME
 def _ex(problem, chunk="c", history=()):
     return {"problem": problem, "history": list(history), "chunk": chunk, "label": True, "problem_id": problem}
 
@@ -67,8 +65,8 @@ def test_read_registry_names_what_is_missing(tmp_path, monkeypatch):
 
 
 def test_reference_predictions_and_summary(monkeypatch):
-    from stepwiser_lib.method import judge
-    monkeypatch.setattr(judge, "analysis_implied", lambda text: text == "difference 0")  # a toy analysis's reading
+    from stepwiser_lib.method import tasks
+    monkeypatch.setattr(tasks, "analysis_verdict", lambda text: text == "difference 0")  # a toy analysis's reading
     ex = [{**_ex(f"q{i // 2}", f"c{i}"), "label": lab, "traj_id": f"q{i // 2}/s0", "chunk_index": i}
           for i, lab in enumerate((True, False, False, True))]
     data_rule = {"dev_balanced": ex[:2], "test_balanced": ex}
@@ -116,7 +114,7 @@ def test_main_summary_and_variants_out():
 
 
 def test_train_runs_trains_each_run_once_and_retrains_only_what_a_setting_names(tmp_path, monkeypatch, capsys):
-    from stepwiser_lib.method import judge
+    from stepwiser_lib.method import judge_train
     from stepwiser_lib.core import paths
     calls = []
 
@@ -124,8 +122,8 @@ def test_train_runs_trains_each_run_once_and_retrains_only_what_a_setting_names(
         calls.append((name, seed))
         return {"entry": {"name": name, "kind": name.split(":")[0]}, "train": {"seconds": 1.0}}
 
-    monkeypatch.setattr(judge, "train_variant", fake_train)
-    monkeypatch.setattr(judge, "recipe_key", lambda kind, recipe: {kind: recipe[kind]})  # each kind reads its own setting
+    monkeypatch.setattr(judge_train, "train_variant", fake_train)
+    monkeypatch.setattr(judge_train, "recipe_key", lambda kind, recipe: {kind: recipe[kind]})  # each kind reads its own setting
     monkeypatch.setattr(paths, "model_fingerprint", lambda init: "fp")
     kw = dict(init="init", warmups={}, warm_keys={}, data={}, data_hash={"rel_ratio": "h"}, family="toy")
     variants = ["stepwiser:rel_ratio", "disc_sft:rel_ratio"]
@@ -141,9 +139,9 @@ def test_train_runs_trains_each_run_once_and_retrains_only_what_a_setting_names(
 
 
 def test_evaluate_runs_rows_in_order_with_intervals(monkeypatch):
-    from stepwiser_lib.method import judge
+    from stepwiser_lib.method import judge, tasks
     from stepwiser_lib.engines import models
-    monkeypatch.setattr(judge, "analysis_implied", lambda text: True)
+    monkeypatch.setattr(tasks, "analysis_verdict", lambda text: True)
     monkeypatch.setattr(judge, "load_judge", lambda e, fam, max_new, batch: ("judge", e["name"], max_new))
     monkeypatch.setattr(models, "release", lambda *a: None)
 
@@ -188,7 +186,7 @@ def test_notebook04_figures_draw_what_they_get():
 
 
 def test_train_warmups_one_per_style_cached_and_the_direct_one_shorter(tmp_path, monkeypatch, capsys):
-    from stepwiser_lib.method import judge
+    from stepwiser_lib.method import tasks
     from stepwiser_lib.core import paths
     from stepwiser_lib.engines import sft
     runs = []
@@ -199,7 +197,7 @@ def test_train_warmups_one_per_style_cached_and_the_direct_one_shorter(tmp_path,
 
     monkeypatch.setattr(sft, "sft", fake_sft)
     monkeypatch.setattr(paths, "model_fingerprint", lambda init: "fp")
-    monkeypatch.setattr(judge, "warmup_records", lambda chunks, fam, seed, style: [{"style": style, "completion": "x"}])
+    monkeypatch.setattr(tasks, "warmup_records", lambda chunks, fam, seed, style: [{"style": style, "completion": "x"}])
     kw = dict(family="toy", seed=0, steps=300, direct_steps=60, lr=1e-3, batch=16, micro_batch=8)
     dirs, keys, recs = jr.train_warmups(tmp_path, ["cot", "direct"], [_ex("p")], "init", **kw)
     assert runs == [("warmup_cot", 300), ("warmup_direct", 60)] and set(dirs) == set(keys) == {"cot", "direct"}

@@ -6,6 +6,7 @@ import pytest
 from stepwiser_lib.method import judge
 from stepwiser_lib.toy import toyworld as tw
 from stepwiser_lib.engines.trainers import GRPOSettings
+from stepwiser_lib.method import judge_train
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +33,7 @@ def test_grpo_smoke_run_changes_the_adapter(toy_base_dir, examples, tmp_path):
 
     s = GRPOSettings(steps=2, prompts_per_step=2, group_size=4, max_completion=24, eval_every=1,
                      temperature=1.5, updates_per_step=2, micro_batch=4)  # 2 updates per step
-    r = judge.train_grpo_judge(toy_base_dir, examples[:16], tmp_path, s, val=examples[16:],
+    r = judge_train.train_grpo_judge(toy_base_dir, examples[:16], tmp_path, s, val=examples[16:],
                                reward_funcs=[length_reward])
     w = load_file(f"{r['dir']}/adapter_model.safetensors")
     lora_b = [v for k, v in w.items() if "lora_B" in k]
@@ -81,7 +82,7 @@ def test_grpo_verdict_loss_and_balanced_steps_run(toy_base_dir, examples, tmp_pa
     sample writes a verdict, so every token stays in the loss) and balanced steps."""
     s = GRPOSettings(steps=2, prompts_per_step=2, group_size=4, max_completion=16, eval_every=0,
                      loss_tokens="verdict", balanced_steps=True)
-    r = judge.train_grpo_judge(toy_base_dir, examples[:16], tmp_path, s, val=examples[16:20], progress=False)
+    r = judge_train.train_grpo_judge(toy_base_dir, examples[:16], tmp_path, s, val=examples[16:20], progress=False)
     assert r["steps"] == 2 and any("reward" in h for h in r["log_history"])
     assert r["val_curve"] == []  # eval_every 0 draws no curve, not even step 0 (toy-full's time cut)
 
@@ -121,11 +122,11 @@ def test_verdict_readout_on_literal_outputs(toy_base_dir, examples):
 
 
 def test_group_runs_reads_trl_group_layout():
-    assert judge.group_runs([[1, 2]] * 3 + [[3]] * 3) == ([[1, 2], [3]], 3)
-    assert judge.group_runs([[1], [2], [3]]) == ([[1], [2], [3]], 1)
-    assert judge.group_runs([[1], [1], [2]]) is None  # uneven groups: TRL's own path
-    assert judge.group_runs([[1], [1], [2], [3]]) is None
-    assert judge.group_runs([]) is None
+    assert judge_train.group_runs([[1, 2]] * 3 + [[3]] * 3) == ([[1, 2], [3]], 3)
+    assert judge_train.group_runs([[1], [2], [3]]) == ([[1], [2], [3]], 1)
+    assert judge_train.group_runs([[1], [1], [2]]) is None  # uneven groups: TRL's own path
+    assert judge_train.group_runs([[1], [1], [2], [3]]) is None
+    assert judge_train.group_runs([]) is None
 
 
 def _grpo_trainer(toy_base_dir, examples, tmp_path, temperature):
@@ -138,9 +139,9 @@ def _grpo_trainer(toy_base_dir, examples, tmp_path, temperature):
     model = AutoModelForCausalLM.from_pretrained(toy_base_dir, dtype=torch.float32)
     models.neutral_generation_config(model, tok)
     s = GRPOSettings(steps=1, prompts_per_step=2, group_size=4, max_completion=40, temperature=temperature)
-    cls = judge.verdict_loss_trainer(tok)
+    cls = judge_train.verdict_loss_trainer(tok)
     return cls(model=model, reward_funcs=[judge.verdict_reward], args=s.grpo_args(tmp_path, 1, progress=False),
-               train_dataset=judge.grpo_dataset(examples[:8]), processing_class=tok,
+               train_dataset=judge_train.grpo_dataset(examples[:8]), processing_class=tok,
                peft_config=models.lora_config(4, 8)), tok
 
 

@@ -1,5 +1,6 @@
 import pytest
 
+from stepwiser_lib.core import vocab
 from stepwiser_lib.method import labelling as L
 from fakes import FakeToyPolicy, fake_items
 
@@ -42,7 +43,7 @@ def test_rel_effective_hand_cases():
 def test_settled_matches_every_completion():
     """Exhaustive check of the interval rule: settled => every completion gives one label."""
     M = 8
-    for rule in L.RULES:
+    for rule in vocab.RULES:
         for d in range(M + 1):
             for s in range(d + 1):
                 for prev in [0.0, 0.125, 0.5, 0.875, 1.0]:
@@ -57,7 +58,7 @@ def test_settled_matches_every_completion():
 def test_settled_for_all_rules_is_settled_for_each():
     # "all" is settled exactly when every single rule is
     for lo, hi, lp, hp in [(0.5, 1.0, 0.5, 0.5), (0.0, 0.0, 0.5, 0.5), (0.9, 1.0, 0.1, 0.2), (0.2, 0.6, 0.4, 0.4)]:
-        each = [L.label_settled(r, lo, hi, lp, hp, 0.4, 0.8) for r in L.RULES]
+        each = [L.label_settled(r, lo, hi, lp, hp, 0.4, 0.8) for r in vocab.RULES]
         assert L.label_settled("all", lo, hi, lp, hp, 0.4, 0.8) == all(each)
     assert L.label_settled("all", 0.9, 1.0, 0.1, 0.2, 0.4, 0.8)  # settled positive under every rule
     assert not L.label_settled("all", 0.2, 0.6, 0.4, 0.4, 0.4, 0.8)  # Rel-Ratio: 0.2/0.4 < 0.8 < 0.6/0.4
@@ -144,8 +145,8 @@ def test_truncated_or_corrupt_shards_are_redone(tmp_path):
 
 
 def test_label_summary():
-    recs = [{"traj_id": "t", "problem_id": "p", "q": 0.5, **{f"label_{r}": True for r in L.RULES}},
-            {"traj_id": "t", "problem_id": "p", "q": 0.0, **{f"label_{r}": False for r in L.RULES}}]
+    recs = [{"traj_id": "t", "problem_id": "p", "q": 0.5, **{f"label_{r}": True for r in vocab.RULES}},
+            {"traj_id": "t", "problem_id": "p", "q": 0.0, **{f"label_{r}": False for r in vocab.RULES}}]
     s = L.label_summary(recs)
     assert s["chunks"] == 2 and s["positive_abs_q"] == 50.0 and s["mean_q"] == 0.25
 

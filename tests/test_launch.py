@@ -5,9 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from stepwiser_lib.method import discriminative, judge
+from stepwiser_lib.method import discriminative
 from stepwiser_lib.engines import launch, sft
 from stepwiser_lib.engines.trainers import SFTSettings
+from stepwiser_lib.method import judge_train
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "accelerate"
 
@@ -45,7 +46,7 @@ def test_command_line():
 
 def test_training_entry_points_are_launchable():
     for fn, target in [(sft.sft, "stepwiser_lib.engines.sft:sft"),
-                       (judge.train_grpo_judge, "stepwiser_lib.method.judge:train_grpo_judge"),
+                       (judge_train.train_grpo_judge, "stepwiser_lib.method.judge_train:train_grpo_judge"),
                        (discriminative.train_disc_judge,
                         "stepwiser_lib.method.discriminative:train_disc_judge")]:
         assert fn.launch_target == target

@@ -5,10 +5,11 @@ import os
 
 import pytest
 
-from stepwiser_lib.core import io, paths
+from stepwiser_lib.core import io, paths, schemas
+from stepwiser_lib.core import config
 from stepwiser_lib.tools import runner
 
-NOTEBOOKS = [p.stem for p in runner.list_notebooks()]
+NOTEBOOKS = [p.stem for p in config.list_notebooks()]
 
 # What each notebook must leave behind (results/smoke/...), checked beyond "it ran".
 EXPECTED = {
@@ -77,7 +78,7 @@ def test_notebook_runs_at_smoke(stem):
         exact = [p for p in preds if p["judge"] == "exact checker (label-noise ceiling)"]
         assert all(p["verdict"] == p["truth"] for p in exact)  # the checker agrees with itself
         assert res["reference_judges"]["exact checker (label-noise ceiling)"]["rel_ratio"]["truth_balanced_acc"] == 100.0
-        assert all(set(p) == set(evaluation.FIELDS) for p in preds)
+        assert all(set(p) == set(schemas.PREDICTION_FIELDS) for p in preds)
         # every judge on both splits, and no problem on two splits
         assert {(p["judge"], p["split"]) for p in preds} == {(j, s) for j in {p["judge"] for p in preds} for s in ("dev", "test")}
         by_split = {s: {p["problem_id"] for p in preds if p["split"] == s} for s in ("dev", "test")}
@@ -150,7 +151,6 @@ def _rates_recomputed(res, file, col):
 @pytest.mark.notebook
 def test_notebook05_real_processbench_part():
     """Notebook 05's baselines on the real ProcessBench (run above at smoke): needs the data."""
-    import os
 
     if not os.environ.get("STEPWISER_PROCESSBENCH_DIR"):
         pytest.skip("STEPWISER_PROCESSBENCH_DIR not set: notebook 05 skipped its real-ProcessBench part")

@@ -4,6 +4,7 @@ import os
 import pytest
 
 from stepwiser_lib.method import processbench as PB
+from stepwiser_lib.toy import processbench_build
 
 PB_DIR = os.environ.get("STEPWISER_PROCESSBENCH_DIR") or None
 
@@ -316,10 +317,10 @@ def test_take_both_keeps_one_solution_per_problem_in_round_order():
         return {"problem": problem, "label": label}
     cor = [((1, 0, 0), rec("p9", -1)), ((0, 1, 0), rec("p1", -1)), ((0, 0, 1), rec("p0", -1))]
     err = [((0, 0, 0), rec("p0", 2)), ((0, 2, 0), rec("p2", 1)), ((1, 1, 0), rec("p8", 0)), ((0, 3, 0), rec("p3", 1))]
-    c, e = PB._take_both(cor, err, 2)
+    c, e = processbench_build._take_both(cor, err, 2)
     assert [r["problem"] for r in c] == ["p0", "p1"]
     assert [r["problem"] for r in e] == ["p2", "p3"]  # p0 went to the correct side; round 1's p8 comes last
-    c, e = PB._take_both(cor, err, 3)
+    c, e = processbench_build._take_both(cor, err, 3)
     assert [r["problem"] for r in c] == ["p0", "p1", "p9"] and [r["problem"] for r in e] == ["p2", "p3", "p8"]
 
 

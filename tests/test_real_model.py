@@ -13,13 +13,16 @@ import os
 import pytest
 
 from stepwiser_lib.core import chunks, io, paths
-from stepwiser_lib.method import discriminative, judge, segmentation
+from stepwiser_lib.engines import checkpoints
+from stepwiser_lib.method import discriminative, segmentation
 from stepwiser_lib.engines import models
+from stepwiser_lib.core import config
 from stepwiser_lib.tools import runner
+from stepwiser_lib.method import judge_train
 
 pytestmark = pytest.mark.real
 
-NOTEBOOKS = [p.stem for p in runner.list_notebooks()]
+NOTEBOOKS = [p.stem for p in config.list_notebooks()]
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +32,7 @@ def smollm2():
     pytest.importorskip("gguf", reason="dev extra: make smollm2 reads the GGUF with the gguf package")
     if not (paths.SMOLLM2_DIR / "provenance.json").exists():
         smollm2.build(paths.SMOLLM2_DIR)
-    return paths.resolve_model(paths.SMOLLM2_MODEL)
+    return checkpoints.resolve_model(paths.SMOLLM2_MODEL)
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +56,7 @@ def test_what_the_code_assumes_holds_on_a_non_qwen_tokenizer(smol):
     assert models.end_ids(model, tok) == [2] and tok.pad_token_id == 2 and tok.model_max_length == 8192
     assert models.render_prompt(tok, "Hi").startswith("<|im_start|>system\nYou are a helpful AI assistant named SmolLM")
     assert not models.cuts_after_separator(tok)  # "</chunk>" ends on a token boundary here
-    assert len(judge.verdict_token_ids(tok)) == 2
+    assert len(judge_train.verdict_token_ids(tok)) == 2
     row = discriminative.encode(tok, "What is 1+1?", [], "1 + 1 = 2.", True)
     assert sum(row["completion_mask"]) == 1
 

@@ -7,6 +7,7 @@ import torch
 from stepwiser_lib.core import chunks, prompts
 from stepwiser_lib.method import discriminative, judge
 from stepwiser_lib.engines import models
+from stepwiser_lib.method import judge_train
 
 VOCAB = 151_936
 
@@ -66,7 +67,7 @@ def test_chunk_tags_stop_strings_and_prefix_cuts(qwen):
 
 def test_verdict_tokens_and_the_disc_mask_with_chatml(qwen):
     _, tok = qwen
-    assert len(judge.verdict_token_ids(tok)) == 2  # Positive / Negative: one token each
+    assert len(judge_train.verdict_token_ids(tok)) == 2  # Positive / Negative: one token each
     ids = discriminative.verdict_ids(tok)
     assert tok.decode([ids[True]]) == "+" and tok.decode([ids[False]]) == "-"
     row = discriminative.encode(tok, "What is 1+1?", ["1+1 = 2."], "So the answer is 2.", True)

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from stepwiser_lib.method import balancing, judge, labelling, processbench, tasks
-from stepwiser_lib.core import config, io, paths
+from stepwiser_lib.core import config, io, paths, vocab
+from stepwiser_lib.engines import checkpoints
 from stepwiser_lib.tools import runner
 from stepwiser_lib.core.config import ConfigError
 
@@ -25,7 +26,7 @@ def prof(tmp_path):
     runner does (every notebook of the repository)."""
     def check(text: str, name: str = "bad"):
         (tmp_path / f"{name}.yaml").write_text(text)
-        return runner.plan(name, runner.list_notebooks(), profiles_dir=tmp_path)
+        return config.checked_parameters(name, config.list_notebooks(), profiles_dir=tmp_path)
     check.dir = tmp_path
     return check
 
@@ -67,9 +68,9 @@ def test_an_empty_profile_is_the_cell_defaults_R15(prof):
 
 def test_profile_names_follow_one_rule_R1_R22_R23(prof, tmp_path):
     with pytest.raises(ConfigError, match="unknown profile 'smokey'; valid profiles: "):
-        runner.plan("smokey", runner.list_notebooks())
+        config.checked_parameters("smokey", config.list_notebooks())
     with pytest.raises(ConfigError, match=r"unknown profile '../../../evil'"):
-        runner.plan("../../../evil", runner.list_notebooks())
+        config.checked_parameters("../../../evil", config.list_notebooks())
     # an extra profile file is valid for the runner and for a notebook's config cell alike
     prof("shared:\n  SEED: 3\n", name="extra")
     ns = {"__annotations__": {"PROFILE": "str", "SEED": "int in [0, inf)"}, "PROFILE": "extra", "SEED": 0}
@@ -82,7 +83,7 @@ def test_runner_exit_codes_for_selection_and_interrupt_R7_R21_S8(monkeypatch, ca
     assert runner.main(["--profile", "smoke", "--only", "", "--check"]) == 2
     assert "--only needs notebook number prefixes" in capsys.readouterr().err
     with pytest.raises(ConfigError):
-        runner.list_notebooks(only=[])
+        config.list_notebooks(only=[])
 
     def stop(*a, **k):
         raise KeyboardInterrupt("02_rollout_labelling.ipynb")
@@ -96,12 +97,12 @@ def test_runner_exit_codes_for_selection_and_interrupt_R7_R21_S8(monkeypatch, ca
 def test_dry_run_checks_every_model_and_the_launcher_D1_D4(prof, monkeypatch, tmp_path):
     from stepwiser_lib.tools import plan
 
-    assert plan.resolve_model("Qwen/Qwen2.5 1.5B Instruct!", "base")["ok"] is False  # D1
-    assert "its form is checked, not its existence" in plan.resolve_model("meta-llama/Llama-3.1-70B-Instrct", "t")["note"]  # D2
-    bad = plan.resolve_model(str(tmp_path / "not_a_model"), "chunk policy (06)")  # D3: a local path
+    assert plan.describe_model("Qwen/Qwen2.5 1.5B Instruct!", "base")["ok"] is False  # D1
+    assert "its form is checked, not its existence" in plan.describe_model("meta-llama/Llama-3.1-70B-Instrct", "t")["note"]  # D2
+    bad = plan.describe_model(str(tmp_path / "not_a_model"), "chunk policy (06)")  # D3: a local path
     assert bad["ok"] is False and "without a saved model" in bad["note"]
-    nbs = runner.list_notebooks()
-    params = runner.with_defaults(nbs, runner.plan("paper", nbs))
+    nbs = config.list_notebooks()
+    params = config.with_defaults(nbs, config.checked_parameters("paper", nbs))
     params["06_chunk_reset"]["POLICY_MODEL"] = "not a model!!"
     roles = {m["role"]: m for m in plan.dry_run("paper", params)["models"]}
     assert roles["chunk policy (06)"]["ok"] is False and roles["chunk policy (02)"]["ok"] is True
@@ -138,7 +139,7 @@ def test_dataclass_specs_match_the_notebook_parameters():
     from stepwiser_lib.engines.trainers import GRPOSettings
 
     decl = {}
-    for nb in runner.list_notebooks():
+    for nb in config.list_notebooks():
         decl.update(config.notebook_parameters(nb))
     for field, spec in labelling.LabelConfig.SPECS.items():
         assert decl[field.upper()].spec.text == spec, field
@@ -151,12 +152,12 @@ def test_enums_in_the_parameters_cells_match_the_library():
     from stepwiser_lib.core import prompts
 
     decl = {}
-    for nb in runner.list_notebooks():
+    for nb in config.list_notebooks():
         decl.update(config.notebook_parameters(nb))
     assert decl["TASK"].spec.choices == tasks.TASKS
     assert decl["EVAL_TASKS"].spec.elem.choices == tasks.TASKS
-    assert decl["ADAPTIVE_RULE"].spec.choices == labelling.ADAPTIVE_RULES
-    assert labelling.RULES == decl["RULES"].spec.elem.choices
+    assert decl["ADAPTIVE_RULE"].spec.choices == vocab.ADAPTIVE_RULES
+    assert vocab.RULES == decl["RULES"].spec.elem.choices
     assert set(decl["PROMPT_FAMILY"].spec.choices) == set(prompts._FAMILIES)
 
 
@@ -236,7 +237,7 @@ def test_verdicts_and_rewards_J2_J6():
         judge.verdict_reward(["\\boxed{Positive}"], label=["False"])
     assert judge.verdict_reward(["\\boxed{Positive}", "\\boxed{Negative}"], label=[True, True]) == [1.0, 0.0]
     with pytest.raises(ValueError, match="bad judge variant 'stepwizer:rel_ratio'"):  # J6
-        judge.parse_variant("stepwizer:rel_ratio")
+        vocab.parse_variant("stepwizer:rel_ratio")
 
 
 # ----------------------------------------------------------------------------- ProcessBench
@@ -301,7 +302,7 @@ def test_a_half_written_chunk_policy_names_notebook_01_S9(tmp_path, monkeypatch)
     d.mkdir(parents=True)
     (d / "config.json").write_text("{}")  # save_pretrained writes the config before the weights
     with pytest.raises(FileNotFoundError, match="an incomplete chunk policy .* run notebook 01 at profile 'smoke'"):
-        labelling.resolve_policy({"POLICY_MODEL": "artifact"}, "smoke")
+        checkpoints.resolve_model("artifact", "smoke")
 
 
 def test_models_are_saved_into_place_in_one_rename(tmp_path):
@@ -341,13 +342,13 @@ def test_a_damaged_checkpoint_names_its_folder_S9(tmp_path):
     with pytest.raises(RuntimeError, match=r"cannot load the saved model in .*01_self_segmentation.*re-run the notebook"):
         load_model(str(d), device="cpu")
     with pytest.raises(ValueError, match="use KIND:RULE strings, not a int"):  # J6, an int
-        judge.parse_variant(7)
+        vocab.parse_variant(7)
 
 
 def test_judges_entries_are_registry_names(prof):
     with pytest.raises(ConfigError, match=r"JUDGES = \['stepwizer:rel_ratio'\] element 0 .* is not a judge name"):
         prof("notebooks:\n  06_chunk_reset:\n    JUDGES: [stepwizer:rel_ratio]\n")
-    for ok in ("all", judge.WARMUP_NAME, "stepwiser:rel_ratio", "stepwiser:rel_ratio@seed2"):
-        assert judge.parse_judge_name(ok) == ok
+    for ok in ("all", vocab.WARMUP_NAME, "stepwiser:rel_ratio", "stepwiser:rel_ratio@seed2"):
+        assert vocab.parse_judge_name(ok) == ok
     with pytest.raises(ValueError, match="VARIANT@seedN"):
-        judge.parse_judge_name("stepwiser:rel_ratio@seedx")
+        vocab.parse_judge_name("stepwiser:rel_ratio@seedx")

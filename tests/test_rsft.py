@@ -104,10 +104,9 @@ def test_table_predictions_and_comparisons_of_table_8():
 
 def test_train_all_one_sft_per_method_and_seed_cached(tmp_path, monkeypatch, capsys):
     from stepwiser_lib.core import paths
-    from stepwiser_lib.engines import sft
     from stepwiser_lib.engines.trainers import SFTSettings
     runs = []
-    monkeypatch.setattr(sft, "sft", lambda policy, recs, d, ss: runs.append((d.name, len(recs))) or
+    monkeypatch.setattr(rsft, "sft", lambda policy, recs, d, ss: runs.append((d.name, len(recs))) or
                         {"model_dir": str(d), "steps": 1, "train_seconds": 0.1})
     monkeypatch.setattr(paths, "model_fingerprint", lambda p: "fp")
     evaluate = lambda d: {"acc": {"toy": 50.0}, "correct": {"toy": [True, False]}}  # noqa: E731

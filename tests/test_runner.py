@@ -80,9 +80,9 @@ def test_plan_numbers_and_model_resolution():
 
     assert plan.model_size_b("Qwen/Qwen2.5-1.5B-Instruct") == 1.5
     assert plan.model_size_b("meta-llama/Llama-3.1-70B-Instruct") == 70.0
-    assert plan.resolve_model("not a model id", "judge")["ok"] is False
-    assert plan.resolve_model("Qwen/Qwen2.5-7B-Instruct", "policy")["ok"] is True
-    assert "gated" in plan.resolve_model("meta-llama/Llama-3.1-70B-Instruct", "teacher")["note"]
+    assert plan.describe_model("not a model id", "judge")["ok"] is False
+    assert plan.describe_model("Qwen/Qwen2.5-7B-Instruct", "policy")["ok"] is True
+    assert "gated" in plan.describe_model("meta-llama/Llama-3.1-70B-Instruct", "teacher")["note"]
     nb = paths.NOTEBOOKS_DIR / "04_judge_grpo.ipynb"
     p04 = {k: d.default for k, d in config.notebook_parameters(nb).items()}
     p04.update({"VARIANTS": ["stepwiser:rel_ratio", "disc_sft:abs_q"], "REPEAT_SEEDS": [], "GRPO_STEPS": 800,
@@ -131,7 +131,7 @@ def test_memory_plan_follows_the_batch_settings():
     """Halving the GRPO pass batch lowers the GRPO step estimate; LoRA shrinks the SFT's."""
     from stepwiser_lib.tools import plan
 
-    decl = {nb.stem: {k: d.default for k, d in config.notebook_parameters(nb).items()} for nb in runner.list_notebooks()}
+    decl = {nb.stem: {k: d.default for k, d in config.notebook_parameters(nb).items()} for nb in config.list_notebooks()}
     vals = config.check_profile_file("colab", {k: config.notebook_parameters(paths.NOTEBOOKS_DIR / f"{k}.ipynb") for k in decl})
     full = {k: {**decl[k], **vals[k]} for k in decl}
     gib = lambda p: {(r["stage"], r["phase"]): r["gib"] for r in plan.memory_plan("colab", p)["rows"]}
@@ -187,7 +187,7 @@ def test_a_full_run_records_its_times(tmp_path, monkeypatch):
 
 
 def _profile_params(profile):
-    decl = {nb.stem: {k: d.default for k, d in config.notebook_parameters(nb).items()} for nb in runner.list_notebooks()}
+    decl = {nb.stem: {k: d.default for k, d in config.notebook_parameters(nb).items()} for nb in config.list_notebooks()}
     vals = config.check_profile_file(profile, {k: config.notebook_parameters(paths.NOTEBOOKS_DIR / f"{k}.ipynb") for k in decl})
     return {k: {**decl[k], **vals[k]} for k in decl}
 

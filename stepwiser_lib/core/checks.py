@@ -12,8 +12,8 @@ A parameters-cell annotation is a type, optionally followed by what is allowed::
 A plain ``int`` / ``str`` / ... annotation allows any value of the type. Bounds are written as
 intervals, not ``>= 1``: papermill reads the parameters cell and warns on a second ``=`` in a line.
 (``>=``, ``>``, ``<=``, ``<`` are still understood, for the library's own use.) ``variant`` is a ``str``
-that :func:`stepwiser_lib.method.judge.parse_variant` accepts; ``judge`` one that
-:func:`stepwiser_lib.method.judge.parse_judge_name` accepts (a registry name of notebook 04).
+that :func:`stepwiser_lib.core.vocab.parse_variant` accepts; ``judge`` one that
+:func:`stepwiser_lib.core.vocab.parse_judge_name` accepts (a registry name of notebook 04).
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from .vocab import parse_judge_name, parse_variant
 
 TYPES: dict[str, tuple[type, ...]] = {"int": (int,), "float": (float, int), "str": (str,), "bool": (bool,),
                                       "list": (list,), "dict": (dict,)}
@@ -113,8 +115,6 @@ def problem(value: Any, spec: Spec) -> str | None:
                 return f"element {i} ({v!r}) {why}"
         return None
     if spec.named in ("variant", "judge"):
-        from ..method.judge import parse_judge_name, parse_variant
-
         try:
             (parse_variant if spec.named == "variant" else parse_judge_name)(value)
         except ValueError as e:

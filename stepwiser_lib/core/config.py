@@ -30,7 +30,7 @@ import yaml
 
 from .checks import ConfigError, Spec, parse, problem
 from .checks import type_ok as _type_ok
-from .paths import PROFILES_DIR
+from .paths import NOTEBOOKS_DIR, PROFILES_DIR
 
 #: The shipped profiles (tests check each; any other valid ``configs/profiles/*.yaml`` works too).
 PROFILES = ("smoke", "colab-smoke", "real-smoke", "real-smoke-vllm", "tiny", "toy-full", "colab", "paper")
@@ -242,6 +242,40 @@ class Config:
     def __repr__(self) -> str:
         body = "\n".join(f"  {k} = {v!r}" for k, v in self._values.items())
         return f"Config({self._notebook}):\n{body}"
+
+
+def list_notebooks(notebooks_dir: Path = NOTEBOOKS_DIR, only: list[str] | None = None) -> list[Path]:
+    """The numbered notebooks, or those whose names start with one of ``only`` (an empty list or
+    an empty prefix is an error: an unset shell variable must not select everything)."""
+    nbs = sorted(p for p in Path(notebooks_dir).glob("[0-9][0-9]_*.ipynb"))
+    if only is not None and (not only or any(not o.strip() for o in only)):
+        raise ConfigError(f"--only needs notebook number prefixes (e.g. --only 01 02), got {only!r}; "
+                          "leave it out to run every notebook")
+    if only:
+        sel = [p for p in nbs if any(p.stem.startswith(o) for o in only)]
+        missing = [o for o in only if not any(p.stem.startswith(o) for p in nbs)]
+        if missing:
+            raise ConfigError(f"no notebook matches {missing}; notebooks: {[p.stem for p in nbs]}")
+        return sel
+    return nbs
+
+
+def checked_parameters(profile: str, notebooks: list[Path], profiles_dir: Path = PROFILES_DIR) -> dict[str, dict]:
+    """Checked parameters of the selected notebooks (raises ConfigError on any problem).
+
+    The whole profile is validated against every notebook of the folder, so running one stage
+    (``--only``) still rejects a typo anywhere in the profile."""
+    folders = {p.parent for p in notebooks}
+    everyone = [q for f in folders for q in list_notebooks(f)]
+    declared = {p.stem: notebook_parameters(p) for p in everyone}
+    checked = check_profile_file(profile, declared, profiles_dir)
+    return {p.stem: checked[p.stem] for p in notebooks}
+
+
+def with_defaults(notebooks: list[Path], params: dict[str, dict]) -> dict[str, dict]:
+    """Every parameter of each notebook: the cell's defaults, then ``params`` (the profile's)."""
+    return {nb.stem: {**{k: d.default for k, d in notebook_parameters(nb).items()}, **params[nb.stem]}
+            for nb in notebooks}
 
 
 def resolve(namespace: dict, notebook: str, profiles_dir: Path = PROFILES_DIR,

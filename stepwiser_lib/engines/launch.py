@@ -1,7 +1,7 @@
 """Run a training stage in-process or under ``accelerate launch`` (multi-GPU, DeepSpeed ZeRO).
 
 The notebooks call the training functions directly (:func:`stepwiser_lib.engines.sft.sft`,
-:func:`stepwiser_lib.method.judge.train_grpo_judge`, :func:`stepwiser_lib.method.discriminative.train_disc_judge`).
+:func:`stepwiser_lib.method.judge_train.train_grpo_judge`, :func:`stepwiser_lib.method.discriminative.train_disc_judge`).
 Each is decorated with :func:`launchable`: with ``STEPWISER_LAUNCHER`` unset (CPU, Colab, one GPU)
 the call runs in the notebook's process as before; with ``STEPWISER_LAUNCHER`` set to an accelerate
 config file (``configs/accelerate/*.yaml``) the call is written to a job file and re-run by
@@ -16,6 +16,7 @@ LAUNCHER=configs/accelerate/zero2.yaml`` sets the variable for every notebook.  
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import json
@@ -24,6 +25,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from ..core.io import read_jsonl, write_jsonl
 
 ENV_CONFIG = "STEPWISER_LAUNCHER"  # accelerate config file; unset or "inline" = run in-process
 ENV_PROCS = "STEPWISER_NUM_PROCESSES"  # optional override of the config's num_processes
@@ -62,8 +65,6 @@ def _jsonable(x, where: str):
 
 
 def _bad(o):
-    import dataclasses
-
     if dataclasses.is_dataclass(o) and not isinstance(o, type):  # typed settings travel as dicts
         return dataclasses.asdict(o)
     raise TypeError(type(o).__name__)
@@ -100,8 +101,6 @@ _SPILLED = "__jsonl__"
 
 def _spill(x, path: Path):
     if isinstance(x, list) and len(x) > SPILL_RECORDS and all(isinstance(r, dict) for r in x):
-        from ..core.io import write_jsonl
-
         write_jsonl(path, x)
         return {_SPILLED: str(path)}
     return x
@@ -109,8 +108,6 @@ def _spill(x, path: Path):
 
 def _unspill(x):
     if isinstance(x, dict) and set(x) == {_SPILLED}:
-        from ..core.io import read_jsonl
-
         return read_jsonl(x[_SPILLED])
     return x
 

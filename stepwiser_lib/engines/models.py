@@ -19,11 +19,19 @@
 
 from __future__ import annotations
 
+import copy
+import gc
+import json
 import os
+import shutil
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
+from ..core.chunks import CHUNK_CLOSE, CHUNK_OPEN, SEPARATOR
+from ..core.paths import model_fingerprint
+from . import decoding
 from .decoding import prompt_seed, sample_seed  # noqa: F401  (the random streams of both backends)
 
 
@@ -305,8 +313,6 @@ class HFGenerator:
         bar = tqdm(total=len(run) * n, desc=progress if isinstance(progress, str) else "generate",
                    unit="seq", disable=not progress)
         if self.engine == "loop":
-            from . import decoding
-
             tail = max((len(self.tok(s, add_special_tokens=False)["input_ids"]) for s in stop_rest), default=0) + 2
             check = (lambda toks: any(s in self.tok.decode(toks[-tail:]) for s in stop_rest)) if stop_rest else None
             uniform = all(limits[i] == max_new_tokens for i in run)
@@ -402,8 +408,6 @@ def cuts_after_separator(tok) -> bool:
     ``"</chunk>\n\n<chunk>"`` (Qwen's BPE writes ``'</','chunk','>\n\n','<','chunk','>'``), so
     a prefix ending in ``>`` would start at a boundary the policy never produces. False for the
     toy tokenizer, where ``</chunk>`` is one token."""
-    from ..core.chunks import CHUNK_CLOSE, CHUNK_OPEN, SEPARATOR
-
     ids = tok(CHUNK_CLOSE + SEPARATOR + CHUNK_OPEN, add_special_tokens=False)["input_ids"]
     return all(tok.decode(ids[:k]) != CHUNK_CLOSE for k in range(1, len(ids) + 1))
 
@@ -412,8 +416,6 @@ def release(*objs) -> None:
     """Free what generators, judges or models hold on the GPU (their ``close()`` if they have
     one), then collect and empty the CUDA cache, so the next engine or trainer finds the memory.
     Drop your own references too (``del gen``): a name still bound keeps the weights alive."""
-    import gc
-
     for o in objs:
         if hasattr(o, "close"):
             o.close()
@@ -580,11 +582,6 @@ def make_generator(model_path: str, backend: str = "hf", adapter: str | None = N
 def merged_model_dir(base: str, adapter: str) -> str:
     """A full model folder for ``base`` + a LoRA ``adapter`` (``<adapter>/merged``, written once
     and reused while the adapter is unchanged), for engines that load plain checkpoints (vLLM)."""
-    import json
-    from pathlib import Path
-
-    from ..core.paths import model_fingerprint
-
     out = Path(adapter) / "merged"
     stamp = {"base": str(base), "adapter": model_fingerprint(adapter)}
     if (out / "merged_from.json").exists() and json.loads((out / "merged_from.json").read_text()) == stamp:
@@ -599,9 +596,6 @@ def save_atomically(model, tok, dest, marker: tuple[str, str] | None = None) -> 
     """``save_pretrained`` of ``model`` and ``tok`` into a hidden ``.<name>.partial`` folder beside
     ``dest``, then one rename: a stage killed while saving leaves no half-written model where the
     next stage looks (``save_pretrained`` writes ``config.json`` before the weights)."""
-    import shutil
-    from pathlib import Path
-
     dest = Path(dest)
     tmp = dest.with_name(f".{dest.name}.partial")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -639,8 +633,6 @@ def for_sampling(model):
     1.4 s, LAB_LOG.md); the copy takes 0.07 s and leaves the trained model untouched (merging
     in place and back would round its base weights). Larger models keep the PEFT path: a copy
     of their weights would cost memory a GPU does not have to spare."""
-    import copy
-
     from peft import PeftModel
 
     if isinstance(model, PeftModel) and param_count(model) <= MERGED_COPY_MAX_PARAMS:

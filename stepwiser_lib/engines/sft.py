@@ -31,7 +31,7 @@ def train_sft(base_model: str, dataset, out_dir: str | Path, settings: SFTSettin
     from transformers import AutoModelForCausalLM
     from trl import SFTTrainer
 
-    from .models import load_tokenizer, lora_config, neutral_generation_config, release, save_atomically
+    from .models import load_tokenizer, lora_config, neutral_generation_config, release, save_atomically  # lazy: torch
 
     s = settings if isinstance(settings, SFTSettings) else SFTSettings(**settings)
     datasets.disable_progress_bars()  # keep notebook output readable

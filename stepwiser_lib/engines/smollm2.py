@@ -78,7 +78,7 @@ def build(out: str | Path, wheel: str | Path | None = None) -> str:
     import transformers
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from .models import save_atomically
+    from .models import save_atomically  # lazy: torch
 
     out = Path(out)
     if complete(out):

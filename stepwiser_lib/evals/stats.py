@@ -3,6 +3,7 @@ Each function: one formula, one literal test."""
 
 from __future__ import annotations
 
+import random
 from math import comb
 
 
@@ -47,8 +48,6 @@ def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
 def _replicates(stat, n_items: int, clusters: list | None, n_boot: int, seed: int) -> list[float]:
     """``n_boot`` values of ``stat`` on cluster-bootstrap replicates (whole clusters drawn with
     replacement; every item its own cluster when ``clusters`` is None)."""
-    import random
-
     if n_items == 0:
         raise ValueError("no items to bootstrap")
     ids = clusters if clusters is not None else list(range(n_items))
@@ -78,8 +77,6 @@ def cluster_bootstrap(stat, n_items: int, clusters: list | None = None, n_boot: 
 
 
 def _stratified_replicates(stat, strata: list, n_boot: int, seed: int) -> list[float]:
-    import random
-
     if not strata:
         raise ValueError("no items to bootstrap")
     groups: dict = {}

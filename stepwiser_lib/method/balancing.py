@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import warnings
 from collections import Counter
 
 from .labelling import RULES
@@ -51,8 +52,6 @@ def balance(examples: list[dict], label_key: str = "label", seed: int = 0) -> li
     pos = [i for i, e in enumerate(examples) if e[label_key]]
     neg = [i for i, e in enumerate(examples) if not e[label_key]]
     if examples and not (pos and neg):
-        import warnings
-
         warnings.warn(f"balance: all {len(examples)} examples are {'positive' if pos else 'negative'}; "
                       "a balanced set of them is empty", stacklevel=2)
     small, big = (pos, neg) if len(pos) <= len(neg) else (neg, pos)

@@ -22,11 +22,17 @@ columns), judge calls and the trace of every attempt.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from dataclasses import asdict, dataclass, field
 
+from ..core import io
 from ..core.chunks import CHUNK_CLOSE, SEPARATOR, first_chunk
+from ..core.io import markdown_table
 from ..core.verdicts import RULE_VERSION, describe, informative, uninformative_comparison
+from ..core.vocab import variant_slug
+from ..evals.evaluation import compare_rates, mean_sd, problem_predictions
+from ..evals.paper_results import TABLE7
 
 
 @dataclass(frozen=True)
@@ -78,8 +84,6 @@ def _choose_fallback(attempts: list[dict], rule: str) -> int:
 def draw_seed(*parts) -> int:
     """A 31-bit seed from its parts (seed, problem text, chunk index, attempt): the same candidate
     gets the same random numbers in every arm of an experiment."""
-    import hashlib
-
     return int(hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest()[:8], 16) & 0x7FFFFFFF
 
 
@@ -221,9 +225,7 @@ def run_grid(policy, registry: dict[str, dict], load, items: dict[str, list[dict
     greedily with no judge (one run: nothing is random). Each run is cached in ``art``; the sampled
     arms share their random numbers (:func:`draw_seed`), so each judge is paired with the sampled
     no-judge run. Returns (row label, task, k) -> the run."""
-    from ..core import io
-    from .judge import variant_slug
-    from ..engines.models import release
+    from ..engines.models import release  # lazy: torch
 
     out = {}
     for name in [None, *registry]:
@@ -260,8 +262,6 @@ def table(runs: dict, tasks: list[str]) -> tuple[list[dict], dict[str, list[int]
     """Table 7's analogue, one row per label of ``runs``: accuracy per task (mean and spread over
     seeds), the mean accepted and rejected length, judge calls and seconds, and the average
     accuracy over tasks. Also label -> its seeds (the greedy row has one)."""
-    from ..evals.evaluation import mean_sd
-
     labels = list(dict.fromkeys(l for l, _, _ in runs))
     seeds = {label: sorted({k for l, _, k in runs if l == label}) for label in labels}
     rows = []
@@ -282,8 +282,6 @@ def table(runs: dict, tasks: list[str]) -> tuple[list[dict], dict[str, list[int]
 def predictions(runs: dict, items: dict[str, list[dict]], seeds: dict[str, list[int]], seed: int) -> dict[str, list[dict]]:
     """Per-problem outcomes of every row (``results/<profile>/chunk_reset_predictions.jsonl``:
     :func:`stepwiser_lib.evals.evaluation.problem_predictions`), label -> records."""
-    from ..evals.evaluation import problem_predictions
-
     return {label: [p for task, its in items.items() for k in ks
                     for p in problem_predictions(label, task, seed + k, [f"{task}/{i['id']}" for i in its],
                                                  runs[(label, task, k)]["correct"])] for label, ks in seeds.items()}
@@ -323,8 +321,6 @@ def comparisons(preds: dict[str, list[dict]], judge_tallies: dict[str, dict] | N
     judge against the sampled no-judge run, and greedy decoding against sampling (no judge). A
     judge arm whose judge was never asked or never parsed (``judge_tallies``, :func:`tallies`) is
     not compared: its verdict is :data:`~stepwiser_lib.core.verdicts.UNINFORMATIVE`."""
-    from ..evals.evaluation import compare_rates
-
     def judged(label):
         t = (judge_tallies or {}).get(label)
         if judge_tallies is not None and not informative(t):
@@ -340,8 +336,6 @@ def comparisons(preds: dict[str, list[dict]], judge_tallies: dict[str, dict] | N
 
 def paper_rows(model: str = "1.5B") -> list[dict]:
     """The paper's Table 7 rows for ``model``, in notebook 06's columns: for display, never mixed in."""
-    from ..evals.paper_results import TABLE7
-
     return [{"method": f"PAPER {model}: {r['row']} {r['signal']}", "MATH500": r["math500"], "Heldout-1K": r["heldout"],
              "avg": r["avg"], "accepted_length": r["accepted"], "rejected_length": r["rejected"]}
             for r in TABLE7 if r["model"] == model]
@@ -371,8 +365,6 @@ def reset_example(runs: dict, items: dict[str, list[dict]], judges: list[str]) -
 
 def results_markdown(rows: list[dict], comps: list[dict], paper: list[dict], runs: int) -> str:
     """``results/<profile>/chunk_reset.md``: our table, the paired comparisons, the paper's rows."""
-    from ..core.io import markdown_table
-
     md = ["Chunk-Reset Reasoning on held-out problems (ours; mean over %d seeds):" % runs, "",
           markdown_table(rows, list(rows[0]) if rows else []), "",
           "Each judge against the plain chunk policy on the same problems (paired bootstrap by problem):", "",

@@ -21,6 +21,7 @@ Inference reads the next-token distribution after the last user turn: the score 
 from __future__ import annotations
 
 from ..engines.launch import launchable
+from ..engines.sft import train_sft
 
 VERDICT_TOKEN = {True: "+", False: "-"}
 
@@ -85,8 +86,7 @@ def train_disc_judge(model_dir: str, examples: list[dict], out_dir, settings: di
     ``out_dir/model`` (a LoRA adapter is merged)."""
     from datasets import Dataset
 
-    from ..engines.models import load_tokenizer
-    from ..engines.sft import train_sft
+    from ..engines.models import load_tokenizer  # lazy: torch
 
     if not examples:
         raise ValueError("no examples for the discriminative judge")
@@ -107,7 +107,7 @@ class DiscJudge:
 
     @classmethod
     def load(cls, path: str, **kw) -> "DiscJudge":
-        from ..engines.models import load_model
+        from ..engines.models import load_model  # lazy: torch
 
         model, tok = load_model(path)
         return cls(model, tok, **kw)
@@ -121,7 +121,7 @@ class DiscJudge:
         last position's logits are computed (:func:`stepwiser_lib.engines.models.last_token_rows`)."""
         import torch
 
-        from ..engines.models import last_token_rows
+        from ..engines.models import last_token_rows  # lazy: torch
 
         ids = [self.ids[True], self.ids[False]]
         seqs = [_prefix_ids(self.tok, p, h, c) for p, h, c in triples]

@@ -9,35 +9,31 @@ seed; the judge later notebooks use is always the ``SEED`` run, fixed in advance
 
 from __future__ import annotations
 
-from ..evals import claims
 from ..core import io, paths
-from .judge import WARMUP_NAME, parse_variant
+from ..core.schemas import JUDGE_EXAMPLE, JUDGE_SPLITS
 from ..core.verdicts import mask, tally
+from ..core.vocab import WARMUP_NAME, parse_variant, variant_slug
+from ..engines import sft
+from ..engines.trainers import SFTSettings
+from ..evals import claims
+from ..evals.evaluation import balanced_accuracy_ci, constant_judge, judge_predictions, reference_judge
+from ..evals.paper_results import paper_row
+from . import judge, judge_train, tasks
 
-#: What notebook 04 reads of each balanced split (``data/README.md``, stage 03).
-JUDGE_DATA_FIELDS = {"problem": str, "history": list, "chunk": str, "label": bool, "problem_id": str}
-#: The splits notebook 04 trains on (``train_*``), makes choices on (``dev``) and reports on (``test``).
-JUDGE_SPLITS = ("train_balanced", "train_unbalanced", "dev_balanced", "test_balanced")
 #: The two yardsticks that need no training (toy world).
 REF_RULE = "warm-up analysis read by a rule (no RL)"
 REF_EXACT = "exact checker (label-noise ceiling)"
 
 
 def read_splits(profile: str, rules: list[str]) -> tuple[dict, dict]:
-    """Notebook 03's judge data per rule and split, checked against :data:`JUDGE_DATA_FIELDS`,
+    """Notebook 03's judge data per rule and split, checked against :data:`JUDGE_EXAMPLE`,
     and each file's sha256 (what the training cache keys hash)."""
     data, digests = {}, {}
     for rule in rules:
         files = {s: paths.balanced(profile, rule, s) for s in JUDGE_SPLITS}
-        data[rule] = {s: io.read_jsonl(f, required=JUDGE_DATA_FIELDS) for s, f in files.items()}
+        data[rule] = {s: io.read_jsonl(f, required=JUDGE_EXAMPLE) for s, f in files.items()}
         digests[rule] = {s: io.file_sha256(f) for s, f in files.items()}
     return data, digests
-
-
-def judge_init(profile: str, name: str) -> str:
-    """The model every judge starts from: notebook 01's chunk policy (``chunk_policy``, as in the
-    paper: judge and policy share the initialisation), else a model name or folder."""
-    return str(paths.chunk_policy(profile)) if name == "chunk_policy" else paths.resolve_model(name)
 
 
 def warmup_inputs(data: dict, extra: list[dict] = ()) -> list[dict]:
@@ -56,6 +52,13 @@ def warmup_inputs(data: dict, extra: list[dict] = ()) -> list[dict]:
     if leaked:
         raise ValueError(f"{len(leaked)} warm-up input problem(s) are dev or test problems, e.g. {sorted(leaked)[0]!r}")
     return out
+
+
+def _release(judge_) -> None:
+    """Free a judge's weights before the next model loads (the model code imports torch)."""
+    from ..engines.models import release  # lazy: torch
+
+    release(judge_)
 
 
 def main_variants(variants: list[str]) -> tuple[str | None, str | None]:
@@ -79,13 +82,10 @@ def self_check(art, init: str, examples: list[dict], k: int, *, family: str, max
                seed: int) -> dict:
     """:func:`stepwiser_lib.method.judge.self_check_yield` of the initial model on ``examples``, cached in
     ``art/self_check.json``: what a self-taught warm-up could keep (notebook 04, section 1)."""
-    from . import judge
-    from ..engines import models
-
     def run():
         j = judge.Judge.load(init, batch_size=batch, family=family, max_new_tokens=max_completion)
         r = judge.self_check_yield(j, examples, k, seed)
-        models.release(j)
+        _release(j)
         return r
 
     key = io.digest(paths.model_fingerprint(init), family, k, max_completion, seed, examples)
@@ -96,8 +96,6 @@ def warmup_chunks(art, init: str, n_problems: int, samples: int, *, family: str,
     """Chunks the chunk policy writes on ``n_problems`` SFT-split toy problems, ``samples`` each
     (:func:`stepwiser_lib.method.judge.policy_chunks`), cached in ``art/warmup_chunks.json``: more, and
     more varied, warm-up inputs than the training chunks alone. None for ``n_problems`` 0."""
-    from . import judge, tasks
-
     if not n_problems:
         return []
     wp = tasks.load_problems("toy", "sft", n_problems, seed=seed)
@@ -108,17 +106,13 @@ def warmup_chunks(art, init: str, n_problems: int, samples: int, *, family: str,
 
 def train_warmups(art, styles: list[str], chunks: list[dict], init: str, *, family: str, seed: int, steps: int,
                   direct_steps: int, lr: float, batch: int, micro_batch: int) -> tuple[dict, dict, dict]:
-    """Notebook 04, section 1: one format warm-up per output ``style`` (:func:`stepwiser_lib.method.judge.warmup_records`
+    """Notebook 04, section 1: one format warm-up per output ``style`` (:func:`stepwiser_lib.method.tasks.warmup_records`
     on ``chunks``: the re-derivation and a coin-flip verdict, never a label), SFT for ``steps``
     optimizer steps (``direct_steps`` for the verdict-only style), cached in ``art/warmup_<style>``
     under a key of every setting. Returns style -> model dir, style -> cache key, style -> its records."""
-    from . import judge
-    from ..engines import sft
-    from ..engines.trainers import SFTSettings
-
     dirs, keys, records = {}, {}, {}
     for style in styles:
-        recs = records[style] = judge.warmup_records(chunks, family, seed, style)
+        recs = records[style] = tasks.warmup_records(chunks, family, seed, style)
         d = art / f"warmup_{style}"
         ws = SFTSettings(max_steps=direct_steps if style == "direct" else steps, lr=lr, global_batch=batch,
                          micro_batch=micro_batch, seed=seed, name="WARMUP")
@@ -135,9 +129,6 @@ def evaluate_start(entry: dict, data: dict, *, family: str, max_completion: int,
     rule's test split (every metric, with the verdict readout) and dev split (greedy verdicts),
     and on toy problems how often its own analysis implies the exact checker's verdict.
     Returns (test metrics, test judged, dev metrics, dev judged), each keyed by rule."""
-    from . import judge
-    from ..engines import models
-
     j = judge.load_judge(entry, family, max_completion, batch)
     before, before_judged, before_dev, before_dev_judged = {}, {}, {}, {}
     for rule in data:
@@ -145,27 +136,25 @@ def evaluate_start(entry: dict, data: dict, *, family: str, max_completion: int,
         before_dev[rule], before_dev_judged[rule] = judge.evaluate_judge(j, data[rule]["dev_balanced"])
         if family == "toy":
             before[rule]["analysis_implies_truth"] = analysis_implies_truth(before_judged[rule], data[rule]["test_balanced"])
-    models.release(j)  # its weights leave the GPU before training
+    _release(j)  # its weights leave the GPU before training
     return before, before_judged, before_dev, before_dev_judged
 
 
 def train_runs(art, variants: list[str], seed: int, repeat_seeds: list[int], *, recipe: dict, init: str,
                warmups: dict, warm_keys: dict, data: dict, data_hash: dict, family: str) -> dict[str, dict]:
     """Notebook 04, section 3: every run of :func:`training_runs` trained once
-    (:func:`stepwiser_lib.method.judge.train_variant`) and cached in ``art/<slug>/record.json`` under a key
-    of only the settings its kind trains with (:func:`stepwiser_lib.method.judge.recipe_key`: a new
+    (:func:`stepwiser_lib.method.judge_train.train_variant`) and cached in ``art/<slug>/record.json`` under a key
+    of only the settings its kind trains with (:func:`stepwiser_lib.method.judge_train.recipe_key`: a new
     DISC_LR retrains no GRPO judge). The key travels with the run's registry entry, so later
     results computed from an older judge are redone. Returns run id -> record; prints a line a run."""
-    from . import judge
-
     records = {}
     for name, s, run_id in training_runs(variants, seed, repeat_seeds):
         rule = name.split(":")[1]
-        d = art / judge.variant_slug(run_id)
-        key = io.digest(name, s, judge.recipe_key(parse_variant(name)[0], recipe), paths.model_fingerprint(init),
+        d = art / variant_slug(run_id)
+        key = io.digest(name, s, judge_train.recipe_key(parse_variant(name)[0], recipe), paths.model_fingerprint(init),
                         warm_keys, data_hash[rule], family)
         cached = io.has_cached(d / "record.json", key)
-        records[run_id] = io.cached_json(d / "record.json", key, lambda: judge.train_variant(
+        records[run_id] = io.cached_json(d / "record.json", key, lambda: judge_train.train_variant(
             name, data, d, base_model=init, warmups=warmups, recipe=recipe, family=family, seed=s))
         records[run_id]["entry"].update(name=run_id, key=records[run_id]["_key"])
         print(f"{run_id:32s} trained in {records[run_id]['train']['seconds']:7.1f} s{'  (from disk)' if cached else ''}")
@@ -199,10 +188,6 @@ def evaluate_runs(records: dict, data: dict, before: dict, before_dev: dict, war
     verdict on test shows :data:`stepwiser_lib.core.verdicts.UNINFORMATIVE` instead of its numbers, and
     every row says how its verdicts parsed. Returns (predictions keyed (judge, rule, split), rows,
     run id -> judged test chunks, the yardsticks' summaries)."""
-    from . import judge
-    from ..engines import models
-    from ..evals.evaluation import balanced_accuracy_ci
-
     preds, rows, judged_by, references = {}, [], {}, {}
     for rule in warm_judged:
         preds.update(predictions(WARMUP_NAME, rule, data[rule], warm_judged[rule]))
@@ -220,7 +205,7 @@ def evaluate_runs(records: dict, data: dict, before: dict, before_dev: dict, war
         j = judge.load_judge(e, family, direct_max_completion if e["style"] == "direct" else max_completion, judge_batch)
         rec["dev"], dev_judged = judge.evaluate_judge(j, data[e["rule"]]["dev_balanced"])
         rec["test"], judged_by[run_id] = judge.evaluate_judge(j, data[e["rule"]]["test_balanced"], auc_k=auc_k, readout=True)
-        models.release(j)
+        _release(j)
         preds.update(predictions(run_id, e["rule"], data[e["rule"]], {"dev": dev_judged, "test": judged_by[run_id]}))
         for split in ("dev", "test"):
             rec[split]["ci95"] = balanced_accuracy_ci(preds[(run_id, e["rule"], split)])
@@ -249,8 +234,6 @@ def comparison_pairs(preds: dict, run_ids: list[str], main: str) -> list[tuple[s
     against the plain one (issue 17's fairness checks); then the paper's other orderings
     (:data:`stepwiser_lib.evals.claims.JUDGE_ORDERINGS`) whose two judges read the same rule's chunks
     (judges of different rules meet different labels: notebook 05 compares those)."""
-    from ..evals.evaluation import constant_judge
-
     rule = parse_variant(main)[1]
     test = lambda name: preds.get((name, rule, "test"))  # noqa: E731
     runs = lambda v: [preds[(r, parse_variant(v)[1], "test")] for r in seeds_of(run_ids, v)]  # noqa: E731
@@ -298,11 +281,8 @@ EVAL_SPLITS = {"dev": "dev_balanced", "test": "test_balanced"}
 def predictions(name: str, rule: str, data_rule: dict, judged: dict) -> dict:
     """Per-chunk predictions of one judge on both evaluation splits, keyed (judge, rule, split)
     (:func:`stepwiser_lib.evals.evaluation.judge_predictions`; ``judged``: split -> the judge's outputs)."""
-    from ..evals.evaluation import judge_predictions
-    from .judge import chunk_truth
-
     return {(name, rule, split): judge_predictions(name, rule, split, data_rule[key], judged[split],
-                                                   [chunk_truth(e) for e in data_rule[key]])
+                                                   [tasks.step_truth(e) for e in data_rule[key]])
             for split, key in EVAL_SPLITS.items()}
 
 
@@ -311,13 +291,10 @@ def reference_predictions(preds: dict, rule: str, warm_judged: dict) -> dict:
     :data:`REF_RULE` (the verdict the warm-up's own greedy analysis implies: what a judge gets
     with no RL and no MC label) and :data:`REF_EXACT` (the exact step checker: the MC labels'
     noise ceiling). Toy world only."""
-    from ..evals.evaluation import reference_judge
-    from .judge import analysis_implied
-
     out = {}
     for split, jd in warm_judged.items():
         warm = preds[(WARMUP_NAME, rule, split)]
-        out[(REF_RULE, rule, split)] = reference_judge(warm, REF_RULE, [analysis_implied(j["analysis"]) for j in jd])
+        out[(REF_RULE, rule, split)] = reference_judge(warm, REF_RULE, [tasks.analysis_verdict(j["analysis"]) for j in jd])
         out[(REF_EXACT, rule, split)] = reference_judge(warm, REF_EXACT, [p["truth"] for p in warm])
     return out
 
@@ -325,8 +302,6 @@ def reference_predictions(preds: dict, rule: str, warm_judged: dict) -> dict:
 def reference_summary(test: list[dict], dev: list[dict]) -> dict:
     """A yardstick's numbers: test balanced accuracy with its interval (against the MC labels
     and the exact checker), its Positive rate (%), and dev balanced accuracy."""
-    from ..evals.evaluation import balanced_accuracy_ci
-
     ci = balanced_accuracy_ci(test)
     return {"balanced_acc": ci["balanced_acc"], "ci95": ci, "dev_balanced_acc": balanced_accuracy_ci(dev)["balanced_acc"],
             "truth_balanced_acc": balanced_accuracy_ci(test, against="truth")["balanced_acc"],
@@ -337,8 +312,6 @@ def variant_row(run_id: str, rec: dict, seed: int) -> dict:
     """One judge's row of notebook 04's table: dev and test metrics, training time, its seed and
     the paper row it stands for, with that row's ProcessBench average F1 (Tables 5/6: 1.5B where
     the paper has it, else 7B)."""
-    from ..evals.paper_results import paper_row
-
     e, m = rec["entry"], rec["test"]
     p = paper_row(e["row"], e["rule"]) or paper_row(e["row"], e["rule"], "7B")
     return {"judge": run_id, "rule": e["rule"], "dev_balanced_acc": rec["dev"]["balanced_acc"], **m,
@@ -386,7 +359,6 @@ def analysis_implies_truth(judged: list[dict], examples: list[dict]) -> float:
     """% of chunks where the verdict a judge's own analysis implies (every difference 0 ->
     Positive) equals the exact checker (toy world) [not in paper]: how much of the answer the
     analysis already holds (``analysis_faithful`` is the same against the MC labels)."""
-    from .judge import analysis_implied, chunk_truth
 
-    hits = [analysis_implied(j["analysis"]) == chunk_truth(e) for j, e in zip(judged, examples, strict=True)]
+    hits = [tasks.analysis_verdict(j["analysis"]) == tasks.step_truth(e) for j, e in zip(judged, examples, strict=True)]
     return round(100 * sum(hits) / len(hits), 2)

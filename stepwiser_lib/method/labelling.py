@@ -38,14 +38,22 @@ import argparse
 import hashlib
 import json
 import random
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..core import io
+from ..core import io, paths, prompts
+from ..core.checks import check_fields
+from ..core.chunks import CHUNK_OPEN, chunk_ends, last_boxed, paragraph_chunks, parse_chunks, prefix_ends
+from ..core.config import ConfigError, checked_parameters, list_notebooks, notebook_parameters
+from ..core.paths import model_fingerprint
+from ..core.schemas import LABEL_RECORD
+from ..core.vocab import RULES
+from ..engines.checkpoints import resolve_model
+from . import tasks
 from .sampling import chunk_format_ok
 from .tasks import is_correct
-from ..core.chunks import CHUNK_OPEN, chunk_ends, last_boxed, paragraph_chunks, parse_chunks, prefix_ends
 
 # ----------------------------------------------------------------------------- label rules
 
@@ -100,12 +108,6 @@ def rel_ratio_labels(q: list[float], q0: float, gamma: float) -> list[bool]:
     check_q([q0], "q0")
     prev = [q0] + list(q[:-1])
     return [rel_ratio_label(a, b, gamma) for a, b in zip(q, prev)]
-
-
-RULES = ("abs_q", "rel_effective", "rel_ratio")
-#: What adaptive sampling can preserve: one rule's labels, or ``all`` three (notebook 02 labels
-#: every chunk by every rule from the same rollouts).
-ADAPTIVE_RULES = (*RULES, "all")
 
 
 def rule_label(rule: str, qi: float, qprev: float, alpha: float, gamma: float, n: int = 4) -> bool:
@@ -169,8 +171,6 @@ class LabelConfig:
              "n_kept": "int in [0, inf)", "seed": "int in [0, inf)"}
 
     def __post_init__(self):
-        from ..core.checks import check_fields
-
         check_fields(self, self.SPECS, {k: k.upper() for k in self.SPECS})
 
     #: Label-rule settings adaptive sampling reads to decide when a prefix may stop.
@@ -193,8 +193,6 @@ class LabelConfig:
         """The key of a shard: :meth:`rollout_fields` and the policy, by path and, for a local
         model, by the fingerprint of its weights (a retrained policy at the same path must not
         reuse old rollouts)."""
-        from ..core.paths import model_fingerprint
-
         blob = json.dumps({**self.rollout_fields(), "model": model, "weights": model_fingerprint(model)},
                           sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
@@ -223,11 +221,6 @@ def write_shard(path: Path, records: list[dict], meta: dict) -> None:
     footer = {"_footer": {**meta, "n": len(records),
                           "sha256": hashlib.sha256(body.encode()).hexdigest()}}
     io.atomic_write_text(path, body + json.dumps(footer) + "\n")
-
-
-#: Fields every shard record must hold (what :func:`relabel` and notebook 03 read).
-SHARD_RECORD = {"problem_id": str, "problem": str, "traj_id": str, "chunk_index": int, "history": list,
-                "chunk": str, "q": (int, float), "q_prev": (int, float), "q0": (int, float)}
 
 
 def read_shard(path: Path, config_hash: str | None = None) -> tuple[list[dict], dict]:
@@ -263,7 +256,7 @@ def read_shard(path: Path, config_hash: str | None = None) -> tuple[list[dict], 
         except ValueError:
             raise ShardError(f"{path.name}, line {n}: bad JSON (corrupt)") from None
         bad = ("not an object" if not isinstance(r, dict) else
-               next((f"field {k!r}" for k, t in SHARD_RECORD.items()
+               next((f"field {k!r}" for k, t in LABEL_RECORD.items()
                      if not isinstance(r.get(k), t) or isinstance(r.get(k), bool)), None))
         if not bad and not all(0 <= r[k] <= 1 for k in ("q", "q_prev", "q0")):
             bad = "a Q outside [0, 1]"
@@ -544,13 +537,6 @@ def label_summary(records: list[dict]) -> dict:
 def main(argv: list[str] | None = None, profiles_dir: str | Path | None = None) -> int:
     """Run the labelling of notebook 02 outside a kernel, with a profile's parameters. The whole
     profile is checked first, as the runner does (a bad value: exit 2, before any model loads)."""
-    import sys
-
-    from ..core import paths, prompts
-    from . import tasks
-    from ..core.config import ConfigError, notebook_parameters
-    from ..tools.runner import list_notebooks, plan
-
     ap = argparse.ArgumentParser(description="Monte-Carlo rollout labelling (notebook 02)")
     ap.add_argument("--profile", default="tiny")
     ap.add_argument("--out", default=None, help="output folder (default: the notebook's artifact folder)")
@@ -558,14 +544,14 @@ def main(argv: list[str] | None = None, profiles_dir: str | Path | None = None) 
     nb = paths.NOTEBOOKS_DIR / "02_rollout_labelling.ipynb"
     try:
         p = {k: v.default for k, v in notebook_parameters(nb).items()}
-        p.update(plan(a.profile, list_notebooks(only=["02"]), **({"profiles_dir": Path(profiles_dir)}
+        p.update(checked_parameters(a.profile, list_notebooks(only=["02"]), **({"profiles_dir": Path(profiles_dir)}
                                                                 if profiles_dir else {}))[nb.stem])
         cfg = label_config_from_params(p)
-        policy = resolve_policy(p, a.profile)
+        policy = resolve_model(p["POLICY_MODEL"], a.profile)
     except (ConfigError, FileNotFoundError) as e:
         print(f"[labelling] configuration error: {e}", file=sys.stderr)
         return 2
-    from ..engines.models import engine_settings, make_generator, set_threads
+    from ..engines.models import engine_settings, make_generator, set_threads  # lazy: torch
 
     set_threads()
     gen = make_generator(policy, backend=p["BACKEND"], batch_size=p["GEN_BATCH"], **engine_settings(p))
@@ -592,20 +578,6 @@ def label_config_from_params(p: dict) -> LabelConfig:
                        adaptive_round=p["ADAPTIVE_ROUND"], adaptive_z=p["ADAPTIVE_Z"],
                        shard_size=p["SHARD_SIZE"], n_kept=p["N_KEPT"], seed=p["SEED"],
                        reference_trajectories=p["REFERENCE_TRAJECTORIES"])
-
-
-def resolve_policy(p: dict, profile: str) -> str:
-    """The chunk policy: notebook 01's artifact unless POLICY_MODEL names another model."""
-    from ..core import paths
-
-    if p["POLICY_MODEL"] != "artifact":
-        return paths.resolve_model(p["POLICY_MODEL"])
-    d = paths.chunk_policy(profile)
-    if not paths.model_complete(d):
-        what = "an incomplete chunk policy (config or weights missing)" if d.exists() else "no chunk policy"
-        raise FileNotFoundError(f"{what} at {d}: run notebook 01 at profile {profile!r} "
-                                f"first (make reproduce PROFILE={profile})")
-    return str(d)
 
 
 if __name__ == "__main__":

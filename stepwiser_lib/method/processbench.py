@@ -9,8 +9,8 @@
   The benchmark score is the plain mean of the four split F1s (:func:`average_f1`).
 * :func:`judge_solutions` runs a stepwise judge with the first-error protocol (notes §4.7, §8.3);
   :func:`best_threshold` is ProcessBench's rule for scalar-score PRMs.
-* :func:`build_toy` / :func:`load_toy`: toy-ProcessBench, the same schema on toy problems with exact
-  first-error labels (``make toy-processbench``).
+* :func:`load_toy`: toy-ProcessBench, the same schema on toy problems with exact first-error labels
+  (built by :mod:`stepwiser_lib.toy.processbench_build`, ``make toy-processbench``).
 """
 
 from __future__ import annotations
@@ -20,8 +20,16 @@ import time
 import warnings
 from pathlib import Path
 
-from ..core.io import RecordError, iter_jsonl
+from ..core import io
+from ..core.io import RecordError, iter_jsonl, markdown_table
+from ..core.paths import ROOT
+from ..core.schemas import TOY_DIR_DEFAULT, TOY_SPLITS, ProcessBenchError, validate_record
 from ..core.verdicts import RULE_VERSION, describe, informative, mask, tally, uninformative_comparison
+from ..core.vocab import variant_slug
+from ..evals.claims import judge_orderings
+from ..evals.paper_results import paper_row
+from ..evals.stats import stratified_bootstrap, stratified_difference
+from .calculator import predict
 
 SPLITS = ("gsm8k", "math", "olympiadbench", "omnimath")
 #: (error, correct) counts per split, ProcessBench paper Table 1 / notes §8.1.
@@ -30,36 +38,6 @@ EXPECTED_COUNTS = {"gsm8k": (207, 193), "math": (594, 406), "olympiadbench": (66
 HF_DATASET = "Qwen/ProcessBench"
 #: The hub revision users should pin (notes §8.1: main later changed math.json, "fix annotation").
 HF_REVISION = "main"
-FIELDS = {"id": str, "generator": str, "problem": str, "steps": list, "final_answer_correct": bool,
-          "label": int}
-
-
-class ProcessBenchError(ValueError):
-    pass
-
-
-def validate_record(rec, split: str, line: int) -> dict:
-    where = f"ProcessBench {split}, line {line}"
-    if not isinstance(rec, dict):
-        raise ProcessBenchError(f"{where}: expected a JSON object")
-    for k, t in FIELDS.items():
-        if k not in rec:
-            raise ProcessBenchError(f"{where}: missing field {k!r}")
-        v = rec[k]
-        if not isinstance(v, t) or (t is int and isinstance(v, bool)):
-            raise ProcessBenchError(f"{where}: field {k!r} should be {t.__name__}, got {type(v).__name__}")
-    if not rec["steps"] or not all(isinstance(s, str) for s in rec["steps"]):
-        raise ProcessBenchError(f"{where}: field 'steps' must be a non-empty list of strings")
-    blank = [i for i, s in enumerate(rec["steps"]) if not s.strip()]
-    if blank:  # a judge would be asked about nothing; the real data has none
-        raise ProcessBenchError(f"{where}: step(s) {blank} are blank")
-    if rec["label"] == -1 and rec.get("final_answer_correct") is False:
-        raise ProcessBenchError(f"{where}: label -1 (no erroneous step) but final_answer_correct is false")
-    if not -1 <= rec["label"] <= len(rec["steps"]) - 1:
-        raise ProcessBenchError(f"{where}: field 'label' = {rec['label']} is outside -1..{len(rec['steps']) - 1}")
-    return rec
-
-
 def check_counts(split: str, records: list[dict]) -> tuple[int, int]:
     err = sum(r["label"] != -1 for r in records)
     cor = len(records) - err
@@ -252,116 +230,8 @@ def error_kinds(labels: list[int], predictions: list[int | None]) -> dict[str, i
     return c
 
 
-# ----------------------------------------------------------------------------- toy-ProcessBench
-
-#: Four toy splits of rising difficulty (longer chains, more distractors), standing in for
-#: GSM8K, MATH, OlympiadBench and Omni-MATH. [not in paper]
-TOY_SPLITS = {"toy_2step": ((2, 2), (0, 1)), "toy_3step": ((3, 3), (0, 2)),
-              "toy_4step": ((4, 4), (1, 2)), "toy_5step": ((5, 5), (0, 1))}
-TOY_DIR_DEFAULT = "data/toy_processbench"
-
-
-MAX_ROUNDS = 4  # sampling rounds of build_toy per split before it settles for fewer solutions
-
-
-def _take_both(cor: list, err: list, need: int) -> tuple[list[dict], list[dict]]:
-    """Up to ``need`` correct and ``need`` erroneous solutions (``(order key, record)`` pairs, taken
-    in key order), one per problem across both kinds; the correct ones, rarer on long chains,
-    pick their problems first."""
-    seen: set[str] = set()
-
-    def take(xs):
-        keep = []
-        for _, r in sorted(xs, key=lambda x: x[0]):
-            if r["problem"] not in seen and len(keep) < need:
-                seen.add(r["problem"])
-                keep.append(r)
-        return keep
-    c = take(cor)
-    return c, take(err)
-
-
-def build_toy(out_dir: str = TOY_DIR_DEFAULT, model_dir: str | None = None, per_split: int = 200,
-              temperatures: tuple[float, ...] = (0.7, 1.0, 1.3), seed: int = 0,
-              batch_size: int = 128) -> dict:
-    """Build toy-ProcessBench: the ProcessBench schema on toy problems from the disjoint
-    ``processbench`` problem split, solutions sampled from the toy base model at several
-    temperatures (the "generators"), steps = paragraphs, label = the exact first wrong step
-    (:func:`toyworld.first_error`). Each split holds ``per_split`` solutions, half erroneous and
-    half correct, interleaved so that any prefix stays balanced. Writes ``<split>.jsonl`` and
-    ``manifest.json``."""
-    import hashlib
-    import json
-    import time
-
-    from ..core import prompts
-    from ..toy import toyworld
-    from ..core.io import write_jsonl, write_result
-    from ..engines.models import HFGenerator, load_model, set_threads
-    from ..core.paths import TOY_BASE_DIR
-
-    set_threads()
-    t0 = time.time()
-    model_dir = model_dir or str(TOY_BASE_DIR)
-    model, tok = load_model(model_dir)
-    gen = HFGenerator(model, tok, batch_size=batch_size)
-    out = Path(out_dir)
-    manifest = {"what": "toy-ProcessBench: ProcessBench schema, toy problems, exact first-error labels",
-                "command": "make toy-processbench", "seed": seed, "model": model_dir,
-                "model_sha256": json.loads((Path(model_dir) / "manifest.json").read_text())["files"].get(
-                    "model.safetensors") if (Path(model_dir) / "manifest.json").exists() else None,
-                "temperatures": list(temperatures), "splits": {}}
-    for si, (split, (steps, distractors)) in enumerate(TOY_SPLITS.items()):
-        need = per_split // 2
-        err, cor = [], []
-        # Rounds of 1.5 problems per wanted solution and one sample per temperature, until both kinds
-        # suffice: a strong base errs rarely on short chains, so a round may not find enough errors.
-        # A later round's problems sort after the earlier rounds', so it only tops the split up.
-        for rnd in range(MAX_ROUNDS):
-            n_probs = 3 * per_split // 2
-            probs = toyworld.generate_problems("processbench", n_probs, seed=seed + si + 100 * rnd,
-                                               steps=steps, distractors=distractors)
-            ps = [prompts.TOY_BASE_POLICY.format(problem=p.text) for p in probs]
-            for ti, t in enumerate(temperatures):
-                outs = gen.generate(ps, n=1, temperature=t, max_new_tokens=200,
-                                    seed=seed + 1000 * si + 10 * ti + 100_000 * rnd)
-                for pi, (p, o) in enumerate(zip(probs, outs)):
-                    c = o[0]
-                    steps_ = toyworld.split_paragraphs(c.text)
-                    if not c.finished or not steps_ or toyworld.last_boxed(c.text) is None:
-                        continue  # ProcessBench solutions are complete
-                    lab = toyworld.first_error(p, steps_)
-                    rec = {"id": "", "generator": f"toy_base@T{t}", "problem": p.text, "steps": steps_,
-                           "final_answer_correct": toyworld.is_correct(p, c.text), "label": lab}
-                    # problem i prefers generator i mod 3, so the generators take turns
-                    (cor if lab == -1 else err).append(((rnd, pi, (ti - pi) % len(temperatures)), rec))
-            c, e = _take_both(cor, err, need)
-            if len(c) >= need and len(e) >= need:
-                break
-        if len(e) < need or len(c) < need:
-            warnings.warn(f"toy-ProcessBench {split}: only {len(e)} erroneous / {len(c)} correct "
-                          f"solutions (wanted {need} each)", stacklevel=2)
-        recs = [x for pair in zip(e, c) for x in pair] + e[len(c):] + c[len(e):]
-        for i, r in enumerate(recs):
-            r["id"] = f"{split}-{i}"
-            validate_record(r, split, i + 1)
-        write_jsonl(out / f"{split}.jsonl", recs)
-        manifest["splits"][split] = {
-            "chain_steps": list(steps), "distractors": list(distractors), "rounds": rnd + 1, "n": len(recs),
-            "error": sum(r["label"] != -1 for r in recs), "correct": sum(r["label"] == -1 for r in recs),
-            "final_answer_correct": sum(r["final_answer_correct"] for r in recs),
-            "mean_steps": round(sum(len(r["steps"]) for r in recs) / max(1, len(recs)), 2),
-            "sha256": hashlib.sha256((out / f"{split}.jsonl").read_bytes()).hexdigest()}
-        print(f"{split}: {manifest['splits'][split]}", flush=True)
-    manifest["seconds"] = round(time.time() - t0, 1)
-    write_result(out / "manifest.json", manifest)
-    return manifest
-
-
 def load_toy(split: str, toy_dir: str | None = None) -> list[dict]:
     """A toy-ProcessBench split, validated like the real one."""
-    from ..core.paths import ROOT
-
     if split not in TOY_SPLITS:
         raise ProcessBenchError(f"unknown toy-ProcessBench split {split!r}; valid: {', '.join(TOY_SPLITS)}")
     d = Path(toy_dir) if toy_dir else ROOT / TOY_DIR_DEFAULT
@@ -372,25 +242,6 @@ def load_toy(split: str, toy_dir: str | None = None) -> list[dict]:
         return [validate_record(rec, split, n) for n, rec in iter_jsonl(path, f"toy-ProcessBench {split}")]
     except RecordError as e:
         raise ProcessBenchError(str(e)) from None
-
-
-def main(argv: list[str] | None = None) -> None:
-    import argparse
-    import json
-
-    ap = argparse.ArgumentParser(description="ProcessBench tools")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    b = sub.add_parser("build-toy", help="build toy-ProcessBench from the toy base model")
-    b.add_argument("--out", default=TOY_DIR_DEFAULT)
-    b.add_argument("--per-split", type=int, default=200)
-    b.add_argument("--seed", type=int, default=0)
-    a = ap.parse_args(argv)
-    if a.cmd == "build-toy":
-        print(json.dumps(build_toy(a.out, per_split=a.per_split, seed=a.seed), indent=2))
-
-
-if __name__ == "__main__":
-    main()
 
 
 def prediction_records(judge: str, bench: dict[str, list[dict]], predictions: dict[str, list[int]]) -> list[dict]:
@@ -414,8 +265,6 @@ def compare_avg_f1(labels: dict[str, list[int]], a: dict[str, list[int]], b: dic
     within every split and its erroneous and correct groups (as :func:`average_f1_ci`).
     ``verdict``: ``a higher`` / ``b higher`` when the interval excludes zero, else ``within noise``.
     [not in paper]"""
-    from ..evals.stats import stratified_difference
-
     splits = list(labels)
     items = [(s, y, pa, pb) for s in splits for y, pa, pb in zip(labels[s], a[s], b[s], strict=True)]
 
@@ -439,8 +288,6 @@ def average_f1_ci(labels: dict[str, list[int]], predictions: dict[str, list[int]
     """:func:`average_f1` with a 95% interval: solutions resampled within each split and within
     its erroneous and its correct group, whose sizes the metric is built on
     (:func:`stepwiser_lib.evals.stats.stratified_bootstrap`). [not in paper: ProcessBench reports none]"""
-    from ..evals.stats import stratified_bootstrap
-
     splits = list(labels)
     items = [(s, y, p) for s in splits for y, p in zip(labels[s], predictions[s], strict=True)]
 
@@ -492,10 +339,6 @@ def run_judges(judges: list[dict], bench: dict[str, list[dict]], art, load, *, b
     solutions), ``cis`` (row -> average F1 with its 95% interval), ``records`` (one per row and
     solution, :func:`prediction_records`), ``first_error`` (judge -> split -> the predictions its
     paired orderings use: the thresholded ones for a scalar score) and ``seconds`` per judge."""
-    from ..core import io
-    from ..engines import models
-    from .judge import variant_slug
-
 
     labels = {s: [r["label"] for r in rs] for s, rs in bench.items()}
     out = {"results": {}, "outputs": {}, "cis": {}, "records": [], "first_error": {}, "seconds": {}, "tallies": {}}
@@ -511,7 +354,9 @@ def run_judges(judges: list[dict], bench: dict[str, list[dict]], art, load, *, b
         outs = {s: judge_solutions(j, rs, stop_at_first_negative=stop, k=k, seed=seed, stop_at_zero_score=stop_at_zero,
                                    temperature=maj_temperature if k > 1 else None, progress=False)
                 for s, rs in bench.items()}
-        models.release(j)
+        from ..engines.models import release  # lazy: torch
+
+        release(j)
         return {"outputs": outs, "seconds": round(time.time() - t, 1)}
 
     def threshold(name, outs, k=1):
@@ -560,8 +405,6 @@ def orderings(labels: dict[str, list[int]], first_error: dict, tallies: dict) ->
     """The paper's judge orderings (Tables 5 and 6, :func:`stepwiser_lib.evals.claims.judge_orderings`)
     asked of the judges this run has, paired on the same solutions (:func:`compare_avg_f1`); one
     whose judge gave no parsable verdict is :data:`~stepwiser_lib.core.verdicts.UNINFORMATIVE`."""
-    from ..evals.claims import judge_orderings
-
     out = []
     for claim, a, b in judge_orderings(list(first_error)):
         silent = [n for n in (a, b) if not informative(tallies.get(n))]
@@ -645,8 +488,6 @@ def results_markdown(rows: list[dict], comparisons: list[dict], paper: list[dict
                      splits: list[str]) -> str:
     """``results/<profile>/processbench.md``: our trained judges on the benchmark, the untrained
     baselines on the real ProcessBench where they ran, the paired orderings, then the paper's rows."""
-    from ..core.io import markdown_table
-
     cols = ["judge", "source"] + [f"{s} {m}" for s in splits for m in ("err", "corr", "f1")] + ["avg f1", "avg f1 95% interval"]
     cols += ["verdicts"] if any("verdicts" in r for r in rows) else []
     real_rows = [r for r in rows if r["judge"].endswith("[real ProcessBench]")]
@@ -667,8 +508,6 @@ def baselines(tag: str, bench: dict[str, list[dict]]) -> tuple[dict, dict]:
     """The two untrained baselines on ``bench`` (split -> solutions): always-Positive (predicts
     "no error", -1) and the step calculator (:mod:`stepwiser_lib.method.calculator`), scored per split and
     named ``<baseline> [<tag>]``; also the calculator's predictions."""
-    from .calculator import predict
-
     preds = {s: [predict(r["steps"]) for r in rs] for s, rs in bench.items()}
     out = {"always-Positive": {s: score([r["label"] for r in rs], [-1] * len(rs)) for s, rs in bench.items()},
            "calculator": {s: score([r["label"] for r in bench[s]], preds[s]) for s in bench}}
@@ -690,8 +529,6 @@ def thresholded(labels: dict[str, list[int]], step_scores: dict[str, list[list[f
 def paper_rows(entries: list[dict]) -> list[dict]:
     """The paper's ProcessBench row (Tables 5/6, 1.5B) for each judge entry's kind and rule, once
     each, named ``PAPER 1.5B-chunk: <row> / <rule>``: for display beside ours, never mixed in."""
-    from ..evals.paper_results import paper_row
-
     out, seen = [], set()
     for e in entries:
         p = paper_row(e.get("row"), e.get("rule")) if e.get("rule") else None

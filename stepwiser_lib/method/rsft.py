@@ -11,10 +11,18 @@ then fine-tuned on each selected set with the recipe of notebook 01 and evaluate
 from __future__ import annotations
 
 import random
+import time
 from pathlib import Path
 
+from ..core import io, paths
 from ..core.chunks import chunk_ends, parse_chunks
+from ..core.io import markdown_table
 from ..core.verdicts import RULE_VERSION, describe, informative, tally, uninformative_comparison
+from ..core.vocab import variant_slug
+from ..engines.sft import sft
+from ..evals.evaluation import compare_rates, mean_sd, problem_predictions
+from ..evals.paper_results import TABLE8
+from . import sampling
 
 
 def response_score(chunk_scores: list[float]) -> float | None:
@@ -76,9 +84,7 @@ def sample_responses(policy: str, items: list[dict], template: str, art, *, samp
     the policy's weights, the prompts and the sampling settings; ``reference`` adds each prompt's
     reference solution (colab-smoke's shortcut). Returns the records and the key, which the
     later caches of the notebook build on."""
-    from ..core import io, paths
-    from . import sampling
-    from ..engines.models import make_generator, release
+    from ..engines.models import make_generator, release  # lazy: torch
 
     key = io.digest(paths.model_fingerprint(policy), [i["id"] for i in items], samples, temperature, max_new_tokens,
                     seed, *(["reference"] if reference else []))
@@ -131,11 +137,7 @@ def select_all(items: list[dict], registry: dict[str, dict], load, art, key: str
     judge, released once it has scored) and picking the correct response with the best average
     chunk score (:func:`select_best`). Returns method -> one pick per prompt (None: no correct
     response), judge -> chunk scores, judge -> how its outputs parsed (:func:`stepwiser_lib.core.verdicts.tally`)."""
-    import time
-
-    from ..core import io
-    from .judge import variant_slug
-    from ..engines.models import release
+    from ..engines.models import release  # lazy: torch
 
     picks = {"outcome": [select_best([{"correct": c} for c in it["correct"]], "outcome", seed, it["id"]) for it in items]}
     scores, tallies = {}, {}
@@ -161,8 +163,6 @@ def table(base_acc: dict[str, float], results: dict, methods: list[str], runs: i
     """Table 8's analogue: the policy before RS-FT, then each selection's greedy accuracy per task
     (mean over ``runs`` SFT seeds), the average with its spread over seeds, and the records trained on.
     ``results``: (method, k) -> its evaluation."""
-    from ..evals.evaluation import mean_sd
-
     rows = [{"method": BASE, **{f"{t} acc": a for t, a in base_acc.items()},
              "avg": round(sum(base_acc.values()) / len(base_acc), 2), "std": 0.0}]
     for method in methods:
@@ -179,8 +179,6 @@ def predictions(base_eval: dict, results: dict, methods: list[str], eval_items: 
                 runs: int, seed: int) -> dict[str, list[dict]]:
     """Per-problem outcomes of every row of :func:`table` (``results/<profile>/rsft_predictions.jsonl``;
     a problem's SFT seeds are kept together by the intervals), row name -> records."""
-    from ..evals.evaluation import problem_predictions
-
     def preds(name, recs):
         return [p for s, rec in recs for t, its in eval_items.items()
                 for p in problem_predictions(name, t, s, [f"{t}/{i['id']}" for i in its], rec["correct"][t])]
@@ -203,8 +201,6 @@ def comparisons(preds: dict[str, list[dict]], tallies: dict[str, dict] | None = 
     outcome selection against the policy before RS-FT, then each judge's selection against
     outcome's. A judge that gave no parsable verdict (``tallies``, :func:`select_all`) selected by
     tie-breaking alone: its comparison is :data:`~stepwiser_lib.core.verdicts.UNINFORMATIVE`."""
-    from ..evals.evaluation import compare_rates
-
     def judged(n):
         if tallies is not None and not informative(tallies.get(n)):
             return uninformative_comparison({"a": n, "b": OUTCOME}, f"not compared: {describe(tallies.get(n), label=False)}")
@@ -217,8 +213,6 @@ def comparisons(preds: dict[str, list[dict]], tallies: dict[str, dict] | None = 
 
 def paper_rows() -> list[dict]:
     """The paper's Table 8 rows (Qwen2.5-7B-chunk) in notebook 07's columns: for display only."""
-    from ..evals.paper_results import TABLE8
-
     return [{"method": f"PAPER 7B: {r['row']} {r['signal']}", "MATH500": r["math500"], "Heldout-1K": r["heldout"],
              "avg": r["avg"]} for r in TABLE8]
 
@@ -242,8 +236,6 @@ def preference_example(items: list[dict], scores: dict[str, list], judges: list[
 
 def results_markdown(rows: list[dict], comps: list[dict], paper: list[dict], runs: int) -> str:
     """``results/<profile>/rsft.md``: our table, the paired comparisons, the paper's Table 8."""
-    from ..core.io import markdown_table
-
     md = ["Stepwise RS-FT (ours; greedy accuracy %%, mean over %d SFT seeds):" % runs, "",
           markdown_table(rows, list(dict.fromkeys(k for r in rows for k in r))), "",
           "Paired comparisons on the same problems (paired bootstrap by problem):", "",
@@ -257,11 +249,9 @@ def evaluate_policy(generator, eval_items: dict[str, list[dict]], template: str,
                     seed: int) -> dict:
     """Greedy accuracy of a policy on each evaluation task: ``acc`` (task -> %) and ``correct``
     (task -> each problem's outcome, for the paired intervals)."""
-    from .sampling import sample_solutions
-
     out = {"acc": {}, "correct": {}}
     for t, its in eval_items.items():
-        res = sample_solutions(generator, its, template, 1, 0.0, max_new_tokens, seed=seed)
+        res = sampling.sample_solutions(generator, its, template, 1, 0.0, max_new_tokens, seed=seed)
         out["correct"][t] = [bool(r["correct"]) for r in res]
         out["acc"][t] = round(100 * sum(out["correct"][t]) / len(res), 2)
     return out
@@ -274,10 +264,6 @@ def train_all(picks: dict[str, list], items: list[dict], template: str, policy: 
     its ``SFTSettings``), each then evaluated (``evaluate``: model dir -> :func:`evaluate_policy`'s
     record); every run cached in ``art/<method>__seed<k>`` under a key of every SFT setting.
     Returns (method, k) -> evaluation with ``records``, ``steps`` and ``sft_seconds``."""
-    from ..core import io, paths
-    from .judge import variant_slug
-    from ..engines.sft import sft
-
     results = {}
     for method, pk in picks.items():
         recs = sft_records(items, pk, template)

@@ -7,8 +7,16 @@ from __future__ import annotations
 
 import statistics
 
+from ..core.chunks import (
+    CHUNK_OPEN,
+    format_ok,
+    last_boxed,
+    paragraph_chunks,
+    parse_chunks,
+    split_paragraphs,
+    strip_tags,
+)
 from .tasks import is_correct
-from ..core.chunks import format_ok, parse_chunks, split_paragraphs, strip_tags
 
 
 def sample_solutions(generator, items: list[dict], template: str, n: int, temperature: float,
@@ -31,8 +39,6 @@ def reference_samples(items: list[dict], chunked: bool) -> list[dict]:
     scored by the task's checker like any response; in chunk format (paragraphs as chunks) when
     ``chunked``. [shortcut: the ``colab-smoke`` profile's random-weight policy solves nothing,
     so these stand in for the correct samples later stages need; never used at other profiles]"""
-    from ..core.chunks import paragraph_chunks
-
     out = []
     for it in items:
         text = paragraph_chunks(it["solution"]) if chunked else it["solution"]
@@ -83,8 +89,6 @@ def output_rates(texts: list[str], correct: list[bool], finished: list[bool]) ->
     135M model it is why a stage needs a shortcut): ``boxed`` (a final ``\\boxed{}``),
     ``correct``, ``chunk_tags`` (any ``<chunk>``), ``chunk_format`` (the Table 11 contract,
     :func:`chunk_format_ok`) and ``truncated`` (stopped by the token limit, not by the model)."""
-    from ..core.chunks import CHUNK_OPEN, last_boxed
-
     n = len(texts)
     pct = lambda k: round(100 * k / n, 1) if n else None  # noqa: E731
     return {"n": n, "boxed": pct(sum(last_boxed(t) is not None for t in texts)), "correct": pct(sum(correct)),

@@ -16,13 +16,14 @@ Pipeline (notebook ``01_self_segmentation``):
 from __future__ import annotations
 
 import random
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from ..core import prompts
 from ..core.chunks import CHUNK_CLOSE, CHUNK_OPEN, CHUNK_RE, strip_tags
+from ..engines.sft import sft
+from ..evals.evaluation import compare_rates
 
 
 def segmentation_problems(original: str, segmented: str) -> list[str]:
@@ -177,8 +178,6 @@ def sft_chunk_policy(base_model: str, records: list[dict], out_dir: str | Path, 
     ``tag_init`` (:data:`TAG_INITS`): ``separator`` first writes a copy of the base with
     :func:`init_tag_embeddings` to ``out_dir/start`` and fine-tunes that; the result records
     ``tag_init`` and the row norms it changed."""
-    from ..engines.sft import sft
-
     if not records:
         raise ValueError("no SFT records: the base policy produced no correct, segmentable response "
                          "(sample more prompts or responses)")
@@ -186,7 +185,7 @@ def sft_chunk_policy(base_model: str, records: list[dict], out_dir: str | Path, 
         raise ValueError(f"TAG_INIT must be one of {TAG_INITS}, not {tag_init!r}")
     changed = {}
     if tag_init == "separator":
-        from ..engines.models import load_model, save_atomically
+        from ..engines.models import load_model, save_atomically  # lazy: torch
 
         model, tok = load_model(base_model)
         changed = init_tag_embeddings(model, tok, seed=getattr(settings, "seed", 0))
@@ -206,7 +205,5 @@ def table4_comparisons(chunk: list[dict], base: list[dict], n_boot: int = 2000, 
     (records of :func:`stepwiser_lib.method.sampling.solution_predictions`; each problem's samples
     averaged, paired bootstrap by problem): chunk - base in steps per solution, and in Avg@k
     accuracy points."""
-    from ..evals.evaluation import compare_rates
-
     return [{"claim": claim, "field": field, **compare_rates(chunk, base, n_boot, seed, field=field)}
             for claim, field in TABLE4_CLAIMS]

@@ -15,6 +15,7 @@ brace-balanced ``\\boxed{}`` of a response (:mod:`stepwiser_lib.core.chunks`).
 
 from __future__ import annotations
 
+import argparse
 import functools
 import hashlib
 import json
@@ -22,8 +23,10 @@ import random
 import re
 from pathlib import Path
 
-from ..toy import toyworld
+from ..core import io, paths
 from ..core.chunks import last_boxed
+from ..core.io import file_sha256, write_jsonl
+from ..toy import judge_text, toyworld
 
 TASKS = ("toy", "numina", "math500", "gsm8k")
 
@@ -45,12 +48,32 @@ def load_problems(task: str, split: str, n: int, seed: int, **kw) -> list[dict]:
     raise ValueError(f"unknown task {task!r}; valid: {', '.join(TASKS)}")
 
 
+# ----------------------------------------------------------------------------- world queries
+# The method asks the world these questions here, and nowhere else: the toy world answers them
+# exactly (an exact step checker, an analysis language); real math has no such oracle (None).
+
+def step_truth(example: dict) -> bool | None:
+    """Is the chunk's arithmetic actually right? The toy world's exact step checker, a yardstick
+    independent of the noisy Monte-Carlo labels; None when the problem is not a toy problem."""
+    return judge_text.chunk_truth(example)
+
+
+def analysis_verdict(text: str) -> bool | None:
+    """The verdict a judge's analysis implies (toy analyses: every difference 0 -> Positive);
+    None when the text is not a readable toy analysis. A measurement, never a reward."""
+    return judge_text.analysis_implied(text)
+
+
+def warmup_records(examples: list[dict], family: str = "toy", seed: int = 0, style: str = "cot") -> list[dict]:
+    """The judge's format warm-up SFT records on the toy path (notebook 04; [not in paper]):
+    :func:`stepwiser_lib.toy.judge_text.warmup_records`."""
+    return judge_text.warmup_records(examples, family, seed, style)
+
+
 def file_kw(files: dict, task: str) -> dict:
     """``{"path": ...}`` for :func:`load_problems` when a notebook's ``DATA_FILES`` names a local
     file for ``task`` (repository-relative or absolute), else ``{}`` (the hub, or the toy world).
     A named file that is missing fails here, with the setting's name."""
-    from ..core import paths
-
     if not files.get(task):
         return {}
     p = Path(files[task])
@@ -153,8 +176,6 @@ def _hub_rows(task: str, revision: str | None = None) -> list[dict]:  # pragma: 
 
 def _source_key(task: str, path: str | None, revision: str | None) -> str:
     """What identifies the rows a pool is filtered from: the file's sha256, or hub id + revision."""
-    from ..core.io import file_sha256
-
     return f"file:{file_sha256(path)}" if path else f"hub:{HUB[task][0]}@{revision or 'main'}"
 
 
@@ -168,8 +189,6 @@ def numina_pool(split: str, path: str | None = None, revision: str | None = None
     ``cache_dir`` (default ``runs/cache/numina``), keyed by the source and :data:`POOL_VERSION`:
     filtering all ~860k rows with Math-Verify takes 15-20 min of CPU, once."""
     from math_verify import parse
-
-    from ..core import io, paths
 
     if split not in NUMINA_BUCKETS:
         raise ValueError(f"unknown NuminaMath pool {split!r}; valid: {', '.join(NUMINA_BUCKETS)}")
@@ -205,8 +224,6 @@ def write_numina_standin(gsm8k_path: str | Path, out: str | Path) -> Path:
     that cannot reach the hub: the ``numina`` loader reads it through ``path`` with the hub path's
     filter and pools. Each solution keeps GSM8K's lines as paragraphs and ends with the answer in
     ``\\boxed{}``, as NuminaMath's do (GSM8K's ``<<a*b=c>>`` calculator notes removed). It is a stand-in for the loader, not NuminaMath."""
-    from ..core.io import write_jsonl
-
     rows = []
     for r in read_records(gsm8k_path):
         work, _, ans = r["answer"].rpartition("####")
@@ -247,8 +264,6 @@ def _eval_set(task: str, n: int, seed: int, path: str | None = None,
 
 def main(argv: list[str] | None = None) -> None:
     """``python -m stepwiser_lib.method.tasks numina-standin --gsm8k FILE --out FILE``."""
-    import argparse
-
     ap = argparse.ArgumentParser(description="problem-source utilities")
     sub = ap.add_subparsers(dest="cmd", required=True)
     n = sub.add_parser("numina-standin", help="a NuminaMath-schema file made from GSM8K records")

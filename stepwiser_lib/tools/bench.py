@@ -10,7 +10,7 @@ Measured in one run, with the same model:
   engine: each prefix prefilled once for its M samples, finished rows leave, new prefixes join);
   these three on the same prefixes, ``repeats`` times each (min / median / max);
 * **adaptive**: every setting of :data:`SWEEP_ROUNDS` x :data:`SWEEP_Z`, for each rule it can
-  preserve (``labelling.ADAPTIVE_RULES``), replayed on the second of two independent full-M
+  preserve (``vocab.ADAPTIVE_RULES``), replayed on the second of two independent full-M
   loop runs over more prefixes, its labels compared rule by rule with the first run; the target
   is the agreement of the two full-M runs themselves (the Monte-Carlo noise floor), at no more
   than half the rollouts. :func:`choose_adaptive` picks the cheapest setting that reaches it.
@@ -19,15 +19,19 @@ Measured in one run, with the same model:
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
+import random
 import statistics
 import time
-from pathlib import Path
+from dataclasses import replace
 
-from ..core import chunks, io, paths, prompts
-from ..method import labelling, tasks
+from ..core import chunks, io, paths, prompts, vocab
+from ..engines.checkpoints import resolve_model
 from ..engines.models import HFGenerator, make_generator, set_threads
+from ..evals.stats import mcnemar_exact
+from ..method import labelling, tasks
 
 
 def _prefixes(gen, items, template, cfg, seed):
@@ -35,7 +39,6 @@ def _prefixes(gen, items, template, cfg, seed):
     out = []
     pre = gen.generate([template.format(problem=it["problem"]) for it in items], n=cfg.n_prefilter,
                        temperature=1.0, max_new_tokens=cfg.max_new_tokens, seed=seed)
-    import random
 
     rng = random.Random(seed)
     for it, cands in zip(items, pre):
@@ -136,16 +139,12 @@ def adaptive_sweep(trajs, first, second, cfg) -> dict:
     sees fewer rollouts of the same kind). Per rule, ``p_below_floor`` is the one-sided exact
     McNemar test of "the full-M run agrees with the first run more often than the adaptive one",
     paired by chunk (both are read off the same second stream)."""
-    from dataclasses import replace
-
-    from ..evals.stats import mcnemar_exact
-
     n = sum(len(t["prefixes"]) for t in trajs)
-    ref = {r: _labels_from(trajs, first, cfg, rule=r) for r in labelling.RULES}
-    full2 = {r: _labels_from(trajs, second, cfg, rule=r) for r in labelling.RULES}
-    floor = {r: _agree(full2[r], ref[r]) for r in labelling.RULES}
+    ref = {r: _labels_from(trajs, first, cfg, rule=r) for r in vocab.RULES}
+    full2 = {r: _labels_from(trajs, second, cfg, rule=r) for r in vocab.RULES}
+    floor = {r: _agree(full2[r], ref[r]) for r in vocab.RULES}
     rows = []
-    for target in labelling.ADAPTIVE_RULES:
+    for target in vocab.ADAPTIVE_RULES:
         for rnd in SWEEP_ROUNDS:
             for z in SWEEP_Z:
                 c = replace(cfg, adaptive=True, adaptive_rule=target, adaptive_round=rnd, adaptive_z=z)
@@ -153,7 +152,7 @@ def adaptive_sweep(trajs, first, second, cfg) -> dict:
                 row = {"adaptive_rule": target, "round": rnd, "z": z,
                        "rollout_fraction": round(sum(counts) / (n * cfg.m_rollouts), 4),
                        "agreement": {}, "p_below_floor": {}}
-                for r in labelling.RULES:
+                for r in vocab.RULES:
                     ad = _labels_from(trajs, second, cfg, counts, r)
                     b = sum(f == x != a for f, a, x in zip(full2[r], ad, ref[r]))  # only full M right
                     w = sum(a == x != f for f, a, x in zip(full2[r], ad, ref[r]))  # only adaptive right
@@ -163,7 +162,7 @@ def adaptive_sweep(trajs, first, second, cfg) -> dict:
     return {"noise_floor": floor, "chunks": len(ref["abs_q"]), "prefixes": n, "rows": rows}
 
 
-def choose_adaptive(sweep: dict, rules=labelling.RULES, alpha: float = 0.05, strict: bool = False) -> dict | None:
+def choose_adaptive(sweep: dict, rules=vocab.RULES, alpha: float = 0.05, strict: bool = False) -> dict | None:
     """The cheapest swept setting whose label agreement with the independent full-M run is not
     significantly below the noise floor (one-sided exact McNemar, level ``alpha``) for every rule
     in ``rules``; ``strict``: at least the floor itself. None if no setting qualifies."""
@@ -177,7 +176,7 @@ def choose_adaptive(sweep: dict, rules=labelling.RULES, alpha: float = 0.05, str
 def _choices(sweep: dict) -> dict:
     """For each rule alone and for all three: the cheapest setting by the paired test, and by
     the strict floor."""
-    targets = {**{k: (k,) for k in labelling.RULES}, "all": labelling.RULES}
+    targets = {**{k: (k,) for k in vocab.RULES}, "all": vocab.RULES}
     return {k: {"paired_test": choose_adaptive(sweep, rs), "strict": choose_adaptive(sweep, rs, strict=True)}
             for k, rs in targets.items()}
 
@@ -186,7 +185,7 @@ def run(profile: str = "tiny", n_prompts: int = 12, m: int = 16, batch: int = 12
         repeats: int = 3, adaptive_prompts: int = 48) -> dict:
     set_threads()
     params = {"POLICY_MODEL": "artifact"}
-    policy = labelling.resolve_policy(params, profile)
+    policy = resolve_model(params["POLICY_MODEL"], profile)
     loop_gen = make_generator(policy, batch_size=batch)  # the default engine: the loop
     gen = HFGenerator(loop_gen.model, loop_gen.tok, batch_size=batch, engine="generate")
     cfg = labelling.LabelConfig(m_rollouts=m, traj_per_prompt=2, seed=seed)
@@ -287,13 +286,6 @@ def readme_table(res: dict) -> str:
     return "\n".join(rows)
 
 
-def update_readme(readme=None) -> bool:
-    """Rewrite the README's bench table from ``results/bench/labelling.json``; True if it changed."""
-    from . import readme as rd
-
-    return bool(rd.update(readme, only=["bench-table"]))
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--profile", default="tiny", help="whose notebook-01 chunk policy to use")
@@ -303,11 +295,9 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=3, help="timed runs of each path (min/median/max)")
     ap.add_argument("--adaptive-prompts", type=int, default=48, help="prompts of the adaptive-sampling comparison")
     a = ap.parse_args(argv)
-    import json
 
     print(json.dumps(run(a.profile, a.prompts, a.m, a.batch, repeats=a.repeats,
                          adaptive_prompts=a.adaptive_prompts), indent=1))
-    update_readme()
 
 
 if __name__ == "__main__":

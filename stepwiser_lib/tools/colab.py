@@ -35,6 +35,7 @@ import tempfile
 import time
 import tomllib
 from dataclasses import dataclass, field
+from importlib.metadata import distributions
 from pathlib import Path
 from typing import Callable
 
@@ -138,8 +139,6 @@ def tested_pins(repo: str | Path) -> dict[str, str]:
 
 def installed_versions() -> dict[str, str]:
     """Every distribution of this interpreter, ``{canonical name: version}``."""
-    from importlib.metadata import distributions
-
     return {_canon(d.metadata["Name"]): d.version for d in distributions() if d.metadata["Name"]}
 
 
@@ -186,8 +185,6 @@ def _imported(names: list[str]) -> list[str]:
 def _installed_from(repo: Path) -> bool:
     """Whether stepwiser-companion is pip-installed from ``repo`` (an in-tree ``*.egg-info`` on
     ``sys.path`` is not an install: subprocesses elsewhere would not find the package)."""
-    from importlib.metadata import distributions
-
     want = str(Path(repo).resolve()).rstrip("/")
     for d in distributions(name="stepwiser-companion"):
         try:

@@ -28,7 +28,9 @@ import json
 import sys
 from pathlib import Path
 
+from ..core.config import ConfigError
 from ..core.paths import ROOT, run_dir
+from .runner import run
 
 DOCS_DIR = ROOT / "docs"
 #: Output MIME types kept (everything else, e.g. widget views, is dropped).
@@ -140,9 +142,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", nargs="*", help="rerun only these notebooks (number prefixes) before exporting all")
     a = ap.parse_args(argv)
     if not a.no_run:
-        from ..core.config import ConfigError
-        from .runner import run
-
         try:
             run(a.profile, a.only, record=False)  # resumes from runs/<profile>/artifacts; the run-time table is left alone
         except (ConfigError, RuntimeError) as e:

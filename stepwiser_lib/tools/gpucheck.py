@@ -29,6 +29,9 @@ import time
 from pathlib import Path
 
 from ..core import paths
+from ..core.config import list_notebooks
+from ..method.tasks import write_numina_standin
+from .runner import run as run_notebooks
 
 PROFILE = "colab-smoke"
 
@@ -68,7 +71,7 @@ def device() -> dict:
     if not torch.cuda.is_available() or not shutil.which("nvidia-smi"):
         raise SystemExit("gpu-check needs a CUDA device and nvidia-smi; this machine has neither "
                          "(the CPU version of this check is `make test`'s colab-smoke notebooks)")
-    from ..engines.models import precision
+    from ..engines.models import precision  # lazy: torch
 
     cap = torch.cuda.get_device_capability()
     return {"name": torch.cuda.get_device_name(), "capability": list(cap), "torch": torch.__version__,
@@ -78,8 +81,6 @@ def device() -> dict:
 def data_overrides(data_dir: str | None) -> dict:
     """Parameters that point colab-smoke at ``data_dir`` (a copy of ``shared/data`` carried to a
     machine that has no ``../shared``) and build the NuminaMath-schema stand-in there."""
-    from ..method.tasks import write_numina_standin
-
     if not data_dir:
         return {}
     d = Path(data_dir).resolve()
@@ -92,8 +93,6 @@ def data_overrides(data_dir: str | None) -> dict:
 
 
 def run(backend: str = "hf", out: Path | None = None, data_dir: str | None = None) -> dict:
-    from .runner import list_notebooks, run as run_notebooks
-
     info = {"device": device(), "backend": backend, "stages": {}}
     overrides = {"BACKEND": backend, **data_overrides(data_dir)}
     print(f"[gpu-check] {info['device']}", flush=True)

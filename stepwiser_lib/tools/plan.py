@@ -17,11 +17,16 @@ measurement.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
-from ..method.judge import RL_KINDS
-from ..core.paths import ROOT
+from ..core.config import ConfigError
+from ..core.paths import ROOT, model_complete
+from ..core.vocab import RL_KINDS
+from ..engines import memory
+from ..engines.launch import ENV_PROCS, command, launcher
+from ..method.segmentation import teacher_budget
 
 #: Paper costs (notes §1.3): A100-hours per generated sequence and per RL completion, 7B model.
 PAPER_ROLLOUTS = 3_463_520 * 16  # Table 9 steps (1.5B) x M; the 7B run is of the same order
@@ -59,7 +64,7 @@ def _in_hf_cache(repo_id: str) -> bool:
         return False
 
 
-def resolve_model(name: str, role: str) -> dict:
+def describe_model(name: str, role: str) -> dict:
     """A model reference checked without downloading: local artifact, toy model or hub id."""
     if name in ("artifact", "chunk_policy"):
         return {"role": role, "model": "artifact of an earlier notebook", "ok": True}
@@ -76,8 +81,6 @@ def resolve_model(name: str, role: str) -> dict:
         return {"role": role, "model": "runs/models/smollm2-135m-instruct (SmolLM2-135M-Instruct, make smollm2)",
                 "ok": True, "size_b": 0.135}
     if name.startswith(("/", "./", "../", "~")) or (ROOT / name).exists():
-        from ..core.paths import model_complete
-
         d = Path(name).expanduser()
         d = d if d.is_absolute() else ROOT / d
         ok = model_complete(d)
@@ -139,12 +142,7 @@ def launch_layout() -> tuple[int, int, str]:
     ``STEPWISER_LAUNCHER`` (an accelerate config; ``STEPWISER_NUM_PROCESSES`` overrides its
     count), or in-process on one device when it is unset. The memory rows and wall times are
     computed for this, not for the profile's target box (real_path_review_2.md §4.6)."""
-    import os
-
     import yaml
-
-    from ..core.config import ConfigError
-    from ..engines.launch import ENV_PROCS, command, launcher
 
     try:
         cfg = launcher()  # validates STEPWISER_LAUNCHER (a missing config file fails the dry run)
@@ -182,8 +180,8 @@ def dry_run(profile: str, params: dict[str, dict]) -> dict:
         gen_h = train_h = 0.0
         gen_gpus = 1
         if stem.startswith("01"):
-            base = resolve_model(p["BASE_MODEL"] if p.get("BASE_MODEL") else "toy_base", "base policy")
-            teacher = resolve_model(p.get("TEACHER", "rule"), "segmentation teacher")
+            base = describe_model(p["BASE_MODEL"] if p.get("BASE_MODEL") else "toy_base", "base policy")
+            teacher = describe_model(p.get("TEACHER", "rule"), "segmentation teacher")
             models += [base, teacher]
             policy_b = base.get("size_b", 0.0)
             datasets |= {p.get("TASK", "toy"), p.get("EVAL_TASK", "toy")}
@@ -199,7 +197,7 @@ def dry_run(profile: str, params: dict[str, dict]) -> dict:
             st["wall_hours"] = gen_h + teacher_h / tp + train_h / _launch_gpus(True, tp, procs)
             gen_h += teacher_h
         elif stem.startswith("02"):
-            models.append(resolve_model(p.get("POLICY_MODEL", "artifact"), "chunk policy (02)"))
+            models.append(describe_model(p.get("POLICY_MODEL", "artifact"), "chunk policy (02)"))
             datasets.add(p.get("TASK", "toy"))
             kept = _kept(p)
             rollouts = kept * p["TRAJ_PER_PROMPT"] * (CHUNKS_PER_SOLUTION - 1) * p["M_ROLLOUTS"]
@@ -211,7 +209,7 @@ def dry_run(profile: str, params: dict[str, dict]) -> dict:
             st.update(kept_prompts=int(kept), prefilter_samples=int(pre), rollouts=int(rollouts),
                       adaptive_fraction=frac if p.get("ADAPTIVE") else None)
         elif stem.startswith("04"):
-            models.append(resolve_model(p.get("JUDGE_INIT", "chunk_policy"), "judge initialisation (04)"))
+            models.append(describe_model(p.get("JUDGE_INIT", "chunk_policy"), "judge initialisation (04)"))
             kinds = [v.split(":")[0] for v in p["VARIANTS"]]
             n_var = len(p["VARIANTS"]) + len(p.get("REPEAT_SEEDS", []))
             rl = sum(1 for k in kinds if k in RL_KINDS) + len(p.get("REPEAT_SEEDS", []))
@@ -232,14 +230,14 @@ def dry_run(profile: str, params: dict[str, dict]) -> dict:
             st.update(solutions=n, judges_scored=judges, judge_calls=calls * judges * p["MAJ_K"])
             gen_h = _cost(calls * p["MAJ_K"] * judges, policy_b)
         elif stem.startswith("06"):
-            models.append(resolve_model(p.get("POLICY_MODEL", "artifact"), "chunk policy (06)"))
+            models.append(describe_model(p.get("POLICY_MODEL", "artifact"), "chunk policy (06)"))
             datasets |= set(p["EVAL_TASKS"])
             n = p["N_PROBLEMS"] * len(p["EVAL_TASKS"]) * p["RUNS"] * (len(p["JUDGES"]) + 1)
             calls = n * CHUNKS_PER_SOLUTION * 2  # chunks plus resets, judge calls about as many
             st.update(problems_x_runs_x_judges=n, sequences=int(calls * 2))
             gen_h = _cost(calls * 2, policy_b)
         elif stem.startswith("07"):
-            models.append(resolve_model(p.get("POLICY_MODEL", "artifact"), "chunk policy (07)"))
+            models.append(describe_model(p.get("POLICY_MODEL", "artifact"), "chunk policy (07)"))
             datasets |= {p.get("TASK", "toy"), *p["EVAL_TASKS"]}
             samples = p["N_PROMPTS"] * p["SAMPLES"]
             calls = samples * CHUNKS_PER_SOLUTION * len(p["JUDGES"])
@@ -294,8 +292,6 @@ STANDIN_SHAPE = dict(vocab_size=151936, hidden_size=64, num_layers=2, num_heads=
 
 
 def _shape(name: str):
-    from ..engines import memory
-
     if name == "qwen2_standin":
         return memory.ModelShape(**STANDIN_SHAPE)
     if name == "smollm2":
@@ -321,8 +317,7 @@ def memory_plan(profile: str, params: dict[str, dict]) -> dict:
     ``JUDGE_BATCH`` chunks and a half-precision cache; the HF sampling loop on a GPU never takes
     SDPA's math kernel (:func:`stepwiser_lib.engines.decoding.gqa_in_kernel`), so no O(L^2) scores are
     counted; the discriminative judges of 05-07 are planned where they run."""
-    from ..engines import memory
-    from ..engines.decoding import gqa_in_kernel
+    from ..engines.decoding import gqa_in_kernel  # lazy: torch
 
     gpu_name, gpus, _ = TARGETS.get(profile, ("CPU", 1, 0))
     world, zero, _how = launch_layout()
@@ -401,8 +396,6 @@ def memory_plan(profile: str, params: dict[str, dict]) -> dict:
                 engine(stem, "base and chunk policy", policy, p)
             add(stem, "sample the base policy", gen(policy, p, p["GEN_BATCH"], POLICY_PROMPT_TOKENS, p["MAX_NEW_TOKENS"]), inference_phase=True)
             if p.get("TEACHER") not in ("rule", "paragraphs"):
-                from ..method.segmentation import teacher_budget
-
                 teacher = _shape(p["TEACHER"])
                 if p.get("BACKEND") == "vllm":
                     engine(stem, "segmentation teacher", teacher, p, "TEACHER_VLLM_TP")
@@ -492,21 +485,6 @@ def colab_table(plan: dict) -> str:
         mem = f"{peak[n]:.1f} GiB" if n in peak else "-"
         rows.append(f"| `{n}` | {COLAB_WORK.get(n[:2], '')} | {s.get('t4_minutes', '?')} min | {mem} |")
     return "\n".join(rows)
-
-
-def readme_colab_table() -> str:
-    """The README's Colab table from the shipped colab profile (a block of stepwiser_lib.tools.readme)."""
-    from . import runner
-
-    nbs = runner.list_notebooks()
-    return colab_table(dry_run("colab", runner.with_defaults(nbs, runner.plan("colab", nbs))))
-
-
-def update_readme(readme=None) -> bool:
-    """Rewrite the README's Colab table; True if it changed."""
-    from . import readme as rd
-
-    return bool(rd.update(readme, only=["colab-table"]))
 
 
 def render(plan: dict) -> str:

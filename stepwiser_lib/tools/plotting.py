@@ -13,6 +13,8 @@ if not os.environ.get("DISPLAY") and "ipykernel" not in os.environ.get("JPY_PARE
 
 import matplotlib.pyplot as plt  # noqa: E402
 
+from ..method import tasks  # noqa: E402
+
 PAPER_COLOR = "#999999"
 OURS_COLOR = "#1f77b4"
 
@@ -37,7 +39,7 @@ def grpo_curves(runs: dict[str, dict]):
     """Notebook 04, section 6 (the paper's Figure 4 analogue): per GRPO run, the train reward
     (thin: per step; thick: a 5-step running mean, since 32 samples per step make one step's
     reward noisy), the in-training dev balanced accuracy, the entropy and the completion length.
-    ``runs``: run id -> the ``train`` record of :func:`stepwiser_lib.method.judge.train_grpo_judge`."""
+    ``runs``: run id -> the ``train`` record of :func:`stepwiser_lib.method.judge_train.train_grpo_judge`."""
     fig, axes = plt.subplots(1, 4, figsize=(17, 3.4))
     for r, tr in runs.items():
         logs = [h for h in tr["log_history"] if "reward" in h]
@@ -62,15 +64,14 @@ def grpo_curves(runs: dict[str, dict]):
 
 def readout_histograms(judged_by: dict[str, list[dict]]):
     """Notebook 04, section 5: per judge, p(Positive) right after its own greedy analysis, split
-    by the verdict that analysis implies (:func:`stepwiser_lib.method.judge.analysis_implied`).
+    by the verdict that analysis implies (:func:`stepwiser_lib.method.tasks.analysis_verdict`).
     ``judged_by``: judge name -> its judged test chunks (with ``p_positive`` and ``analysis``)."""
-    from ..method.judge import analysis_implied
 
     fig, axes = plt.subplots(1, len(judged_by), figsize=(4 * len(judged_by), 3.2), sharey=True, squeeze=False)
     bins = [i / 20 for i in range(21)]
     for ax, (name, jd) in zip(axes[0], judged_by.items()):
         for implied, color, lab in ((True, "#2ca02c", "analysis implies right"), (False, "#d62728", "analysis implies wrong")):
-            ps = [j["p_positive"] for j in jd if j.get("p_positive") is not None and analysis_implied(j["analysis"]) is implied]
+            ps = [j["p_positive"] for j in jd if j.get("p_positive") is not None and tasks.analysis_verdict(j["analysis"]) is implied]
             ax.hist(ps, bins=bins, alpha=0.6, color=color, label=f"{lab} ({len(ps)})")
         ax.axvline(0.5, ls="--", c="k", lw=0.8)
         ax.set(title=name, xlabel="p(Positive) after its own analysis")

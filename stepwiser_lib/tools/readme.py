@@ -18,8 +18,11 @@ import re
 from pathlib import Path
 
 from ..core import io
-from ..evals.paper_results import paper_row
+from ..core.config import checked_parameters, list_notebooks, with_defaults
 from ..core.paths import ROOT
+from ..evals import claims
+from ..evals.paper_results import paper_row
+from . import plan
 
 
 def replace_block(text: str, name: str, body: str, source: str) -> str:
@@ -182,14 +185,19 @@ def findings(profile: str = "tiny") -> str:
     return "\n".join(out)
 
 
+def colab_table() -> str:
+    """The Colab table from the shipped colab profile: its dry-run plan per stage."""
+    nbs = list_notebooks()
+    return plan.colab_table(plan.dry_run("colab", with_defaults(nbs, checked_parameters("colab", nbs))))
+
+
 def blocks() -> dict[str, tuple[str, callable]]:
     """name -> (source named in the marker, a function returning the block's body)."""
-    from . import bench, plan
-    from ..evals import claims
+    from . import bench  # lazy: torch (bench imports the model code at its top)
 
     return {"bench-table": ("stepwiser_lib.tools.bench.readme_table from results/bench/labelling.json",
                             lambda: bench.readme_table(io.read_json(ROOT / "results" / "bench" / "labelling.json"))),
-            "colab-table": ("stepwiser_lib.tools.plan.colab_table", plan.readme_colab_table),
+            "colab-table": ("stepwiser_lib.tools.plan.colab_table", colab_table),
             "results-tiny": ("stepwiser_lib.tools.readme.results_section from results/tiny", lambda: results_section("tiny")),
             "claims-tiny": ("stepwiser_lib.evals.claims.markdown from results/tiny",
                             lambda: "\n".join(claims.markdown(ROOT / "results" / "tiny"))),

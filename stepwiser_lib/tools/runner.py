@@ -17,41 +17,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 import time
 from pathlib import Path
 
-from ..core.config import ConfigError, check_profile_file, notebook_parameters
-from ..core.paths import NOTEBOOKS_DIR, PROFILES_DIR, ROOT, run_dir
-
-
-def list_notebooks(notebooks_dir: Path = NOTEBOOKS_DIR, only: list[str] | None = None) -> list[Path]:
-    """The numbered notebooks, or those whose names start with one of ``only`` (an empty list or
-    an empty prefix is an error: an unset shell variable must not select everything)."""
-    nbs = sorted(p for p in Path(notebooks_dir).glob("[0-9][0-9]_*.ipynb"))
-    if only is not None and (not only or any(not o.strip() for o in only)):
-        raise ConfigError(f"--only needs notebook number prefixes (e.g. --only 01 02), got {only!r}; "
-                          "leave it out to run every notebook")
-    if only:
-        sel = [p for p in nbs if any(p.stem.startswith(o) for o in only)]
-        missing = [o for o in only if not any(p.stem.startswith(o) for p in nbs)]
-        if missing:
-            raise ConfigError(f"no notebook matches {missing}; notebooks: {[p.stem for p in nbs]}")
-        return sel
-    return nbs
-
-
-def plan(profile: str, notebooks: list[Path], profiles_dir: Path = PROFILES_DIR) -> dict[str, dict]:
-    """Checked parameters of the selected notebooks (raises ConfigError on any problem).
-
-    The whole profile is validated against every notebook of the folder, so running one stage
-    (``--only``) still rejects a typo anywhere in the profile."""
-    folders = {p.parent for p in notebooks}
-    everyone = [q for f in folders for q in list_notebooks(f)]
-    declared = {p.stem: notebook_parameters(p) for p in everyone}
-    checked = check_profile_file(profile, declared, profiles_dir)
-    return {p.stem: checked[p.stem] for p in notebooks}
+from ..core.config import ConfigError, checked_parameters, list_notebooks, notebook_parameters, with_defaults
+from ..core.io import write_json
+from ..core.paths import NOTEBOOKS_DIR, PROFILES_DIR, ROOT, results_dir, run_dir
+from .plan import dry_run as make_plan
+from .plan import render
 
 
 class _InferenceNoise:
@@ -66,17 +42,9 @@ class _InferenceNoise:
 
 
 def _quiet_papermill_inference() -> None:
-    import logging
-
     log = logging.getLogger("papermill")
     if not any(isinstance(f, _InferenceNoise) for f in log.filters):
         log.addFilter(_InferenceNoise())
-
-
-def with_defaults(notebooks: list[Path], params: dict[str, dict]) -> dict[str, dict]:
-    """Every parameter of each notebook: the cell's defaults, then ``params`` (the profile's)."""
-    return {nb.stem: {**{k: d.default for k, d in notebook_parameters(nb).items()}, **params[nb.stem]}
-            for nb in notebooks}
 
 
 def _failure(nb_path: Path) -> str:
@@ -108,7 +76,7 @@ def run(profile: str, only: list[str] | None = None, check_only: bool = False,
     notebooks = list_notebooks(notebooks_dir, only)
     if not notebooks:
         raise ConfigError(f"no notebooks in {notebooks_dir}")
-    params = plan(profile, notebooks, profiles_dir)
+    params = checked_parameters(profile, notebooks, profiles_dir)
     for nb in notebooks:
         decl = notebook_parameters(nb)
         for k, v in (overrides or {}).items():
@@ -119,8 +87,6 @@ def run(profile: str, only: list[str] | None = None, check_only: bool = False,
                 params[nb.stem][k] = v
     print(f"[runner] profile {profile}: {len(notebooks)} notebook(s), parameters checked", flush=True)
     if dry_run:
-        from .plan import dry_run as make_plan, render
-
         p = make_plan(profile, with_defaults(notebooks, params))
         print(render(p), flush=True)
         bad = [m["model"] for m in p["models"] if not m["ok"]]
@@ -166,8 +132,6 @@ def run(profile: str, only: list[str] | None = None, check_only: bool = False,
         tpath.write_text(json.dumps(old, indent=2) + "\n")
     if record if record is not None else (not only and out_dir is None and notebooks_dir == NOTEBOOKS_DIR):
         # a full run of the shipped notebooks: its times are a result (the README's run-time table)
-        from ..core.io import write_json
-        from ..core.paths import results_dir
 
         write_json(results_dir(profile) / "run_times.json",
                    {"notebooks": timings, "cpus": os.cpu_count(), "fresh": fresh})

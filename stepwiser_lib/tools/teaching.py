@@ -12,8 +12,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..core.prompts import judge_prompt
+from ..evals.claims import rows
+from ..evals.stats import cluster_bootstrap
 from ..method import labelling
-
+from ..method.judge import load_judge, parse_verdict, verdict_reward
 
 # ----------------------------------------------------------------------------- notebook 02
 
@@ -34,7 +37,7 @@ def pick_trajectory(records: list[dict]) -> str | None:
 def trajectory_table(records: list[dict], traj_id: str, alpha: float, gamma: float, n: int = 4,
                      checker=None) -> list[dict]:
     """One trajectory's chunks in order: the chunk, the exact checker's verdict (``checker``:
-    record -> bool or None; toy world: :func:`stepwiser_lib.method.judge.chunk_truth`), Q_prev, Q, the
+    record -> bool or None; toy world: :func:`stepwiser_lib.method.tasks.step_truth`), Q_prev, Q, the
     Rel-Effective score Q + α(μ(Q) − μ(Q_prev)), the ratio Q / Q_prev and the three labels
     recomputed by :mod:`stepwiser_lib.method.labelling` (paper Eq. 2 and §3.2); ``stored`` says whether
     they equal the labels written in ``labels.jsonl``."""
@@ -61,8 +64,6 @@ def trajectory_table(records: list[dict], traj_id: str, alpha: float, gamma: flo
 def positive_rate_ci(records: list[dict], rule: str, n_boot: int = 2000, seed: int = 0) -> dict:
     """Positive-label rate (%) of ``rule`` over all chunks, with a 95% interval that resamples
     problems (a problem's chunks travel together: they share rollouts' policy and prefix)."""
-    from ..evals.stats import cluster_bootstrap
-
     if not records:
         raise ValueError("no labelled chunks")
     ys = [bool(r[f"label_{rule}"]) for r in records]
@@ -96,9 +97,7 @@ def sample_groups(entry: dict, examples: list[dict], *, family: str, group_size:
     each of the first ``n_prompts`` training examples from the judge RL starts from (``entry``:
     its registry entry), each with its verdict, the reward TRL receives (:func:`judge.verdict_reward`)
     and the advantage (:func:`grpo_advantages`)."""
-    from ..method.judge import load_judge, parse_verdict, verdict_reward
-    from ..engines.models import release
-    from ..core.prompts import judge_prompt
+    from ..engines.models import release  # lazy: torch
 
     exs = examples[:n_prompts]
     if not exs:
@@ -131,8 +130,6 @@ def claim_lines(results_dir: str | Path, file: str) -> list[str]:
     """Markdown bullets for the paper claims a notebook's results file tests (:func:`claims.rows`),
     each with the paper's difference, ours with its 95% interval and paired test, the verdict and
     what it means; then the file's other paired comparisons (questions the paper does not ask)."""
-    from ..evals.claims import rows
-
     path = Path(results_dir) / f"{file}.json"
     if not path.exists():
         return [f"- (no `{path.name}` yet: run the notebook's cells above first)"]

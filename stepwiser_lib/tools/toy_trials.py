@@ -25,7 +25,15 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from ..core import io, paths
+from ..core import io, paths, prompts
+from ..engines.checkpoints import resolve_model
+from ..engines.sft import sft
+from ..engines.trainers import SFTSettings
+from ..evals.evaluation import compare_rates, problem_predictions, rate_ci
+from ..method import chunk_reset as cr
+from ..method import judge, judge_runs, rsft, segmentation, tasks
+from ..method.sampling import sample_solutions, solution_predictions, summarize
+from ..toy import toyworld
 
 TRIALS = Path("results") / "trials" / "chunk_sft.jsonl"
 RSFT_TRIALS = Path("results") / "trials" / "rsft.jsonl"
@@ -53,9 +61,7 @@ def evaluate(model_dir: str, items: list[dict], template: str, chunked: bool, sa
              seed: int, batch: int = 128) -> dict:
     """Avg@``samples`` at temperature 1 (Table 4's measure) and greedy accuracy on ``items``:
     the summary, the per-solution predictions (for the paired comparisons) and the greedy rate."""
-    from ..evals.evaluation import rate_ci
-    from ..engines.models import make_generator, release
-    from ..method.sampling import sample_solutions, solution_predictions, summarize
+    from ..engines.models import make_generator, release  # lazy: torch
 
     g = make_generator(model_dir, backend="hf", batch_size=batch)
     sampled = sample_solutions(g, items, template, samples, 1.0, max_new_tokens, seed=seed + 1)
@@ -73,16 +79,11 @@ def run_trial(profile: str, name: str, *, lr: float, epochs: float, use_lora: bo
               global_batch: int = 16, note: str = "") -> dict:
     """Train one chunk-SFT recipe from the toy base and measure it on ``eval_dev`` beside the base
     (both cached under ``runs/<profile>/trials/chunk_sft/``); returns the trial's record."""
-    from ..core import prompts
-    from ..method import segmentation, tasks
-    from ..toy import toyworld
-    from ..engines.models import make_generator, release
-    from ..method.sampling import sample_solutions
-    from ..engines.trainers import SFTSettings
+    from ..engines.models import make_generator, release  # lazy: torch
 
     t0 = time.time()
     root = paths.run_dir(profile) / "trials" / "chunk_sft"
-    base = paths.resolve_model("toy_base")
+    base = resolve_model("toy_base")
     base_prompt, chunk_prompt = prompts.get("toy", "base_policy"), prompts.get("toy", "chunk_policy")
     train_items = tasks.load_problems("toy", "sft", problems, seed=seed)
     dev_items = tasks.load_problems("toy", "eval_dev", eval_problems, seed=seed)
@@ -133,18 +134,11 @@ def rsft_trial(profile: str, name: str, *, policy: str | None = None, lr: float 
     accuracy on ``eval_dev`` beside the policy's own, paired by problem. ``mix_sft`` adds that
     many times the selected records from notebook 01's SFT set (``sft.jsonl``: the teacher's
     segmentations), so fine-tuning also rehearses the chunk format it was taught. [not in paper]"""
-    from ..core import prompts
-    from ..method import rsft, tasks
-    from ..evals.evaluation import compare_rates, problem_predictions
-    from ..method.labelling import resolve_policy
-    from ..engines.models import make_generator, release
-    from ..method.sampling import sample_solutions
-    from ..engines.sft import sft
-    from ..engines.trainers import SFTSettings
+    from ..engines.models import make_generator, release  # lazy: torch
 
     t0 = time.time()
     root = paths.run_dir(profile) / "trials" / "rsft"
-    policy = policy or resolve_policy({"POLICY_MODEL": "artifact"}, profile)
+    policy = policy or resolve_model("artifact", profile)
     template = prompts.get("toy", "chunk_policy")
     train_items = tasks.load_problems("toy", "rsft", prompts_n, seed=seed)
     dev = {"toy": tasks.load_problems("toy", "eval_dev", eval_problems, seed=seed)}
@@ -198,15 +192,10 @@ def reset_trial(profile: str, name: str, *, temperatures: tuple[float, ...] = (1
     ``judge_name`` (notebook 04's registry at ``profile``), on common random numbers, and the
     greedy policy once; each arm's accuracy with its 95% interval and the paired differences
     judge - no judge and each arm - greedy (paired bootstrap by problem)."""
-    from ..method import chunk_reset as cr
-    from ..method import judge, judge_runs, tasks
-    from ..core import prompts
-    from ..evals.evaluation import compare_rates, problem_predictions, rate_ci
-    from ..method.labelling import resolve_policy
-    from ..engines.models import make_generator, release
+    from ..engines.models import make_generator, release  # lazy: torch
 
     t0 = time.time()
-    policy_dir = resolve_policy({"POLICY_MODEL": "artifact"}, profile)
+    policy_dir = resolve_model("artifact", profile)
     entry = judge_runs.read_registry(profile, [judge_name])[judge_name]
     template = prompts.get("toy", "chunk_policy")
     items = tasks.load_problems("toy", "eval_dev", n_problems, seed=seed)

@@ -35,8 +35,9 @@ from pathlib import Path
 import torch
 
 from ..core import prompts
-from . import toyworld
+from ..core.chunks import format_ok, paragraph_chunks, parse_chunks
 from ..engines.models import HFGenerator, load_model, set_threads
+from . import toyworld
 
 SPECIAL = {"eos": "<|end|>", "pad": "<|pad|>", "user": "<|user|>", "assistant": "<|assistant|>",
            "system": "<|system|>"}
@@ -82,8 +83,6 @@ def corpus(seed: int, n_docs: int, check_fraction: float, chunk_fraction: float 
     answered with every paragraph tagged (:func:`stepwiser_lib.core.chunks.paragraph_chunks`), never
     with the teacher's segmentation; at 0 the corpus is the one earlier phases drew (same
     random numbers)."""
-    from ..core.chunks import paragraph_chunks
-
     rng = random.Random(f"corpus:{seed}")
     probs = toyworld.generate_problems("base_train", n_docs, seed=seed, steps=(2, 4),
                                        distractors=(0, 2))
@@ -184,8 +183,6 @@ def check_implied_ok(text: str) -> bool | None:
 
 def evaluate(model_dir: str, n_problems: int = 256, seed: int = 0, batch_size: int = 128) -> dict:
     """Held-out accuracy (greedy and T=1) and check-text quality of a toy base model."""
-    from ..core.chunks import format_ok, parse_chunks
-
     model, tok = load_model(model_dir)
     gen = HFGenerator(model, tok, batch_size=batch_size)
     probs = toyworld.generate_problems("eval", n_problems, seed=seed)

@@ -1,0 +1,62 @@
+"""The toy judge's text (notebook 04 on the toy world) [not in paper]: the analysis a format warm-up
+shows (the exact re-derivation of a chunk's values), the verdict such an analysis implies, the
+warm-up's SFT records, and the exact step checker as a yardstick. The method reaches these only
+through :mod:`stepwiser_lib.method.tasks` (``step_truth``, ``analysis_verdict``, ``warmup_records``).
+"""
+
+from __future__ import annotations
+
+import random
+
+from ..core.prompts import judge_prompt
+from .toyworld import check_step, derive_implied_ok, derive_text, parse_problem, restate_text
+
+
+def toy_analysis(problem_text: str, chunk: str) -> str:
+    """The toy judge's analysis of a chunk (:func:`stepwiser_lib.toy.toyworld.derive_text`): the
+    correct derivation of every value the chunk states, then a subtraction per stated value.
+    It is what the format warm-up shows; which verdict follows from it is left to RL."""
+    return derive_text(parse_problem(problem_text), chunk)
+
+
+def analysis_implied(text: str) -> bool | None:
+    """The verdict a toy analysis implies (all differences 0 -> Positive); None if unreadable.
+    Used to measure how faithful a judge's own analyses are (notebook 04), never as a reward."""
+    return derive_implied_ok(text.split("\\boxed")[0])
+
+
+def warmup_records(examples: list[dict], family: str = "toy", seed: int = 0,
+                   style: str = "cot") -> list[dict]:
+    """Format warm-up SFT data for a tiny judge (notebook 04). [not in paper]
+
+    It teaches the output *contract* only: for ``style="cot"`` the analysis (the re-derivation of
+    :func:`toy_analysis`) followed by a boxed verdict; for ``"direct"`` the boxed verdict alone;
+    for ``"restate"`` (the ``restate_rl`` ablation) an analysis that only restates the chunk
+    (:func:`stepwiser_lib.toy.toyworld.restate_text`), in the CoT judge prompt.
+    The verdict is drawn at random (50/50, seeded by the example's text), independent of the chunk and of any label (the ``label`` field
+    is never read), so the warm-up cannot teach which verdict is right; that is left to RL.
+    """
+    out = []
+    for e in examples:
+        rng = random.Random(f"warmup:{seed}:{e['problem']}:{e['chunk']}")
+        verdict = rng.choice(("Positive", "Negative"))
+        box = f"\\boxed{{{verdict}}}"
+        if style == "direct":
+            completion = box
+        elif style == "restate":
+            completion = f"{restate_text(e['chunk'])}\n{box}"
+        else:
+            completion = f"{toy_analysis(e['problem'], e['chunk'])}\n{box}"
+        out.append({"prompt": judge_prompt(family, e["problem"], e["history"], e["chunk"],
+                                           "cot" if style == "restate" else style),
+                    "completion": completion})
+    return out
+
+
+def chunk_truth(example: dict) -> bool | None:
+    """Toy world only: is the chunk's arithmetic actually right (exact step checker)? A yardstick
+    independent of the noisy Monte-Carlo labels; None when the problem is not a toy problem."""
+    try:
+        return bool(check_step(parse_problem(example["problem"]), example["chunk"]).ok)
+    except (ValueError, KeyError):
+        return None
