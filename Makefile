@@ -76,7 +76,7 @@ docs: venv
 test: venv
 	STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) STEPWISER_SHARED_DATA=$(abspath $(SHARED_DATA)) $(PY) -m pytest -m "not slow and not real" -q --durations=15
 
-# The real things (README, "Run it for real"): the project's vLLM code against the real engine on the
+# The real things (docs/real_models.md): the project's vLLM code against the real engine on the
 # stand-in and on SmolLM2-135M-Instruct, the real model's own rates, and all seven notebooks at
 # real-smoke (notebook 02 also on vLLM), in .venv-vllm. About 10 minutes on 2 cores after the install.
 test-real: venv-vllm

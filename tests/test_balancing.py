@@ -67,3 +67,35 @@ def test_split_by_problem_refuses_what_cannot_be_split():
     assert B.split_by_problem(ex, 0.0, 0.5)["dev"] == []  # no dev split asked for
 
 
+
+
+def test_build_splits_writes_every_split_balanced_and_unbalanced(tmp_path):
+    """Notebook 03's whole stage (balancing.build_splits): the files notebook 04 reads, per rule and
+    split, each balanced file 50/50 and drawn from its unbalanced one, problems disjoint across splits."""
+    from stepwiser_lib.core import io
+    recs = _recs(120, 120, n_problems=40)
+    stats, example = B.build_splits(recs, ["abs_q", "rel_ratio"], tmp_path, dev_fraction=0.2, test_fraction=0.3, seed=3)
+    assert set(stats) == {"abs_q", "rel_ratio"} and example["label"] in (True, False)
+    for rule in stats:
+        problems = {}
+        for split in B.SPLITS:
+            bal = io.read_jsonl(tmp_path / rule / f"{split}_balanced.jsonl")
+            unb = io.read_jsonl(tmp_path / rule / f"{split}_unbalanced.jsonl")
+            assert sum(e["label"] for e in bal) * 2 == len(bal) > 0
+            assert all(e in unb for e in bal)
+            assert stats[rule][f"{split}_balanced"]["n"] == len(bal) and stats[rule][f"{split}_unbalanced"]["n"] == len(unb)
+            problems[split] = {e["problem_id"] for e in unb}
+            assert stats[rule][f"{split}_problems"] == len(problems[split])
+        assert not (problems["train"] & problems["dev"] or problems["train"] & problems["test"] or problems["dev"] & problems["test"])
+    rows = B.table_rows(stats)
+    assert rows["abs_q"]["positive % (all)"] == 50.0
+    assert rows["abs_q"]["train/dev/test problems"] == "/".join(str(stats["abs_q"][f"{s}_problems"]) for s in B.SPLITS)
+    # the same call writes the same files (seeded)
+    again = tmp_path / "again"
+    B.build_splits(recs, ["abs_q", "rel_ratio"], again, dev_fraction=0.2, test_fraction=0.3, seed=3)
+    assert (again / "abs_q" / "test_balanced.jsonl").read_bytes() == (tmp_path / "abs_q" / "test_balanced.jsonl").read_bytes()
+
+
+def test_build_splits_fails_when_a_class_is_missing(tmp_path):
+    with pytest.raises(RuntimeError, match="balanced .* set is empty"):
+        B.build_splits(_recs(40, 0), ["abs_q"], tmp_path, dev_fraction=0.2, test_fraction=0.3)

@@ -1,4 +1,4 @@
-"""make bench's analysis on literal outcome streams, and the README table in step with its result."""
+"""make bench's analysis on literal outcome streams, and its docs table in step with its result."""
 
 from stepwiser_lib.tools import bench
 from stepwiser_lib.core import vocab

@@ -158,6 +158,9 @@ def test_conflicting_pins_fall_back_to_the_ranges_and_a_failure_is_explained(fak
 
 def test_badges_and_bootstrap_follow_repo_url_and_set_repo_points_them_at_a_fork(tmp_path):
     assert colab.sync(ROOT, write=False) == []  # the committed files match REPO_URL
+    assert len(colab.BADGE_RE.findall((ROOT / "README.md").read_text())) == 7  # the README's notebook table
+    for page in (ROOT / "docs").glob("*.md"):  # sync rewrites README.md and the notebooks, no other page
+        assert not colab.BADGE_RE.search(page.read_text()), f"{page.name}: a Colab badge set-repo would not rewrite"
     assert colab.OUTPUT_ROOT_ENV == paths.OUTPUT_ROOT_ENV
     for d in ("notebooks", "stepwiser_lib/tools"):
         (tmp_path / d).mkdir(parents=True)

@@ -254,3 +254,23 @@ def test_self_check_yield_counts_parsable_and_label_matching_samples():
           {"problem": "Q", "history": [], "chunk": "CHUNK-q", "label": True}]
     r = self_check_yield(Judge(Scripted()), ex, k=4)
     assert (r["chunks"], r["samples"], r["parsable"], r["label_matching"]) == (3, 12, 6, 3)  # 2 + 1
+
+
+def test_loader_reads_the_notebooks_judge_settings(monkeypatch):
+    """Notebooks 05-07 load judges through judge.loader(cfg): one place for the settings they pass."""
+    from types import SimpleNamespace
+
+    from stepwiser_lib.method import judge
+    calls = []
+    monkeypatch.setattr(judge, "load_judge", lambda entry, family, max_new, batch, backend, engine:
+                        calls.append((entry["name"], family, max_new, batch, backend, engine)) or "J")
+    v = dict(PROMPT_FAMILY="paper", MAX_COMPLETION=256, JUDGE_BATCH=8, JUDGE_BACKEND="hf", VLLM_GPU_MEMORY=0.5,
+             VLLM_TP=2, TEACHER_VLLM_TP=8, VLLM_KV_CACHE_GB=0, VLLM_EAGER=False, VLLM_MAX_MODEL_LEN=4096)
+    cfg = SimpleNamespace(**v, as_dict=lambda: v)
+    load = judge.loader(cfg)
+    assert calls == []  # nothing loads until a judge is asked for
+    assert load({"name": "stepwiser:rel_ratio"}) == "J"
+    name, family, max_new, batch, backend, engine = calls[0]
+    assert (name, family, max_new, batch, backend) == ("stepwiser:rel_ratio", "paper", 256, 8, "hf")
+    from stepwiser_lib.engines.models import engine_settings
+    assert engine == engine_settings(cfg)

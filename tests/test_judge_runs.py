@@ -220,3 +220,12 @@ def test_evaluate_start_per_rule_and_the_toy_only_truth_column(monkeypatch):
     assert list(before) == ["abs_q", "rel_ratio"] and before["abs_q"] == {"n": 3, "readout": True, "analysis_implies_truth": 42.0}
     assert dev["rel_ratio"] == {"n": 1, "readout": False} and len(bj["abs_q"]) == 3 and len(dj["abs_q"]) == 1
     assert "analysis_implies_truth" not in jr.evaluate_start({}, data, family="paper", max_completion=8, batch=2, auc_k=0)[0]["abs_q"]
+
+
+def test_results_markdown_says_which_numbers_are_the_papers():
+    md = jr.results_markdown([{"judge": "stepwiser:rel_ratio", "balanced_acc": 61.25, "paper_pb_avg_f1": 36.2}],
+                             ["judge", "balanced_acc", "paper_pb_avg_f1"])
+    head, table = md.split("\n\n", 1)
+    assert "paper_pb_avg_f1 is the PAPER's" in head and md.endswith("\n")
+    assert table.splitlines() == ["| judge | balanced_acc | paper_pb_avg_f1 |", "|---|---|---|",
+                                  "| stepwiser:rel_ratio | 61.2 | 36.2 |"]

@@ -278,3 +278,20 @@ def test_n_kept_counts_prompts_that_pass_the_pre_filter(tmp_path):
     full = L.label_prompts(gen, items, TEMPLATE, L.LabelConfig(n_prefilter=16, m_rollouts=4, traj_per_prompt=1, shard_size=4),
                            tmp_path / "all", "fake", progress=False)
     assert full["shards"] == 10
+
+
+def test_rollouts_state_q_interval_and_the_adaptive_stop():
+    """labelling.Rollouts, the Monte-Carlo state the labelling loop and the bench share: Q values,
+    the range Q_i can still reach, and when a prefix may stop sampling (adaptive)."""
+    cfg = L.LabelConfig(m_rollouts=8, adaptive=True, adaptive_rule="abs_q", adaptive_round=2)
+    mc = L.Rollouts.start(0.5, True, 1)
+    assert (mc.succ, mc.done) == ([0], [0])
+    mc.succ[0], mc.done[0] = 1, 2
+    assert mc.q() == [0.5, 1.0]
+    assert mc.interval(-1, 8) == (0.5, 0.5) and mc.interval(1, 8) == (1.0, 1.0)
+    assert mc.interval(0, 8) == (1 / 8, 7 / 8)  # 6 rollouts to go: anything from 0 to 6 more successes
+    assert mc.settled(0, cfg)  # Q_0 > 0 already, and the final chunk's label needs only Q_1 = 1
+    assert not L.Rollouts(0.5, True, [0], [2]).settled(0, cfg)  # Q_0 may still end at 0 or above
+    lo, hi = L.Rollouts(0.5, True, [1], [2]).interval(0, 8, z=1.0)  # a Wilson bound is tighter
+    assert 1 / 8 < lo < hi < 7 / 8
+    assert L.Rollouts(0.5, False, [8], [8]).settled(0, L.LabelConfig(m_rollouts=8, adaptive=True, adaptive_rule="all"))

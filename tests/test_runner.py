@@ -93,7 +93,7 @@ def test_plan_numbers_and_model_resolution():
 
 
 def test_colab_plan_gives_t4_minutes_per_stage():
-    """The README's Colab walk-through quotes these: A100-hours x T4_PER_A100, per notebook; 05's
+    """docs/colab.md's T4 table quotes these: A100-hours x T4_PER_A100, per notebook; 05's
     per-judge cost counts every judge it scores (JUDGES "all": notebook 04's variants + warm-up)."""
     from stepwiser_lib.tools import plan
 
@@ -174,7 +174,7 @@ def test_constrained_parameters_run_without_papermill_noise(tmp_path, caplog):
 
 
 def test_a_full_run_records_its_times(tmp_path, monkeypatch):
-    """The README's run-time table reads results/<profile>/run_times.json: per-notebook seconds
+    """The run-time table (docs/results_tiny.md) reads results/<profile>/run_times.json: per-notebook seconds
     and whether the run started with nothing on disk to resume."""
     nbd, prof = _one_notebook(tmp_path, "notebooks: {}\n", 'PROFILE: str = "tiny"  # scale', "x = 1")
     monkeypatch.setenv("STEPWISER_OUTPUT_ROOT", str(tmp_path / "outroot"))

@@ -134,3 +134,27 @@ def test_rsft_and_reset_trial_tables_read_their_records():
     assert md[0] == "**c1** (128 dev problems, judge stepwiser:rel_ratio, 99 s)"
     assert "| greedy | 80.0 [74.0, 86.0] | 70.1 | 12.5 | 4.2 |" in md
     assert "| x − greedy | +1.0 [-2.0, +4.0] | within noise |" in md
+
+
+def test_text_teachers_segment_without_a_model():
+    """The rule teacher (toy world, through tasks) and the paragraph teacher; an LLM name is not theirs."""
+    assert sg.text_teacher("rule", "toy")([RAW]) == [tw.teacher_segment(RAW)]
+    para = sg.text_teacher("paragraphs", "gsm8k")([RAW])[0]
+    assert sg.reconstructs(RAW, para) and para.count("<chunk>") == 3
+    with pytest.raises(ValueError, match="only knows the toy world"):
+        sg.text_teacher("rule", "gsm8k")
+    with pytest.raises(ValueError, match="not a text teacher"):
+        sg.text_teacher("meta-llama/Llama-3.1-70B-Instruct", "numina")
+
+
+def test_results_markdown_is_table4_beside_the_paper_with_the_claims():
+    from stepwiser_lib.evals.paper_results import TABLE4
+    s = {"steps": 3.0, "tokens": 40.0, "avg_acc": 50.0, "ci95": {"low": 40.0, "high": 60.0}}
+    c = [{"claim": "x", "diff": 1.0, "low": -1.0, "high": 3.0, "test": "paired bootstrap", "verdict": "within noise"}]
+    md = sg.results_markdown("toy", "smoke", 2, 5, "toy", s, {**s, "avg_acc": 51.0}, c)
+    lines = md.splitlines()
+    assert lines[0].startswith("Table 4 analogue (smoke): Avg@2 on 5 held-out toy problems")
+    assert "| toy base (smoke) | Split by \\n\\n | 3.00 | 40.0 | 50.0 | [40.0, 60.0] |" in lines
+    assert "| toy chunk (smoke) | Self-segmentation | 3.00 | 40.0 | 51.0 | [40.0, 60.0] |" in lines
+    assert [line.split(" | ")[0] for line in lines if "(paper) |" in line] == [f"| {p['generator']} (paper)" for p in TABLE4]
+    assert "| x | +1.00 [-1.00, +3.00] | paired bootstrap | within noise |" in lines

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import paths
+from .schemas import JUDGE_SPLITS
+from .vocab import parse_variant
 
 STAGES = ("01_self_segmentation", "02_rollout_labelling", "03_balancing", "04_judge_grpo",
           "05_processbench", "06_chunk_reset", "07_rsft")
@@ -75,11 +77,11 @@ def _local_model(name: str, key: str) -> list[Need]:
 
 
 def _rules(variants: list[str]) -> list[str]:
-    return sorted({v.split(":")[1] for v in variants if ":" in v})
+    return sorted({parse_variant(v)[1] for v in variants})
 
 
 def _registry(profile: str, judges: list[str]) -> list[Need]:
-    reg = _art(profile, STAGES[3]) / "judges.json"
+    reg = paths.judge_registry(profile)
     needs = [Need(reg, STAGES[3], "the judge registry", "Stage 04")]
     if reg.exists():  # the folders it lists (a partial copy of runs/ loses them)
         try:
@@ -108,7 +110,7 @@ def needs(notebook: str, cfg) -> list[Need]:
     if notebook == STAGES[3]:
         out = [Need(_art(p, STAGES[2]) / rule / f"{split}.jsonl", STAGES[2],
                     f"balanced judge data for rule {rule!r} (RULES must include it)", "Stage 03")
-               for rule in _rules(cfg.VARIANTS) for split in ("train_balanced", "train_unbalanced", "dev_balanced", "test_balanced")]
+               for rule in _rules(cfg.VARIANTS) for split in JUDGE_SPLITS]
         return _policy(p, "JUDGE_INIT", cfg.JUDGE_INIT) + out
     if notebook == STAGES[4]:
         return _registry(p, cfg.JUDGES)

@@ -388,9 +388,14 @@ def default_tokenizer_dir() -> Path:
     return STANDIN_DIR / "tokenizer"
 
 
-def build_model(out_dir: str | os.PathLike, seed: int = 0, hidden_size: int = 64,
-                num_layers: int = 2, num_heads: int = 2, num_kv_heads: int = 1,
-                intermediate_size: int = 128, dtype: str = "float32",
+#: The stand-in's architecture (the dry-run plan's memory estimate reads it too).
+ARCH = dict(hidden_size=64, num_layers=2, num_heads=2, num_kv_heads=1, intermediate_size=128)
+
+
+def build_model(out_dir: str | os.PathLike, seed: int = 0, hidden_size: int = ARCH["hidden_size"],
+                num_layers: int = ARCH["num_layers"], num_heads: int = ARCH["num_heads"],
+                num_kv_heads: int = ARCH["num_kv_heads"], intermediate_size: int = ARCH["intermediate_size"],
+                dtype: str = "float32",
                 tokenizer_dir: str | os.PathLike | None = None) -> str:
     """Build (or reuse) a random-weight Qwen2 stand-in in ``out_dir``; returns its path.
 

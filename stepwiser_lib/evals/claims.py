@@ -4,7 +4,7 @@
 Ours come from the paired comparisons the notebooks write (``comparisons`` in
 ``results/<profile>/{self_segmentation,judges,processbench,chunk_reset,rsft}.json``, :mod:`stepwiser_lib.evals.evaluation`); the
 paper's from :mod:`stepwiser_lib.evals.paper_results`. A claim whose comparison a profile did not run
-is left out; the README says which are missing.
+is left out; the results pages (docs/) say which are missing.
 """
 
 from __future__ import annotations

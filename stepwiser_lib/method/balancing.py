@@ -15,7 +15,8 @@ import random
 import warnings
 from collections import Counter
 
-from .labelling import RULES
+from ..core import io
+from ..core.vocab import RULES
 
 
 def judge_examples(records: list[dict], rule: str, min_chars: int = 0, max_chars: int = 10**9,
@@ -98,3 +99,47 @@ def class_stats(examples: list[dict], label_key: str = "label") -> dict:
     n = len(examples)
     return {"n": n, "positive": c[True], "negative": c[False],
             "positive_rate": round(100 * c[True] / n, 2) if n else None}
+
+
+#: The hash quantiles an earlier two-way split held out (the recipe searches of LAB_LOG.md read
+#: them): none of those problems may reach dev or test.
+EARLIER_VALIDATION_QUANTILE = 0.2
+
+
+def build_splits(records: list[dict], rules: list[str], out_dir, *, min_chars: int = 0, max_chars: int = 10**9,
+                 drop_final: bool = False, dev_fraction: float, test_fraction: float,
+                 seed: int = 0) -> tuple[dict, dict | None]:
+    """Notebook 03's stage: for each rule, judge examples from the labelled chunks, split by
+    problem, balanced 50/50 per split, written to ``out_dir/<rule>/<split>_{balanced,unbalanced}.jsonl``
+    (the files notebook 04 reads). Returns per-rule statistics and one balanced training example
+    to show. Fails when a balanced split comes out empty (one class missing)."""
+    stats, example = {}, None
+    for rule in rules:
+        ex = judge_examples(records, rule, min_chars, max_chars, drop_final)
+        parts = split_by_problem(ex, dev_fraction, test_fraction, seed=seed)
+        stats[rule] = {"all": class_stats(ex), "filtered_out": len(records) - len(ex)}
+        for split, xs in parts.items():
+            bal = balance(xs, seed=seed)
+            if xs and not bal:
+                raise RuntimeError(f"{rule}: the balanced {split} set is empty (one class is missing); label more prompts")
+            io.write_jsonl(out_dir / rule / f"{split}_balanced.jsonl", bal)
+            io.write_jsonl(out_dir / rule / f"{split}_unbalanced.jsonl", xs)
+            stats[rule].update({f"{split}_unbalanced": class_stats(xs), f"{split}_balanced": class_stats(bal),
+                                f"{split}_problems": len({e["problem_id"] for e in xs})})
+        stats[rule]["earlier_validation_problems_in"] = {
+            s: sum(problem_quantile(p, seed) < EARLIER_VALIDATION_QUANTILE for p in {e["problem_id"] for e in parts[s]})
+            for s in ("dev", "test")}
+        if any(stats[rule]["earlier_validation_problems_in"].values()):
+            warnings.warn(f"{rule}: problems the earlier recipe searches read are in "
+                          f"{stats[rule]['earlier_validation_problems_in']}", stacklevel=2)
+        example = example or balance(parts["train"], seed=seed)[0]
+    return stats, example
+
+
+def table_rows(stats: dict) -> dict[str, dict]:
+    """Notebook 03's table: per rule, the Positive share before balancing and the examples and
+    problems of every split."""
+    return {rule: {"positive % (all)": s["all"]["positive_rate"], "train examples": s["train_unbalanced"]["n"],
+                   **{f"{sp} balanced": s[f"{sp}_balanced"]["n"] for sp in SPLITS},
+                   "train/dev/test problems": "/".join(str(s[f"{sp}_problems"]) for sp in SPLITS)}
+            for rule, s in stats.items()}

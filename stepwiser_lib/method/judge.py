@@ -307,5 +307,17 @@ def load_judge(entry: dict, family: str = "toy", max_new_tokens: int = 64, batch
     return j
 
 
+def loader(cfg):
+    """Notebooks 05-07's judge loader: a registry entry -> its judge, with the notebook's
+    ``PROMPT_FAMILY``, ``MAX_COMPLETION``, ``JUDGE_BATCH``, ``JUDGE_BACKEND`` and vLLM engine settings
+    (:func:`load_judge`: a direct judge keeps its own output limit). Loads nothing until called."""
+    def load(entry: dict):
+        from ..engines.models import engine_settings  # lazy: torch
+
+        return load_judge(entry, cfg.PROMPT_FAMILY, cfg.MAX_COMPLETION, cfg.JUDGE_BATCH, backend=cfg.JUDGE_BACKEND,
+                          engine=engine_settings(cfg))
+    return load
+
+
 def judge_prompt_of(example: dict, family: str = "toy", style: str = "cot") -> str:
     return judge_prompt(family, example["problem"], example["history"], example["chunk"], style)

@@ -149,7 +149,7 @@ def train_runs(art, variants: list[str], seed: int, repeat_seeds: list[int], *, 
     results computed from an older judge are redone. Returns run id -> record; prints a line a run."""
     records = {}
     for name, s, run_id in training_runs(variants, seed, repeat_seeds):
-        rule = name.split(":")[1]
+        rule = parse_variant(name)[1]
         d = art / variant_slug(run_id)
         key = io.digest(name, s, judge_train.recipe_key(parse_variant(name)[0], recipe), paths.model_fingerprint(init),
                         warm_keys, data_hash[rule], family)
@@ -362,3 +362,11 @@ def analysis_implies_truth(judged: list[dict], examples: list[dict]) -> float:
 
     hits = [tasks.analysis_verdict(j["analysis"]) == tasks.step_truth(e) for j, e in zip(judged, examples, strict=True)]
     return round(100 * sum(hits) / len(hits), 2)
+
+
+def results_markdown(rows: list[dict], columns: list[str]) -> str:
+    """``results/<profile>/judges.md``: each judge's step accuracy on the test split beside the paper's
+    ProcessBench row it stands for."""
+    return ("Step accuracy of each judge on the test split (ours; dev_balanced_acc: the dev split, where choices "
+            "are made); paper_pb_avg_f1 is the PAPER's ProcessBench average F1 for the matching row (Tables 5/6), "
+            "not ours.\n\n" + io.markdown_table(rows, columns) + "\n")

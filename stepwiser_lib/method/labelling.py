@@ -377,9 +377,7 @@ def label_shard(generator, items: list[dict], template: str, cfg: LabelConfig, s
     st.trajectories = len(trajs)
     # Intermediate prefixes (the last chunk's Q is its verified correctness).
     for t in trajs:
-        h = len(t["ends"])
-        t["succ"] = [0] * (h - 1)
-        t["done"] = [0] * (h - 1)
+        t["mc"] = Rollouts.start(t["q0"], t["correct"], len(t["ends"]) - 1)
     pref = [(ti, i) for ti, t in enumerate(trajs) for i in range(len(t["ends"]) - 1)]
     st.prefixes = len(pref)
     st.rollouts_full = len(pref) * cfg.m_rollouts
@@ -389,21 +387,21 @@ def label_shard(generator, items: list[dict], template: str, cfg: LabelConfig, s
     active = list(pref)
     while active:
         todo = [(trajs[ti]["item"], trajs[ti]["response"][:trajs[ti]["ends"][i]]) for ti, i in active]
-        n = min(round_n, M - trajs[active[0][0]]["done"][active[0][1]])
+        n = min(round_n, M - trajs[active[0][0]]["mc"].done[active[0][1]])
         succ = _rollout_round(generator, todo, n, cfg, template, seed=base_seed + 1 + rnd, st=st)
         for (ti, i), s in zip(active, succ):
-            trajs[ti]["succ"][i] += s
-            trajs[ti]["done"][i] += n
+            trajs[ti]["mc"].succ[i] += s
+            trajs[ti]["mc"].done[i] += n
         st.rollouts += n * len(active)
         rnd += 1
-        active = [(ti, i) for ti, i in active if trajs[ti]["done"][i] < M
-                  and not (cfg.adaptive and _prefix_settled(trajs[ti], i, cfg))]
+        active = [(ti, i) for ti, i in active if trajs[ti]["mc"].done[i] < M
+                  and not (cfg.adaptive and trajs[ti]["mc"].settled(i, cfg))]
     records = []
     for ti, t in enumerate(trajs):
         chunks = parse_chunks(t["response"])
         h = len(chunks)
-        q = [t["succ"][i] / t["done"][i] for i in range(h - 1)] + [1.0 if t["correct"] else 0.0]
-        n_used = t["done"] + [0]
+        q = t["mc"].q()
+        n_used = t["mc"].done + [0]
         tid = f"{t['item']['id']}/{t['sample']}"
         for i in range(h):
             records.append({
@@ -419,35 +417,55 @@ def label_shard(generator, items: list[dict], template: str, cfg: LabelConfig, s
     return records, st
 
 
-def _interval(t: dict, i: int, M: int, z: float = 0.0) -> tuple[float, float]:
-    """Range Q_i can still end in (exact for q0 and the final chunk). With ``z > 0`` the
-    remaining rollouts' success rate is bounded by a Wilson interval instead of [0, 1]."""
-    if i < 0:
-        return t["q0"], t["q0"]
-    if i >= len(t["succ"]):
-        v = 1.0 if t["correct"] else 0.0
-        return v, v
-    s, d = t["succ"][i], t["done"][i]
-    p_lo, p_hi = 0.0, 1.0
-    if z > 0 and d > 0:
-        p = s / d
-        den = 1 + z * z / d
-        c = (p + z * z / (2 * d)) / den
-        h = z * ((p * (1 - p) / d + z * z / (4 * d * d)) ** 0.5) / den
-        p_lo, p_hi = max(0.0, c - h), min(1.0, c + h)
-    return (s + (M - d) * p_lo) / M, (s + (M - d) * p_hi) / M
+@dataclass
+class Rollouts:
+    """One trajectory's Monte-Carlo state (paper Eq. 2): ``q0`` (the bare prompt's success rate),
+    whether the full response is ``correct``, and per intermediate prefix i the successes
+    ``succ[i]`` among the ``done[i]`` rollouts so far. The labelling loop and ``make bench``
+    (:mod:`stepwiser_lib.tools.bench`) share it, so both replay the same adaptive stopping rule."""
 
+    q0: float
+    correct: bool
+    succ: list[int]
+    done: list[int]
 
-def _prefix_settled(t: dict, i: int, cfg: LabelConfig) -> bool:
-    """Prefix i may stop when the labels of chunk i and chunk i+1 (both depend on Q_i) are
-    settled under ``cfg.adaptive_rule`` for every outcome of the remaining rollouts."""
-    M = cfg.m_rollouts
-    for j in (i, i + 1):
-        lo, hi = _interval(t, j, M, cfg.adaptive_z)
-        lp, hp = _interval(t, j - 1, M, cfg.adaptive_z)
-        if not label_settled(cfg.adaptive_rule, lo, hi, lp, hp, cfg.alpha, cfg.gamma, cfg.mu_n):
-            return False
-    return True
+    @classmethod
+    def start(cls, q0: float, correct: bool, n_prefixes: int) -> "Rollouts":
+        return cls(q0, bool(correct), [0] * n_prefixes, [0] * n_prefixes)
+
+    def q(self) -> list[float]:
+        """Q of every chunk: the rollouts' success rate after each intermediate prefix, then the
+        final chunk's verified correctness (1/0)."""
+        return [s / d for s, d in zip(self.succ, self.done)] + [1.0 if self.correct else 0.0]
+
+    def interval(self, i: int, m: int, z: float = 0.0) -> tuple[float, float]:
+        """Range Q_i can still end in after ``m`` rollouts in all (exact for q0 and the final chunk).
+        With ``z > 0`` the remaining rollouts' success rate is bounded by a Wilson interval instead
+        of [0, 1]."""
+        if i < 0:
+            return self.q0, self.q0
+        if i >= len(self.succ):
+            v = 1.0 if self.correct else 0.0
+            return v, v
+        s, d = self.succ[i], self.done[i]
+        p_lo, p_hi = 0.0, 1.0
+        if z > 0 and d > 0:
+            p = s / d
+            den = 1 + z * z / d
+            c = (p + z * z / (2 * d)) / den
+            h = z * ((p * (1 - p) / d + z * z / (4 * d * d)) ** 0.5) / den
+            p_lo, p_hi = max(0.0, c - h), min(1.0, c + h)
+        return (s + (m - d) * p_lo) / m, (s + (m - d) * p_hi) / m
+
+    def settled(self, i: int, cfg: "LabelConfig") -> bool:
+        """Prefix i may stop when the labels of chunk i and chunk i+1 (both depend on Q_i) are
+        settled under ``cfg.adaptive_rule`` for every outcome of the remaining rollouts."""
+        for j in (i, i + 1):
+            lo, hi = self.interval(j, cfg.m_rollouts, cfg.adaptive_z)
+            lp, hp = self.interval(j - 1, cfg.m_rollouts, cfg.adaptive_z)
+            if not label_settled(cfg.adaptive_rule, lo, hi, lp, hp, cfg.alpha, cfg.gamma, cfg.mu_n):
+                return False
+        return True
 
 
 # ----------------------------------------------------------------------------- driver

@@ -21,9 +21,11 @@ from pathlib import Path
 from typing import Callable
 
 from ..core import prompts
-from ..core.chunks import CHUNK_CLOSE, CHUNK_OPEN, CHUNK_RE, strip_tags
+from ..core.chunks import CHUNK_CLOSE, CHUNK_OPEN, CHUNK_RE, paragraph_chunks, strip_tags
 from ..engines.sft import sft
 from ..evals.evaluation import compare_rates
+from ..evals.paper_results import TABLE4
+from . import tasks
 
 
 def segmentation_problems(original: str, segmented: str) -> list[str]:
@@ -53,6 +55,22 @@ def segmentation_problems(original: str, segmented: str) -> list[str]:
 
 def reconstructs(original: str, segmented: str) -> bool:
     return not segmentation_problems(original, segmented)
+
+
+#: Teachers that need no model: the toy world's rule teacher and the paragraph teacher (the paper's
+#: "split by \\n\\n" steps, tagged: a teacher for any text). Any other TEACHER names an instruct LLM.
+TEXT_TEACHERS = ("rule", "paragraphs")
+
+
+def text_teacher(name: str, task: str) -> Callable[[list[str]], list[str | None]]:
+    """A teacher of :data:`TEXT_TEACHERS`: responses -> their tagged segmentations."""
+    if name == "rule":
+        if task != "toy":
+            raise ValueError("the rule teacher only knows the toy world; set TEACHER to an instruct LLM")
+        return lambda responses: [tasks.rule_segment(r) for r in responses]
+    if name == "paragraphs":
+        return lambda responses: [paragraph_chunks(r) for r in responses]
+    raise ValueError(f"{name!r} is not a text teacher ({', '.join(TEXT_TEACHERS)}); an LLM teacher is llm_teacher's")
 
 
 def llm_teacher(generator, n_segmentations: int = 8, temperature: float = 0.7,
@@ -207,3 +225,19 @@ def table4_comparisons(chunk: list[dict], base: list[dict], n_boot: int = 2000, 
     accuracy points."""
     return [{"claim": claim, "field": field, **compare_rates(chunk, base, n_boot, seed, field=field)}
             for claim, field in TABLE4_CLAIMS]
+
+
+def results_markdown(name: str, profile: str, eval_samples: int, n_problems: int, eval_task: str,
+                     base: dict, chunk: dict, comparisons: list[dict]) -> str:
+    """``results/<profile>/self_segmentation.md``: the Table 4 analogue (ours beside the paper's rows)
+    and its paired claims."""
+    md = ["| Generator | Method | # Steps | # Tokens | Avg@k acc (%) | 95% interval |", "|---|---|---|---|---|---|"]
+    md += [f"| {name} {which} ({profile}) | {method} | {s['steps']:.2f} | {s['tokens']:.1f} | {s['avg_acc']:.1f} | "
+           f"[{s['ci95']['low']:.1f}, {s['ci95']['high']:.1f}] |"
+           for which, method, s in (("base", "Split by \\n\\n", base), ("chunk", "Self-segmentation", chunk))]
+    md += [f"| {p['generator']} (paper) | {p['method']} | {p['steps']} | {p['tokens']} | {p['avg_acc']} | |" for p in TABLE4]
+    md += ["", "| claim (chunk − base) | difference [95%] | paired test | verdict |", "|---|---|---|---|"]
+    md += [f"| {c['claim']} | {c['diff']:+.2f} [{c['low']:+.2f}, {c['high']:+.2f}] | {c['test']} | {c['verdict']} |"
+           for c in comparisons]
+    return (f"Table 4 analogue ({profile}): Avg@{eval_samples} on {n_problems} held-out {eval_task} problems; "
+            "rows marked (paper) are the paper's numbers.\n\n" + "\n".join(md) + "\n")

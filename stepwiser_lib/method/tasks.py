@@ -64,6 +64,12 @@ def analysis_verdict(text: str) -> bool | None:
     return judge_text.analysis_implied(text)
 
 
+def rule_segment(response: str) -> str:
+    """The toy world's rule-based segmentation teacher (a stand-in for the paper's Llama-3.1-70B
+    teacher, Table 1): :func:`stepwiser_lib.toy.toyworld.teacher_segment`."""
+    return toyworld.teacher_segment(response)
+
+
 def warmup_records(examples: list[dict], family: str = "toy", seed: int = 0, style: str = "cot") -> list[dict]:
     """The judge's format warm-up SFT records on the toy path (notebook 04; [not in paper]):
     :func:`stepwiser_lib.toy.judge_text.warmup_records`."""

@@ -92,32 +92,29 @@ def _labels_from(trajs, outcomes, cfg, counts=None, rule: str = "rel_ratio"):
     """``rule``'s labels of every chunk from per-prefix outcomes (optionally only the first k)."""
     labels, k = [], 0
     for t in trajs:
-        q = []
-        for _ in t["prefixes"]:
-            o = outcomes[k] if counts is None else outcomes[k][:counts[k]]
-            q.append(sum(o) / len(o))
-            k += 1
-        q.append(1.0 if t["correct"] else 0.0)
+        os_ = [outcomes[k + i] if counts is None else outcomes[k + i][:counts[k + i]] for i in range(len(t["prefixes"]))]
+        k += len(t["prefixes"])
+        q = labelling.Rollouts(t["q0"], t["correct"], [sum(o) for o in os_], [len(o) for o in os_]).q()
         prev = [t["q0"]] + q[:-1]
         labels += [labelling.rule_label(rule, a, b, cfg.alpha, cfg.gamma, cfg.mu_n) for a, b in zip(q, prev)]
     return labels
 
 
 def _adaptive_counts(trajs, outcomes, cfg):
-    """Rollouts the adaptive rule would use per prefix, replaying the given outcome streams."""
+    """Rollouts the adaptive rule would use per prefix, replaying the given outcome streams through
+    the labelling loop's own stopping rule (:meth:`stepwiser_lib.method.labelling.Rollouts.settled`)."""
     counts, k = [], 0
     for t in trajs:
         n = len(t["prefixes"])
-        st = {"q0": t["q0"], "correct": t["correct"], "succ": [0] * n, "done": [0] * n}
+        mc = labelling.Rollouts.start(t["q0"], t["correct"], n)
         active = list(range(n))
         while active:
             for i in active:
-                o = outcomes[k + i][st["done"][i]:st["done"][i] + cfg.adaptive_round]
-                st["succ"][i] += sum(o)
-                st["done"][i] += len(o)
-            active = [i for i in active if st["done"][i] < cfg.m_rollouts
-                      and not labelling._prefix_settled(st, i, cfg)]
-        counts += st["done"]
+                o = outcomes[k + i][mc.done[i]:mc.done[i] + cfg.adaptive_round]
+                mc.succ[i] += sum(o)
+                mc.done[i] += len(o)
+            active = [i for i in active if mc.done[i] < cfg.m_rollouts and not mc.settled(i, cfg)]
+        counts += mc.done
         k += n
     return counts
 
@@ -245,7 +242,7 @@ def run(profile: str = "tiny", n_prompts: int = 12, m: int = 16, batch: int = 12
 
 
 def readme_table(res: dict) -> str:
-    """The README's labelling-engine table, from a ``make bench`` result (as written: speeds that
+    """The labelling-engine table of docs/results_tiny.md, from a ``make bench`` result (as written: speeds that
     differ run to run sit in its ``timings``)."""
     res = {**res.get("timings", {}), **res}
     r = res["rollouts_per_s"]

@@ -90,7 +90,7 @@ def bootstrap_source(url: str = REPO_URL) -> str:
 # fetch the companion, install only what Colab lacks (Colab's torch and Jupyter are kept), and keep
 # runs/, results/ and figures/ on Google Drive, so the next notebook (a fresh VM) finds them.
 # Everywhere else (JupyterLab, papermill, CI) this cell does nothing.
-use_drive = True  # False: outputs stay in this VM and are lost when it goes (README, "Colab")
+use_drive = True  # False: outputs stay in this VM and are lost when it goes (docs/colab.md)
 import os, subprocess, sys
 if "google.colab" in sys.modules:
     repo = os.environ.get("STEPWISER_COLAB_DIR", "{COLAB_REPO_DIR}")

@@ -130,7 +130,7 @@ def export(profile: str = "tiny", src: str | Path | None = None, out: str | Path
              "edit the notebooks in `notebooks/`, never these.", "",
              "| notebook | source | minutes in the run that wrote it |", "|---|---|---|", *rows, "",
              "A stage that resumed from what an earlier run left on disk takes less time than a fresh run; "
-             "the README's run-time table gives a fresh run's times.", ""]
+             "the run-time table of docs/results_tiny.md gives a fresh run's times.", ""]
     (out / "README.md").write_text("\n".join(index))
     return written
 

@@ -23,8 +23,8 @@ from pathlib import Path
 
 from ..core.config import ConfigError
 from ..core.paths import ROOT, model_complete
-from ..core.vocab import RL_KINDS
-from ..engines import memory
+from ..core.vocab import RL_KINDS, parse_variant
+from ..engines import memory, standin
 from ..engines.launch import ENV_PROCS, command, launcher
 from ..method.segmentation import teacher_budget
 
@@ -210,7 +210,7 @@ def dry_run(profile: str, params: dict[str, dict]) -> dict:
                       adaptive_fraction=frac if p.get("ADAPTIVE") else None)
         elif stem.startswith("04"):
             models.append(describe_model(p.get("JUDGE_INIT", "chunk_policy"), "judge initialisation (04)"))
-            kinds = [v.split(":")[0] for v in p["VARIANTS"]]
+            kinds = [parse_variant(v)[0] for v in p["VARIANTS"]]
             n_var = len(p["VARIANTS"]) + len(p.get("REPEAT_SEEDS", []))
             rl = sum(1 for k in kinds if k in RL_KINDS) + len(p.get("REPEAT_SEEDS", []))
             comps = rl * p["GRPO_STEPS"] * p["PROMPTS_PER_STEP"] * p["GROUP_SIZE"]
@@ -287,8 +287,8 @@ REMEDY = {"logits": "the batch of that phase (GEN_BATCH / JUDGE_BATCH / *_MICRO_
           "gradients": "USE_LORA: true or a ZeRO launcher", "working_copy": "USE_LORA: true",
           "reference_model": "BETA: 0 or USE_LORA: true",
           "vllm_reservation": "VLLM_GPU_MEMORY / GRPO_VLLM_GPU_MEMORY"}
-STANDIN_SHAPE = dict(vocab_size=151936, hidden_size=64, num_layers=2, num_heads=2, num_kv_heads=1,
-                     intermediate_size=128, tie_word_embeddings=True)
+#: The stand-in's shape, as engines/standin.py builds it.
+STANDIN_SHAPE = dict(vocab_size=standin.MODEL_VOCAB, tie_word_embeddings=True, **standin.ARCH)
 
 
 def _shape(name: str):
@@ -389,7 +389,7 @@ def memory_plan(profile: str, params: dict[str, dict]) -> dict:
     judge_prompt = params.get("03_balancing", {}).get("MAX_CHARS", 4000) // CHARS_PER_TOKEN + TABLE3_TOKENS
     for stem, p in params.items():
         judge_p = {**p, "BACKEND": p.get("JUDGE_BACKEND", "hf")}
-        kinds = {v.split(":")[0] for v in p.get("VARIANTS", [])}
+        kinds = {parse_variant(v)[0] for v in p.get("VARIANTS", [])}
         has_disc = any(j.split(":")[0].startswith("disc") for j in p.get("JUDGES", [])) or "all" in p.get("JUDGES", [])
         if stem.startswith("01"):
             if p.get("BACKEND") == "vllm":
@@ -463,7 +463,7 @@ def memory_plan(profile: str, params: dict[str, dict]) -> dict:
     return {"gpu": label, "world_size": world, "zero_stage": zero, "training": _how, "rows": rows}
 
 
-#: What each notebook does at the colab profile (the README's Colab walk-through).
+#: What each notebook does at the colab profile (the Colab walk-through, docs/colab.md).
 COLAB_WORK = {"01": "sample Qwen2.5-0.5B, segment with the 3B teacher, LoRA SFT of the chunk policy",
               "02": "pre-filter prompts, Monte-Carlo rollouts, the three label rules",
               "03": "balance positives and negatives per rule (CPU, seconds)",
@@ -474,8 +474,8 @@ COLAB_WORK = {"01": "sample Qwen2.5-0.5B, segment with the 3B teacher, LoRA SFT 
 
 
 def colab_table(plan: dict) -> str:
-    """The README's per-notebook table for one T4: estimated time and peak GPU memory, from the
-    ``colab`` dry-run plan (a test checks the README holds exactly this)."""
+    """The per-notebook table for one T4 (docs/colab.md): estimated time and peak GPU memory, from the
+    ``colab`` dry-run plan (a test checks the page holds exactly this)."""
     peak: dict[str, float] = {}
     for r in plan["memory"]["rows"]:
         peak[r["stage"]] = max(peak.get(r["stage"], 0.0), r["gib"] or 0.0)

@@ -10,7 +10,7 @@ declares (unknown key, wrong type, unknown notebook section or profile: a clear 
 Executed notebooks go to ``runs/<profile>/``; a failing notebook stops the run and names the
 notebook, the cell and the error (exit 1). Per-notebook times go to ``runs/<profile>/timings.json``
 and, after a run of every notebook, to ``results/<profile>/run_times.json`` (with whether it
-started from scratch), which the README's run-time table is generated from.
+started from scratch), which the run-time table of docs/results_tiny.md is generated from.
 """
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ def run(profile: str, only: list[str] | None = None, check_only: bool = False,
         old.update(timings)
         tpath.write_text(json.dumps(old, indent=2) + "\n")
     if record if record is not None else (not only and out_dir is None and notebooks_dir == NOTEBOOKS_DIR):
-        # a full run of the shipped notebooks: its times are a result (the README's run-time table)
+        # a full run of the shipped notebooks: its times are a result (the run-time table of docs/results_tiny.md)
 
         write_json(results_dir(profile) / "run_times.json",
                    {"notebooks": timings, "cpus": os.cpu_count(), "fresh": fresh})

@@ -1,7 +1,7 @@
 """The toy world: procedurally generated multi-step arithmetic with exactly checkable steps.
 
 Real models and NuminaMath cannot be downloaded on the CPU machines this companion is
-built and tested on, so every stage also runs on this world (see README, "The toy world").
+built and tested on, so every stage also runs on this world (docs/toy_world.md).
 Nothing here is a mock: the toy policy really generates solutions in the style below and the
 checker really decides which of its steps are right.
 
