@@ -99,3 +99,11 @@ def test_build_splits_writes_every_split_balanced_and_unbalanced(tmp_path):
 def test_build_splits_fails_when_a_class_is_missing(tmp_path):
     with pytest.raises(RuntimeError, match="balanced .* set is empty"):
         B.build_splits(_recs(40, 0), ["abs_q"], tmp_path, dev_fraction=0.2, test_fraction=0.3)
+
+
+def test_results_markdown_one_row_per_rule(tmp_path):
+    stats, _ = B.build_splits(_recs(120, 120, n_problems=40), ["abs_q"], tmp_path, dev_fraction=0.2, test_fraction=0.3)
+    lines = B.results_markdown({"stats": stats}).splitlines()
+    s = stats["abs_q"]
+    assert lines[-1] == (f"| abs_q | 50.0 | {s['train_balanced']['n']} | {s['dev_balanced']['n']} | {s['test_balanced']['n']} | "
+                         f"{s['train_problems']} / {s['dev_problems']} / {s['test_problems']} |")

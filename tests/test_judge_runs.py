@@ -229,3 +229,15 @@ def test_results_markdown_says_which_numbers_are_the_papers():
     assert "paper_pb_avg_f1 is the PAPER's" in head and md.endswith("\n")
     assert table.splitlines() == ["| judge | balanced_acc | paper_pb_avg_f1 |", "|---|---|---|",
                                   "| stepwiser:rel_ratio | 61.2 | 36.2 |"]
+
+
+def test_comparisons_markdown_leaves_an_uninformative_comparison_without_numbers():
+    comps = [{"claim": "RL beats its warm-up", "a": "stepwiser:rel_ratio", "b": "warm-up (before RL)", "diff": 4.25,
+              "low": 1.0, "high": 7.5, "test": "paired bootstrap by problem", "p_bootstrap": 0.004,
+              "mcnemar": {"p": 0.01}, "verdict": "a higher"},
+             {"claim": "x", "a": "restate_rl:rel_ratio", "b": "warm-up (before RL)", "diff": None, "low": None,
+              "high": None, "test": "no verdict parsed", "p_bootstrap": None, "verdict": "uninformative"}]
+    lines = jr.comparisons_markdown(comps).splitlines()
+    assert lines[-2] == ("| RL beats its warm-up | stepwiser:rel_ratio − warm-up (before RL) | +4.2 | [+1.0, +7.5] | "
+                         "paired bootstrap by problem | 0.004 | 0.01 | a higher |")
+    assert lines[-1] == "| x | restate_rl:rel_ratio − warm-up (before RL) |  |  | no verdict parsed |  |  | uninformative |"

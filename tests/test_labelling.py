@@ -295,3 +295,13 @@ def test_rollouts_state_q_interval_and_the_adaptive_stop():
     lo, hi = L.Rollouts(0.5, True, [1], [2]).interval(0, 8, z=1.0)  # a Wilson bound is tighter
     assert 1 / 8 < lo < hi < 7 / 8
     assert L.Rollouts(0.5, False, [8], [8]).settled(0, L.LabelConfig(m_rollouts=8, adaptive=True, adaptive_rule="all"))
+
+
+def test_results_markdown_puts_each_rule_beside_the_paper():
+    m = {"summary": {"chunks": 10, "trajectories": 3, "positive_abs_q": 70.0, "positive_rel_effective": 60.0,
+                     "positive_rel_ratio": 50.0},
+         "stats": {"kept_prompts": 2, "prompts": 4, "rollouts": 40, "rollouts_full": 64},
+         "paper_positive_rates": {"abs_q": 70.2, "rel_ratio_gamma0.8": 56.5}}
+    md = L.results_markdown(m)
+    assert md.startswith("10 chunks of 3 trajectories (2/4 prompts kept by the pre-filter); 40 rollouts of 64 at full M.")
+    assert md.splitlines()[-3:] == ["| abs_q | 70.0 | 70.2 |", "| rel_effective | 60.0 |  |", "| rel_ratio | 50.0 | 56.5 |"]

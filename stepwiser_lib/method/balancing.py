@@ -143,3 +143,14 @@ def table_rows(stats: dict) -> dict[str, dict]:
                    **{f"{sp} balanced": s[f"{sp}_balanced"]["n"] for sp in SPLITS},
                    "train/dev/test problems": "/".join(str(s[f"{sp}_problems"]) for sp in SPLITS)}
             for rule, s in stats.items()}
+
+
+def results_markdown(metrics: dict) -> str:
+    """``results/<profile>/balancing.md``, from notebook 03's metrics: per rule, the Positive share
+    before balancing and the balanced examples and problems of each split."""
+    cols = ["rule", "positive % before", "train (balanced)", "dev (balanced)", "test (balanced)", "train / dev / test problems"]
+    rows = [dict(zip(cols, [r, v["all"]["positive_rate"], v["train_balanced"]["n"], v["dev_balanced"]["n"],
+                            v["test_balanced"]["n"], f"{v['train_problems']} / {v['dev_problems']} / {v['test_problems']}"]))
+            for r, v in metrics["stats"].items()]
+    return ("Judge data split by problem (dev: where choices are made; test: what is reported).\n\n"
+            + io.markdown_table(rows, cols) + "\n")

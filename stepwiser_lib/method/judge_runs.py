@@ -370,3 +370,13 @@ def results_markdown(rows: list[dict], columns: list[str]) -> str:
     return ("Step accuracy of each judge on the test split (ours; dev_balanced_acc: the dev split, where choices "
             "are made); paper_pb_avg_f1 is the PAPER's ProcessBench average F1 for the matching row (Tables 5/6), "
             "not ours.\n\n" + io.markdown_table(rows, columns) + "\n")
+
+
+def comparisons_markdown(comparisons: list[dict]) -> str:
+    """Notebook 04's paired comparisons on the same test chunks (:func:`stepwiser_lib.evals.evaluation.compare`)
+    as a table; an uninformative comparison has no numbers."""
+    cols = ["question", "difference", "points", "95% interval", "paired test", "p", "McNemar p (exact)", "verdict"]
+    num = lambda c, f: None if c["diff"] is None else f.format(**c)  # noqa: E731
+    rows = [dict(zip(cols, [c["claim"], f"{c['a']} − {c['b']}", num(c, "{diff:+.1f}"), num(c, "[{low:+.1f}, {high:+.1f}]"),
+                            c["test"], c["p_bootstrap"], c.get("mcnemar", {}).get("p"), c["verdict"]])) for c in comparisons]
+    return "Paired comparisons on the same test chunks.\n\n" + io.markdown_table(rows, cols) + "\n"

@@ -552,6 +552,18 @@ def label_summary(records: list[dict]) -> dict:
             "mean_q": round(sum(x["q"] for x in records) / n, 4)}
 
 
+def results_markdown(metrics: dict) -> str:
+    """``results/<profile>/labelling.md``, from notebook 02's metrics: the Positive rate of each rule
+    beside the paper's (1.5B-chunk policy)."""
+    s, st, paper = metrics["summary"], metrics["stats"], metrics.get("paper_positive_rates", {})
+    rows = [{"rule": r, "positive % (ours)": s[f"positive_{r}"],
+             "positive % (paper, 1.5B-chunk)": next((v for k, v in paper.items() if k.split("_gamma")[0] == r), None)}
+            for r in RULES]
+    return (f"{s['chunks']} chunks of {s['trajectories']} trajectories ({st['kept_prompts']}/{st['prompts']} prompts "
+            f"kept by the pre-filter); {st['rollouts']} rollouts of {st['rollouts_full']} at full M.\n\n"
+            + io.markdown_table(rows, ["rule", "positive % (ours)", "positive % (paper, 1.5B-chunk)"]) + "\n")
+
+
 def main(argv: list[str] | None = None, profiles_dir: str | Path | None = None) -> int:
     """Run the labelling of notebook 02 outside a kernel, with a profile's parameters. The whole
     profile is checked first, as the runner does (a bad value: exit 2, before any model loads)."""

@@ -24,7 +24,7 @@ from ..core import io
 from ..core.config import checked_parameters, list_notebooks, with_defaults
 from ..core.paths import ROOT
 from ..evals import claims
-from ..evals.paper_results import paper_row
+from ..method import balancing, judge_runs, labelling
 from . import plan
 
 
@@ -55,6 +55,8 @@ def _tables(md: str) -> list[str]:
             out.append(ln)
         elif ln.strip():
             out += ([""] if out else []) + [f"*{ln.strip()}*", ""]
+        elif out and out[-1] != "":  # a blank line ends a table: two tables stay two
+            out.append("")
     return out
 
 
@@ -71,63 +73,35 @@ def run_times(profile: str) -> list[str]:
             *_md_table(["notebook", "minutes"], rows)]
 
 
+#: Each notebook's results table, in order: (title, result name, the stage's renderer of its metrics
+#: for a run that wrote no ``.md``: the toy-full results predate notebooks 02/03 writing one).
+STAGE_TABLES = (("01 self-segmentation (Table 4 analogue)", "self_segmentation", None),
+                ("02 rollout labelling", "labelling", labelling.results_markdown),
+                ("03 balancing", "balancing", balancing.results_markdown),
+                ("04 judges", "judges", None),
+                ("05 toy-ProcessBench", "processbench", None),
+                ("06 chunk-reset inference", "chunk_reset", None),
+                ("07 stepwise RS-FT", "rsft", None))
+
+
 def results_section(profile: str = "tiny") -> str:
-    """Each notebook's main table at ``profile``, from ``results/<profile>/``."""
+    """Each notebook's results table at ``profile``: the ``.md`` its notebook wrote with the stage's
+    own ``results_markdown`` (else that function of its ``.json``), and notebook 04's paired comparisons."""
     res = ROOT / "results" / profile
     out = run_times(profile)
-    rd = lambda name: io.read_json(res / f"{name}.json") if (res / f"{name}.json").exists() else None  # noqa: E731
-    if (res / "self_segmentation.md").exists():
-        out += ["", "**01 self-segmentation** (Table 4 analogue)", "", *_tables((res / "self_segmentation.md").read_text())]
-    lab = rd("labelling")
-    if lab:
-        s, st, paper = lab["summary"], lab["stats"], lab.get("paper_positive_rates", {})
-        out += ["", f"**02 rollout labelling**: {s['chunks']} chunks of {s['trajectories']} trajectories "
-                f"({st['kept_prompts']}/{st['prompts']} prompts kept by the pre-filter); {st['rollouts']} rollouts "
-                f"of {st['rollouts_full']} at full M.", "",
-                *_md_table(["rule", "positive % (ours)", "positive % (paper, 1.5B-chunk)"],
-                           [[r, s[f"positive_{r}"], next((v for k, v in paper.items() if k.split("_gamma")[0] == r), None)]
-                            for r in ("abs_q", "rel_effective", "rel_ratio")])]
-    bal = rd("balancing")
-    if bal:
-        rows = [[r, v["all"]["positive_rate"], v["train_balanced"]["n"], v["dev_balanced"]["n"], v["test_balanced"]["n"],
-                 f"{v['train_problems']} / {v['dev_problems']} / {v['test_problems']}"] for r, v in bal["stats"].items()]
-        out += ["", "**03 balancing**: judge data split by problem (dev: where choices are made; test: what is reported)", "",
-                *_md_table(["rule", "positive % before", "train (balanced)", "dev (balanced)", "test (balanced)",
-                            "train / dev / test problems"], rows)]
-    jd = rd("judges")
-    if jd:
-        def ci(m):
-            c = m.get("ci95")
-            return f"[{c['low']}, {c['high']}]" if c else None
-
-        rows = [["warm-up (before RL)", r, jd.get("before_rl_dev", {}).get(r, {}).get("balanced_acc"), m["balanced_acc"], ci(m), m.get("truth_balanced_acc"), m.get("score_auc"),
-                 m.get("readout_auc"), m["positive_rate"], None, None] for r, m in jd["before_rl"].items()]
-        rows += [[name, r, m.get("dev_balanced_acc"), m["balanced_acc"], ci(m), m.get("truth_balanced_acc"), None, None, m["positive_rate"], None, None]
-                 for name, per_rule in jd.get("reference_judges", {}).items() for r, m in per_rule.items()]
-        for name, v in jd["variants"].items():
-            paper = paper_row(v["entry"]["row"], v["entry"]["rule"])
-            t = v["test"]
-            rows.append([name, v["entry"]["rule"], v["dev"]["balanced_acc"], t["balanced_acc"], ci(t), t.get("truth_balanced_acc"),
-                         t.get("score_auc"), t.get("readout_auc"), t["positive_rate"],
-                         jd.get("timings", {}).get(f"variants.{name}.seconds"), paper and paper["avg"]])
-        n = next(iter(jd.get("splits", {}).values()), {}).get("test", {})
-        out += ["", f"**04 judges**: balanced step accuracy (%) on the test split ({n.get('chunks')} chunks from "
-                f"{n.get('problems')} problems) against the MC labels, with its 95% interval (problems resampled), "
-                "and against the exact checker; the dev column is the split choices were made on; the last column "
-                "is the *paper's* real-ProcessBench average F1 for the same row (Tables 5/6, 1.5B), not ours", "",
-                *_md_table(["judge", "rule", "dev acc", "test acc, MC labels", "95% interval", "acc, exact checker", "score AUC (Maj@k)",
-                            "readout AUC", "positive %", "train s", "paper: ProcessBench F1"], rows)]
-        if jd.get("comparisons"):
-            num = lambda c, f: None if c["diff"] is None else f.format(**c)  # noqa: E731  (uninformative: no number)
-            rows = [[c["claim"], f"{c['a']} − {c['b']}", num(c, "{diff:+.1f}"), num(c, "[{low:+.1f}, {high:+.1f}]"),
-                     c["test"], c["p_bootstrap"], c.get("mcnemar", {}).get("p"), c["verdict"]] for c in jd["comparisons"]]
-            out += ["", "*Paired comparisons on the same test chunks (`stepwiser_lib.evals.evaluation.compare`):*", "",
-                    *_md_table(["question", "difference", "points", "95% interval", "paired test", "p",
-                                "McNemar p (exact)", "verdict"], rows)]
-    for name, title in (("processbench", "05 toy-ProcessBench"), ("chunk_reset", "06 chunk-reset inference"),
-                        ("rsft", "07 stepwise RS-FT")):
-        if (res / f"{name}.md").exists():
-            out += ["", f"**{title}**", "", *_tables((res / f"{name}.md").read_text())]
+    for title, name, render in STAGE_TABLES:
+        md = res / f"{name}.md"
+        if md.exists():
+            text = md.read_text()
+        elif render and (res / f"{name}.json").exists():
+            text = render(io.read_json(res / f"{name}.json"))
+        else:
+            continue
+        out += ["", f"**{title}**", "", *_tables(text)]
+        if name == "judges" and (res / "judges.json").exists():
+            comps = io.read_json(res / "judges.json").get("comparisons")
+            if comps:
+                out += ["", *_tables(judge_runs.comparisons_markdown(comps))]
     return "\n".join(out)
 
 
