@@ -24,6 +24,8 @@ help:
 	@echo "make bench       labelling speed: naive vs batched vs adaptive -> results/bench/labelling.json"
 	@echo "make toy-base    rebuild the committed toy base model data/toy_base (~60 min on 2 cores)"
 	@echo "make toy-processbench  rebuild data/toy_processbench from the toy base model (~2 min)"
+	@echo "make check-profiles  validate every shipped profile against every notebook (seconds)"
+	@echo "make clean       remove the smoke and real-smoke outputs (runs/, results/, figures/)"
 
 # The environment: created once, refreshed when pyproject.toml or constraints.txt changes. torch is
 # installed first and pinned, so that pip takes the CPU wheel where one is on disk (no multi-GB
@@ -107,7 +109,7 @@ smollm2: venv
 	$(PY) -m stepwiser_lib.engines.smollm2 --out runs/models/smollm2-135m-instruct
 
 check-profiles: venv
-	@for p in smoke colab-smoke tiny colab paper; do $(PY) -m stepwiser_lib.tools.runner --profile $$p --check >/dev/null && echo "profile $$p ok"; done
+	@for p in $$($(PY) -c "from stepwiser_lib.core.config import PROFILES; print(*PROFILES)"); do $(PY) -m stepwiser_lib.tools.runner --profile $$p --check >/dev/null && echo "profile $$p ok" || exit 1; done
 
 lab: venv
 	$(VENV)/bin/jupyter lab notebooks/

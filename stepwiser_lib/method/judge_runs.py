@@ -173,7 +173,6 @@ def start_label(warmed: bool) -> str:
 
 
 def _masked(row: dict, test_preds: list[dict]) -> dict:
-
     return mask(row, tally(test_preds), ROW_NUMBERS)
 
 

@@ -132,7 +132,6 @@ def run(profile: str, only: list[str] | None = None, check_only: bool = False,
         tpath.write_text(json.dumps(old, indent=2) + "\n")
     if record if record is not None else (not only and out_dir is None and notebooks_dir == NOTEBOOKS_DIR):
         # a full run of the shipped notebooks: its times are a result (the run-time table of docs/results_tiny.md)
-
         write_json(results_dir(profile) / "run_times.json",
                    {"notebooks": timings, "cpus": os.cpu_count(), "fresh": fresh})
     return timings
