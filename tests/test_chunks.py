@@ -1,5 +1,4 @@
 """The chunk format and balanced \\boxed{} reading (stepwiser_lib.core.chunks): literal cases."""
-import ast
 import json
 import os
 import pathlib
@@ -67,25 +66,4 @@ def math500_path():
     return p
 
 
-TOY = {"toyworld", "toybase", "toy_trials"}  # toy_trials: the toy policy's recipe trials (issue 18)
-#: Modules still allowed to import the toy world: tasks (the problem sources) and the stage
-#: modules whose toy-only helpers have not moved yet (style review PR 3 / PR 7).
-ALLOWED = {"tasks", "judge", "processbench"}
-
-
-def _imported(tree):
-    for n in ast.walk(tree):  # nested (lazy) imports count too
-        if isinstance(n, ast.ImportFrom):
-            yield (n.module or "").lstrip(".")
-            if not n.module:
-                yield from (a.name for a in n.names)
-        elif isinstance(n, ast.Import):
-            yield from (a.name.rsplit(".", 1)[-1] for a in n.names)
-
-
-def test_only_allowed_modules_import_the_toy_world():
-    """Real-model code must not depend on the toy world (the toy world may import anything)."""
-    lib = pathlib.Path(chunks.__file__).parent
-    for p in lib.glob("*.py"):
-        if p.stem not in TOY | ALLOWED:
-            assert not set(_imported(ast.parse(p.read_text()))) & TOY, p.name
+# Which modules may import the toy world: tests/test_layers.py (in the method, only tasks.py).

@@ -49,6 +49,9 @@ def test_comparison_pairs_ask_the_papers_questions_where_both_sides_exist():
     assert len(a) == 2 and b[0]["judge"] == WARMUP_NAME  # both seeds of the main judge
     assert {p["verdict"] for p in pairs[1][3]} == {True}  # chance: always Positive
     assert len(pairs[2][3]) == 1 and len(pairs[3][2]) == 1
+    comps = jr.compare_all(preds, names, "stepwiser:rel_ratio")  # each question answered, in that order
+    assert [c["claim"] for c in comps] == [c for c, *_ in pairs] and all(c["split"] == "test" for c in comps)
+    assert comps[0]["diff"] > 0 and comps[0]["verdict"] in ("a higher", "within noise")  # right vs always wrong
 
 
 def test_read_registry_names_what_is_missing(tmp_path, monkeypatch):

@@ -3,6 +3,7 @@ import os
 
 import pytest
 
+from stepwiser_lib.core import schemas
 from stepwiser_lib.method import processbench as PB
 from stepwiser_lib.toy import processbench_build
 
@@ -173,8 +174,8 @@ def test_toy_processbench_labels_agree_with_the_step_checker():
 
     from stepwiser_lib.core.paths import ROOT
 
-    man = json.loads((ROOT / PB.TOY_DIR_DEFAULT / "manifest.json").read_text())
-    for split in PB.TOY_SPLITS:
+    man = json.loads((ROOT / schemas.TOY_DIR_DEFAULT / "manifest.json").read_text())
+    for split in schemas.TOY_SPLITS:
         recs = PB.load_toy(split)
         assert len(recs) == 200
         assert sum(r["label"] == -1 for r in recs) == 100  # half correct, half erroneous
@@ -184,7 +185,7 @@ def test_toy_processbench_labels_agree_with_the_step_checker():
             assert tw.problem_split(r["problem"]) == "processbench"  # disjoint from training
         # alternating error/correct: any prefix is balanced
         assert abs(sum(r["label"] == -1 for r in recs[:20]) - 10) <= 1
-    assert {s: m["n"] for s, m in man["splits"].items()} == {s: 200 for s in PB.TOY_SPLITS}
+    assert {s: m["n"] for s, m in man["splits"].items()} == {s: 200 for s in schemas.TOY_SPLITS}
 
 
 def test_toy_loader_errors(tmp_path):
@@ -288,7 +289,7 @@ def test_run_judges_rows_thresholds_cache_and_the_orderings_inputs(tmp_path, mon
 
 def test_load_bench_toy_and_a_clear_error():
     bench = PB.load_bench("toy", None, limit=10)
-    assert list(bench) == list(PB.TOY_SPLITS) and all(len(r) == 10 for r in bench.values())
+    assert list(bench) == list(schemas.TOY_SPLITS) and all(len(r) == 10 for r in bench.values())
     s = PB.bench_summary(bench)
     assert all(v["solutions"] == 10 and v["erroneous"] == 5 for v in s.values())
     with pytest.raises(ValueError, match="BENCH must be toy or real, not 'fake'"):

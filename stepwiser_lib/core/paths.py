@@ -3,7 +3,7 @@
 * ``runs/<profile>/``: executed notebooks, and ``runs/<profile>/artifacts/<stage>/`` for what a
   stage hands to the next (models, labels, prompts). Git-ignored; long jobs resume from it.
 * ``results/<profile>/``: numbers (JSON, Markdown tables). ``figures/<profile>/``: plots.
-  Both are produced by ``make reproduce`` and committed for ``tiny``.
+  Both are produced by ``make reproduce``; docs/architecture.md says which profiles' are committed.
 * ``data/``: committed inputs such as the toy base model (``data/toy_base``).
 
 The repository root is found from the package location (an editable install), or from

@@ -408,7 +408,7 @@ def training(shape: ModelShape, *, lora_rank: int | None, micro_batch: int, seq_
     """Peak of one training micro-step (forward + backward + optimizer step), per device.
 
     Precision: ``master_fp32=True`` is the model loaded in fp32 and run under autocast (HF
-    Trainer / accelerate ``fp16`` or ``bf16`` mixed precision; :func:`stepwiser_lib.method.judge.
+    Trainer / accelerate ``fp16`` or ``bf16`` mixed precision; :func:`stepwiser_lib.method.judge_train.
     train_grpo_judge` loads fp32): every weight is stored in fp32, grads and Adam states are
     fp32, and autocast caches a ``dtype_bytes`` copy of each *trainable* weight for the whole
     forward (frozen weights are cast per op and freed). ``master_fp32=False`` is pure half

@@ -150,7 +150,7 @@ class GRPOSettings:
             epsilon=self.epsilon_low, epsilon_high=self.epsilon_high,
             max_completion_length=self.max_completion, temperature=self.temperature,
             repetition_penalty=1.0, top_k=0, top_p=1.0,  # the policy's own distribution
-            shuffle_dataset=not self.balanced_steps,  # balanced steps: our order (judge.balanced_order)
+            shuffle_dataset=not self.balanced_steps,  # balanced steps: our order (judge_train.balanced_order)
             gradient_checkpointing=self.gradient_checkpointing,
             # The objective, spelled out rather than left to TRL's defaults, so the paper path
             # (colocated vLLM) and the colab path (HF) optimise the same thing: verl's token-mean

@@ -1,1 +1,3 @@
-"""evals"""
+"""Layer 1: statistics, per-item predictions and paired comparisons, the claims table and the paper's
+reported numbers. Imports only core; no torch.
+"""

@@ -3,9 +3,11 @@
 The generative judge reads (problem, history, new chunk) with the Table 3 prompt, writes an
 analysis, and ends with ``\\boxed{Positive}`` or ``\\boxed{Negative}``. The RL reward is 1 if the
 boxed verdict matches the Monte-Carlo label and 0 otherwise (no format bonus for the CoT judge).
-This module holds the output contract and rewards, the toy format warm-up, GRPO training (TRL +
-PEFT), batched inference, and the variants of Tables 5/6 (:func:`train_variant`); the
-discriminative baseline is in :mod:`stepwiser_lib.method.discriminative`.
+This module holds the output contract and rewards, the :class:`Judge` (HF or vLLM) and its loading
+from notebook 04's registry (:func:`load_judge`, :func:`loader`), the warm-up's input chunks
+(:func:`policy_chunks`) and the evaluation of a judge on labelled chunks. Training and the variants of
+Tables 5/6 are in :mod:`stepwiser_lib.method.judge_train`; the discriminative baseline in
+:mod:`stepwiser_lib.method.discriminative`.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from ..core.chunks import parse_chunks
 from ..core.prompts import get, judge_prompt
 
 # The verdict format and the one rule for an output without one (stepwiser_lib.core.verdicts.RULE)
-from ..core.verdicts import VERDICTS, parse_verdict  # noqa: F401  (judge.parse_verdict: the notebooks' name)
+from ..core.verdicts import VERDICTS, parse_verdict  # noqa: F401  (judge.parse_verdict: what a judge's output is read with)
 from . import tasks
 from .discriminative import DiscJudge
 

@@ -16,7 +16,7 @@ from ..core.vocab import WARMUP_NAME, parse_variant, variant_slug
 from ..engines import sft
 from ..engines.trainers import SFTSettings
 from ..evals import claims
-from ..evals.evaluation import balanced_accuracy_ci, constant_judge, judge_predictions, reference_judge
+from ..evals.evaluation import balanced_accuracy_ci, compare, constant_judge, judge_predictions, reference_judge
 from ..evals.paper_results import paper_row
 from . import judge, judge_train, tasks
 
@@ -253,6 +253,12 @@ def comparison_pairs(preds: dict, run_ids: list[str], main: str) -> list[tuple[s
         if rx == ry and (x, y) != (main, disc):
             pairs.append((claim, rx, runs(x), runs(y)))
     return pairs
+
+
+def compare_all(preds: dict, run_ids: list[str], main: str) -> list[dict]:
+    """Notebook 04's paired comparisons on the test split: each question of :func:`comparison_pairs`
+    answered by :func:`stepwiser_lib.evals.evaluation.compare` (uninformative when a judge parsed nothing)."""
+    return [{"claim": claim, "split": "test", **compare(a, b)} for claim, _, a, b in comparison_pairs(preds, run_ids, main)]
 
 
 def read_registry(profile: str, names: list[str], allow_all: bool = False) -> dict[str, dict]:
