@@ -148,3 +148,13 @@ def test_light_modules_import_without_torch_or_matplotlib():
     assert out.stdout.strip() == "[]", f"importing the light modules pulled in {out.stdout.strip()}"
     for m in HEAVY:
         assert (LIB / (m.replace(".", "/") + ".py")).exists(), f"HEAVY names a missing module {m}"
+
+
+def test_no_private_name_is_imported_across_modules():
+    """A module that needs another's helper uses its public name (the review's labelling._prefix_settled)."""
+    bad = []
+    for name, path in _modules().items():
+        for n in ast.walk(ast.parse(path.read_text())):
+            if isinstance(n, ast.ImportFrom) and (n.level or (n.module or "").startswith("stepwiser_lib")):
+                bad += [f"{name}:{n.lineno} imports {a.name}" for a in n.names if a.name.startswith("_") and a.name != "__future__"]
+    assert not bad, "\n".join(bad)

@@ -170,7 +170,7 @@ class Judge:
         return res
 
 
-def _triple(e: dict) -> tuple[str, list[str], str]:
+def triple(e: dict) -> tuple[str, list[str], str]:
     """The (problem, history, chunk) a judge reads, from a stage-03 judge example."""
     return e["problem"], e["history"], e["chunk"]
 
@@ -198,7 +198,7 @@ def self_check_yield(judge: "Judge", examples: list[dict], k: int = 4, seed: int
     a parsable verdict and whether that verdict agrees with the Monte-Carlo label. Kept
     STaR-style, the agreeing ones would be a warm-up whose analysis nobody computed from the true
     values. [not in paper: the paper's judges start from instruct models that follow the prompt]"""
-    res = judge.judge([_triple(e) for e in examples], k=k, temperature=1.0, seed=seed)
+    res = judge.judge([triple(e) for e in examples], k=k, temperature=1.0, seed=seed)
     parsable = agree = 0
     for e, r in zip(examples, res):
         pos = round(r["score"] * k)
@@ -219,7 +219,7 @@ def verdict_readout(judge: "Judge", examples: list[dict], judged: list[dict]) ->
     against the analysis' own implied verdict: 0.5 means the verdict ignores the analysis, 1.0
     that it reads it perfectly) and the mean p_positive after analyses that imply right/wrong.
     """
-    triples = [_triple(e) for e in examples]
+    triples = [triple(e) for e in examples]
     probs = judge.verdict_probs(triples, [j["analysis"] for j in judged])
     for j, p in zip(judged, probs):
         j["p_positive"] = p
@@ -275,7 +275,7 @@ def evaluate_judge(judge, examples: list[dict], k: int = 1, seed: int = 0,
     ``auc_k`` sampled verdicts that are Positive (Maj@k score, paper Table 5), a measure of how
     well the judge tells steps apart whatever its Positive rate. With ``readout`` (generative
     judges only) also :func:`verdict_readout`'s metrics. [not in paper]"""
-    triples = [_triple(e) for e in examples]
+    triples = [triple(e) for e in examples]
     judged = judge.judge(triples, k=k, seed=seed)
     res = step_accuracy(judged, examples)
     truth = [tasks.step_truth(e) for e in examples]

@@ -22,7 +22,7 @@ from ..engines.sft import sft
 from ..engines.trainers import GRPOSettings, SFTSettings, world_size
 from . import tasks
 from .discriminative import train_disc_judge
-from .judge import Judge, _triple, judge_prompt_of, make_direct_reward, step_accuracy, verdict_reward
+from .judge import Judge, judge_prompt_of, make_direct_reward, step_accuracy, triple, verdict_reward
 
 
 def rsft_select(examples: list[dict], samples: list[list[str]], per_example: int = 1,
@@ -238,7 +238,7 @@ def train_grpo_judge(model_dir: str, train: list[dict], out_dir, settings: dict,
         # (models.sampling_half): the fp32 master weights would otherwise keep an fp32 cache
         j = Judge.from_model(for_sampling(model_), tok, batch_size=s.val_batch, family=family,
                              max_new_tokens=s.max_completion, style=style)
-        curve.append({"step": step, **step_accuracy(j.judge([_triple(e) for e in val]), val)})
+        curve.append({"step": step, **step_accuracy(j.judge([triple(e) for e in val]), val)})
 
     class _Val(TrainerCallback):
         def on_step_end(self, a, state, control, **kw):  # state.global_step counts optimizer updates
