@@ -196,6 +196,9 @@ def test_train_warmups_one_per_style_cached_and_the_direct_one_shorter(tmp_path,
 
     def fake_sft(init, recs, d, ws):
         runs.append((d.name, ws.max_steps))
+        (d / "model").mkdir(parents=True, exist_ok=True)  # a whole saved model: config and weights
+        (d / "model" / "config.json").write_text("{}")
+        (d / "model" / "model.safetensors").write_text("w")
         return {"model_dir": str(d / "model"), "steps": ws.max_steps, "train_seconds": 0.1}
 
     monkeypatch.setattr(sft, "sft", fake_sft)

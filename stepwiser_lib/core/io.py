@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import socket
 import tempfile
 import warnings
 from pathlib import Path
 from typing import Any, Iterable
 
 from .paths import ROOT, output_root
+
+try:  # advisory file locks (POSIX); see artifact_lock
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None
 
 
 class RecordError(ValueError):
@@ -42,6 +49,43 @@ def atomic_write_text(path: str | Path, text: str) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+class ArtifactBusy(RuntimeError):
+    """Another process is writing the same artifact right now."""
+
+
+@contextlib.contextmanager
+def artifact_lock(path: str | Path):
+    """Hold an exclusive lock on artifact ``path`` (a file ``.<name>.lock`` beside it) for a block.
+
+    Two runs of one profile (a terminal ``make reproduce`` and the same notebook in JupyterLab)
+    must not write one model folder at once: the second gets :class:`ArtifactBusy`, naming the
+    folder and the other process, instead of racing. The lock is advisory (``flock``) and goes with
+    its process, so a killed run never leaves it held. Where ``fcntl`` is missing (Windows) the
+    block runs unlocked."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = path.with_name(f".{path.name}.lock")
+    with open(lock, "a+", encoding="utf-8") as f:
+        if fcntl is not None:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                f.seek(0)
+                other = f.read().strip() or "another process"
+                raise ArtifactBusy(f"{path} is being written by {other} right now (lock {lock.name}): "
+                                   "run one copy of a stage at a time, or give the second its own "
+                                   "STEPWISER_OUTPUT_ROOT") from None
+        f.seek(0)
+        f.truncate()
+        f.write(f"process {os.getpid()} on {socket.gethostname()}")
+        f.flush()
+        try:
+            yield
+        finally:
+            if fcntl is not None:
+                fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def write_json(path: str | Path, obj: Any) -> None:
@@ -214,17 +258,20 @@ def has_cached(path: str | Path, key: str) -> bool:
     return isinstance(old, dict) and old.get("_key") == key
 
 
-def cached_json(path: str | Path, key: str, compute) -> dict:
+def cached_json(path: str | Path, key: str, compute, valid=None) -> dict:
     """Resume helper for long jobs: return the record at ``path`` if it was written for the same
-    ``key`` (e.g. :func:`digest` of the config and inputs); otherwise run ``compute()``, write its
-    result with the key (atomically, so an interrupted job leaves nothing half-written) and
-    return it. A record that cannot be read back is recomputed."""
+    ``key`` (e.g. :func:`digest` of the config and inputs) and, with ``valid``, ``valid(record)``
+    holds (the model folder it names is whole: reliability review 2, H01); otherwise run
+    ``compute()``, write its result with the key (atomically, so an interrupted job leaves nothing
+    half-written) and return it. A record that cannot be read back is recomputed."""
     path = Path(path)
     old = _read_cached(path) if path.exists() else None
     if isinstance(old, dict) and old.get("_key") == key:
-        return old
+        if valid is None or valid(old):
+            return old
+        warnings.warn(f"{path}: what it records is no longer on disk (a model folder missing or incomplete); "
+                      "recomputed", stacklevel=2)
     if path.exists() and not isinstance(old, dict):  # damaged: kept for a look, then recomputed
-
         aside = set_aside(path, "corrupt")
         warnings.warn(f"{path} could not be read back (damaged); moved to {aside.name} and recomputed", stacklevel=2)
     rec = compute()

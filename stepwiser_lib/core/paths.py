@@ -50,6 +50,42 @@ def output_root() -> Path:
     return Path(v).expanduser() if v else ROOT
 
 
+def stored_path(path: str | Path) -> str:
+    """A model folder as a record or the judge registry stores it: ``runs/...`` relative to the
+    output root, or ``data/...`` relative to the repository, when it lies there; anything else (a
+    hub id, a folder elsewhere) as it is. A moved or copied checkout then reads its own models
+    (:func:`resolve_stored`). [reliability review 2, H02]"""
+    p = Path(path)
+    if not p.is_absolute():
+        return str(path)
+    for root, head in ((output_root(), "runs"), (ROOT, "data")):
+        try:
+            rel = p.resolve().relative_to(Path(root).resolve() / head)
+        except ValueError:
+            continue
+        return f"{head}/{rel.as_posix()}"
+    return str(path)
+
+
+def resolve_stored(s: str) -> str:
+    """The folder a stored model path names here: ``runs/...`` under the output root, ``data/...``
+    under the repository. An absolute path written by another checkout (records written before
+    paths were stored relative, or a copy of ``runs/``) is read from this output root's ``runs/``
+    when the same folder exists here, so a moved checkout resumes and a copy never reads the
+    original's models. Anything else (a hub id) is returned unchanged."""
+    if s.startswith("runs/"):
+        return str(output_root() / s)
+    if s.startswith("data/"):
+        return str(ROOT / s)
+    p = Path(s)
+    if p.is_absolute() and "runs" in p.parts:
+        i = len(p.parts) - 1 - p.parts[::-1].index("runs")
+        here = output_root().joinpath(*p.parts[i:])
+        if here.exists() and here.resolve() != p.resolve():
+            return str(here)
+    return s
+
+
 def runs_root() -> Path:
     return output_root() / "runs"
 

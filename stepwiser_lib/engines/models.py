@@ -24,11 +24,13 @@ import gc
 import json
 import os
 import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
+from ..core import io
 from ..core.chunks import CHUNK_CLOSE, CHUNK_OPEN, SEPARATOR
 from ..core.paths import model_fingerprint
 from . import decoding
@@ -593,26 +595,31 @@ def merged_model_dir(base: str, adapter: str) -> str:
 
 
 def save_atomically(model, tok, dest, marker: tuple[str, str] | None = None) -> None:
-    """``save_pretrained`` of ``model`` and ``tok`` into a hidden ``.<name>.partial`` folder beside
-    ``dest``, then one rename: a stage killed while saving leaves no half-written model where the
-    next stage looks (``save_pretrained`` writes ``config.json`` before the weights)."""
+    """``save_pretrained`` of ``model`` and ``tok`` into a hidden scratch folder of this process
+    beside ``dest``, then one rename: a stage killed while saving leaves no half-written model
+    where the next stage looks (``save_pretrained`` writes ``config.json`` before the weights).
+    The save holds ``dest``'s lock (:func:`stepwiser_lib.core.io.artifact_lock`): a second run
+    saving the same folder at the same time fails clearly instead of mixing the two models."""
     dest = Path(dest)
-    tmp = dest.with_name(f".{dest.name}.partial")
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp)
-    if tok is not None:
-        tok.save_pretrained(tmp)
-    if marker:
-        (tmp / marker[0]).write_text(marker[1])
-    if dest.exists():
-        old = dest.with_name(f".{dest.name}.old")
-        shutil.rmtree(old, ignore_errors=True)
-        dest.rename(old)
-        tmp.rename(dest)
-        shutil.rmtree(old)
-    else:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp.rename(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with io.artifact_lock(dest):
+        tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".partial"))
+        try:
+            model.save_pretrained(tmp)
+            if tok is not None:
+                tok.save_pretrained(tmp)
+            if marker:
+                (tmp / marker[0]).write_text(marker[1])
+            os.chmod(tmp, 0o755)  # mkdtemp makes 0700; models are read by other users of a shared folder
+            old = dest.with_name(f".{dest.name}.old")
+            shutil.rmtree(old, ignore_errors=True)  # a save killed between its two renames left it
+            if dest.exists():
+                dest.rename(old)
+            tmp.rename(dest)
+            shutil.rmtree(old, ignore_errors=True)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
 
 
 def lora_config(r: int = 16, alpha: int = 32):

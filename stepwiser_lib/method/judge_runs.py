@@ -9,6 +9,8 @@ seed; the judge later notebooks use is always the ``SEED`` run, fixed in advance
 
 from __future__ import annotations
 
+import os
+
 from ..core import io, paths
 from ..core.schemas import JUDGE_EXAMPLE, JUDGE_SPLITS
 from ..core.verdicts import mask, tally
@@ -117,8 +119,10 @@ def train_warmups(art, styles: list[str], chunks: list[dict], init: str, *, fami
         ws = SFTSettings(max_steps=direct_steps if style == "direct" else steps, lr=lr, global_batch=batch,
                          micro_batch=micro_batch, seed=seed, name="WARMUP")
         key = io.digest(style, paths.model_fingerprint(init), ws, recs)
-        rec = io.cached_json(d / "record.json", key, lambda: sft.sft(init, recs, d, ws))
-        dirs[style], keys[style] = rec["model_dir"], rec["_key"]
+        rec = io.cached_json(d / "record.json", key,
+                             lambda: {**(r := sft.sft(init, recs, d, ws)), "model_dir": paths.stored_path(r["model_dir"])},
+                             valid=lambda r: paths.model_complete(paths.resolve_stored(r["model_dir"])))
+        dirs[style], keys[style] = paths.resolve_stored(rec["model_dir"]), rec["_key"]
         print(f"warm-up {style}: {len(recs)} records, {rec['steps']} steps, {rec['train_seconds']} s")
     return dirs, keys, records
 
@@ -153,11 +157,12 @@ def train_runs(art, variants: list[str], seed: int, repeat_seeds: list[int], *, 
         d = art / variant_slug(run_id)
         key = io.digest(name, s, judge_train.recipe_key(parse_variant(name)[0], recipe), paths.model_fingerprint(init),
                         warm_keys, data_hash[rule], family)
-        cached = io.has_cached(d / "record.json", key)
-        records[run_id] = io.cached_json(d / "record.json", key, lambda: judge_train.train_variant(
-            name, data, d, base_model=init, warmups=warmups, recipe=recipe, family=family, seed=s))
-        records[run_id]["entry"].update(name=run_id, key=records[run_id]["_key"])
-        print(f"{run_id:32s} trained in {records[run_id]['train']['seconds']:7.1f} s{'  (from disk)' if cached else ''}")
+        trained = []
+        rec = io.cached_json(d / "record.json", key, lambda: trained.append(run_id) or stored_record(
+            judge_train.train_variant(name, data, d, base_model=init, warmups=warmups, recipe=recipe, family=family,
+                                      seed=s)), valid=lambda r: entry_whole(r["entry"]))
+        records[run_id] = {**rec, "entry": {**resolved_entry(rec["entry"]), "name": run_id, "key": rec["_key"]}}
+        print(f"{run_id:32s} trained in {records[run_id]['train']['seconds']:7.1f} s{'' if trained else '  (from disk)'}")
     return records
 
 
@@ -261,6 +266,37 @@ def compare_all(preds: dict, run_ids: list[str], main: str) -> list[dict]:
     return [{"claim": claim, "split": "test", **compare(a, b)} for claim, _, a, b in comparison_pairs(preds, run_ids, main)]
 
 
+#: The fields of a registry entry that name model folders (stored relative: paths.stored_path).
+MODEL_FIELDS = ("base", "adapter")
+
+
+def stored_entry(entry: dict) -> dict:
+    """A registry entry as files store it: its model folders relative to the output root."""
+    return {**entry, **{k: paths.stored_path(entry[k]) for k in MODEL_FIELDS if entry.get(k)}}
+
+
+def resolved_entry(entry: dict) -> dict:
+    """A stored registry entry with its model folders resolved on this machine (paths.resolve_stored)."""
+    return {**entry, **{k: paths.resolve_stored(entry[k]) for k in MODEL_FIELDS if entry.get(k)}}
+
+
+def stored_record(record: dict) -> dict:
+    """A trained run's record (:func:`stepwiser_lib.method.judge_train.train_variant`) as ``record.json`` stores it."""
+    return {**record, "entry": stored_entry(record["entry"])}
+
+
+def entry_whole(entry: dict) -> bool:
+    """Every local model folder the entry names is complete (config and weights); a hub id is not
+    checked. A cached run whose folder was deleted is retrained, not trusted (review 2, H01)."""
+    local = [paths.resolve_stored(entry[k]) for k in MODEL_FIELDS if entry.get(k)]
+    return all(paths.model_complete(p) for p in local if os.path.isabs(p))
+
+
+def write_registry(path, entries: list[dict]) -> None:
+    """Notebook 04's ``judges.json``: the entries notebooks 05-07 read, model folders stored relative."""
+    io.write_json(path, [stored_entry(e) for e in entries])
+
+
 def read_registry(profile: str, names: list[str], allow_all: bool = False) -> dict[str, dict]:
     """Notebook 04's registry entries for ``names`` (every entry when ``allow_all`` and ``names``
     holds ``"all"``), in registry order; raises naming the judges it lacks."""
@@ -268,7 +304,7 @@ def read_registry(profile: str, names: list[str], allow_all: bool = False) -> di
     if not path.exists():
         raise FileNotFoundError(f"no judge registry at {path}: run notebook 04 at profile {profile!r} first "
                                 f"(make reproduce PROFILE={profile})")
-    registry = {e["name"]: e for e in io.read_json(path)}
+    registry = {e["name"]: resolved_entry(e) for e in io.read_json(path)}
     wanted = [n for n in names if not (allow_all and n == "all")]
     unknown = [n for n in wanted if n not in registry]
     if unknown:

@@ -29,6 +29,7 @@ import sys
 from pathlib import Path
 
 from ..core.config import ConfigError
+from ..core.io import atomic_write_text
 from ..core.paths import ROOT, run_dir
 from .runner import run
 
@@ -118,7 +119,7 @@ def export(profile: str = "tiny", src: str | Path | None = None, out: str | Path
                                "rerun it before exporting")
         doc = clean(nb, root, f"notebooks/{p.name}", profile)
         dest = out / p.name
-        dest.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+        atomic_write_text(dest, json.dumps(doc, indent=1, ensure_ascii=False) + "\n")  # never a half-written copy
         written.append(dest)
         m = doc["metadata"]["stepwiser_docs"]["minutes"]
         rows.append(f"| [{_title(nb)}]({p.name}) | [`notebooks/{p.name}`](../../notebooks/{p.name}) | "
@@ -131,7 +132,7 @@ def export(profile: str = "tiny", src: str | Path | None = None, out: str | Path
              "| notebook | source | minutes in the run that wrote it |", "|---|---|---|", *rows, "",
              "A stage that resumed from what an earlier run left on disk takes less time than a fresh run; "
              "the run-time table of docs/results_tiny.md gives a fresh run's times.", ""]
-    (out / "README.md").write_text("\n".join(index))
+    atomic_write_text(out / "README.md", "\n".join(index))
     return written
 
 

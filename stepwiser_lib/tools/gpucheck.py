@@ -30,6 +30,7 @@ from pathlib import Path
 
 from ..core import paths
 from ..core.config import list_notebooks
+from ..core.io import atomic_write_text
 from ..method.tasks import write_numina_standin
 from .runner import run as run_notebooks
 
@@ -108,7 +109,7 @@ def run(backend: str = "hf", out: Path | None = None, data_dir: str | None = Non
     info["seconds"] = round(sum(s["seconds"] for s in info["stages"].values()), 1)
     out = Path(out or paths.run_dir(PROFILE) / "gpu_check.json")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(info, indent=1) + "\n")
+    atomic_write_text(out, json.dumps(info, indent=1) + "\n")
     print(f"[gpu-check] all stages in {info['seconds']} s; wrote {out}", flush=True)
     return info
 

@@ -21,6 +21,7 @@ import logging
 import os
 import sys
 import time
+import warnings
 from pathlib import Path
 
 from ..core.config import ConfigError, checked_parameters, list_notebooks, notebook_parameters, with_defaults
@@ -45,6 +46,23 @@ def _quiet_papermill_inference() -> None:
     log = logging.getLogger("papermill")
     if not any(isinstance(f, _InferenceNoise) for f in log.filters):
         log.addFilter(_InferenceNoise())
+
+
+def read_timings(path: Path) -> dict:
+    """``runs/<profile>/timings.json`` (seconds per notebook of the latest runs), or ``{}`` when it
+    is missing or damaged (a run killed while writing it, before writes were atomic): the times
+    are a record, not an input, so a damaged file is replaced with a warning, never fatal."""
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+        if isinstance(data, dict):
+            return data
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        pass
+    warnings.warn(f"{path} is damaged (not a JSON object of seconds per notebook); it is rewritten "
+                  "from this run's times", stacklevel=2)
+    return {}
 
 
 def _failure(nb_path: Path) -> str:
@@ -127,9 +145,9 @@ def run(profile: str, only: list[str] | None = None, check_only: bool = False,
                                f"  full traceback in {dest}") from None
         timings[nb.stem] = round(time.time() - t0, 1)
         print(f"[runner] {nb.stem} done in {timings[nb.stem]:.0f} s", flush=True)
-        old = json.loads(tpath.read_text()) if tpath.exists() else {}
+        old = read_timings(tpath)
         old.update(timings)
-        tpath.write_text(json.dumps(old, indent=2) + "\n")
+        write_json(tpath, old)
     if record if record is not None else (not only and out_dir is None and notebooks_dir == NOTEBOOKS_DIR):
         # a full run of the shipped notebooks: its times are a result (the run-time table of docs/results_tiny.md)
         write_json(results_dir(profile) / "run_times.json",

@@ -36,6 +36,7 @@ import torch
 
 from ..core import prompts
 from ..core.chunks import format_ok, paragraph_chunks, parse_chunks
+from ..core.io import atomic_write_text
 from ..engines.models import HFGenerator, load_model, set_threads
 from . import toyworld
 
@@ -318,7 +319,7 @@ def train(out_dir: str, work_dir: str, seed: int = 0, max_steps: int = 1000, bat
     }
     manifest["phases"] = phases + [{"training": manifest["training"], "eval": metrics,
                                     "files": manifest["files"]}]
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    atomic_write_text(out / "manifest.json", json.dumps(manifest, indent=2) + "\n")
     print(json.dumps(manifest["eval"], indent=2), flush=True)
     return manifest
 
