@@ -171,3 +171,47 @@ def test_a_moved_checkout_resumes_and_a_copy_reads_its_own_judges_H02(tmp_path, 
     assert paths.resolve_stored("Qwen/Qwen2.5-1.5B-Instruct") == "Qwen/Qwen2.5-1.5B-Instruct"  # a hub id
     assert paths.stored_path(str(paths.TOY_BASE_DIR)) == "data/toy_base"
     assert paths.resolve_stored("data/toy_base") == str(paths.TOY_BASE_DIR)
+
+
+# ----------------------------------------------------------------------------- A: settings that do not fit together
+
+@pytest.mark.parametrize("case, notebook, values, match", [
+    ("A01", "04_judge_grpo", {"PROMPTS_PER_STEP": 3, "GROUP_SIZE": 4, "UPDATES_PER_STEP": 5},
+     r"04_judge_grpo: .*12 is not divisible by 5; change UPDATES_PER_STEP"),
+    ("A02", "01_self_segmentation", {"SFT_BATCH": 8, "SFT_MICRO_BATCH": 3},
+     r"01_self_segmentation: .*SFT_MICRO_BATCH.*change SFT_MICRO_BATCH"),
+    ("A02", "04_judge_grpo", {"WARMUP_BATCH": 16, "WARMUP_MICRO_BATCH": 5}, r"04_judge_grpo: .*WARMUP_MICRO_BATCH"),
+    ("A04", "03_balancing", {"MIN_CHARS": 5000, "MAX_CHARS": 100}, r"MIN_CHARS = 5000 > MAX_CHARS = 100 keeps no judge example"),
+    ("A08", "01_self_segmentation", {"SFT_MAX_STEPS": 0}, r"SFT_MAX_STEPS = 0 would train one step"),
+    ("A15", "05_processbench", {"LIMIT": 1}, r"LIMIT = 1 keeps no correct solution per split"),
+])
+def test_settings_that_do_not_fit_together_stop_check_and_dry_run(case, notebook, values, match, tmp_path):
+    """Each value passes its own declaration; together they cannot work. ``--check`` and
+    ``--dry-run`` (and every run) stop before any kernel starts, naming the settings and the fix."""
+    import yaml
+
+    from stepwiser_lib.core.config import ConfigError
+    (tmp_path / f"{case.lower()}.yaml").write_text(yaml.safe_dump({"shared": {}, "notebooks": {notebook: values}}))
+    for kw in ({"check_only": True}, {"dry_run": True}):
+        with pytest.raises(ConfigError, match=match):
+            runner.run(case.lower(), profiles_dir=tmp_path, **kw)
+
+
+@pytest.mark.parametrize("where", ["shared", "notebook"])
+def test_a_profile_cannot_set_profile_A13(where, tmp_path):
+    import yaml
+
+    from stepwiser_lib.core.config import ConfigError
+    data = {"shared": {"PROFILE": "tiny"}, "notebooks": {}} if where == "shared" else \
+        {"shared": {}, "notebooks": {"01_self_segmentation": {"PROFILE": "tiny"}}}
+    (tmp_path / "a13.yaml").write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError, match="PROFILE is set by the profile's own name"):
+        runner.run("a13", check_only=True, profiles_dir=tmp_path)
+
+
+def test_every_shipped_profile_fits_together():
+    from stepwiser_lib.core import config
+    from stepwiser_lib.tools import crosscheck
+    nbs = config.list_notebooks()
+    for profile in config.PROFILES:
+        assert crosscheck.problems(config.with_defaults(nbs, config.checked_parameters(profile, nbs))) == [], profile

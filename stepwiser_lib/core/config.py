@@ -182,6 +182,9 @@ def profile_values(profile: str, notebook: str, declared: dict[str, Param],
     that notebook. Types must match the declaration (an int is accepted for a float).
     """
     data = load_profile(profile, profiles_dir)
+    if "PROFILE" in data["shared"] or "PROFILE" in data["notebooks"].get(notebook, {}):
+        raise ConfigError(f"profile {profile!r}, notebook {notebook}: PROFILE is set by the profile's own name "
+                          f"(configs/profiles/{profile}.yaml); remove the PROFILE key")
     vals: dict[str, Any] = {k: v for k, v in data["shared"].items() if k in declared}
     own = data["notebooks"].get(notebook, {})
     unknown = sorted(set(own) - set(declared))

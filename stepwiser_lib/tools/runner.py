@@ -27,6 +27,7 @@ from pathlib import Path
 from ..core.config import ConfigError, checked_parameters, list_notebooks, notebook_parameters, with_defaults
 from ..core.io import write_json
 from ..core.paths import NOTEBOOKS_DIR, PROFILES_DIR, ROOT, results_dir, run_dir
+from . import crosscheck
 from .plan import dry_run as make_plan
 from .plan import render
 
@@ -95,6 +96,7 @@ def run(profile: str, only: list[str] | None = None, check_only: bool = False,
     if not notebooks:
         raise ConfigError(f"no notebooks in {notebooks_dir}")
     params = checked_parameters(profile, notebooks, profiles_dir)
+    crosscheck.check(with_defaults(notebooks, params))  # settings that each pass but do not fit together
     for nb in notebooks:
         decl = notebook_parameters(nb)
         for k, v in (overrides or {}).items():
