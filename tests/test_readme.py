@@ -138,6 +138,6 @@ def test_run_times_table(tmp_path, monkeypatch):
     (tmp_path / "results" / "p").mkdir(parents=True)
     (tmp_path / "results" / "p" / "run_times.json").write_text(
         '{"notebooks": {"01_a": 120.0, "02_b": 30.0}, "cpus": 2, "fresh": true}')
-    monkeypatch.setattr(readme, "ROOT", tmp_path)
+    monkeypatch.setenv("STEPWISER_OUTPUT_ROOT", str(tmp_path))  # the output root the run wrote to
     lines = readme.run_times("p")
     assert "from a fresh clone" in lines[0] and "| 01_a | 2.0 |" in lines and "| **all** | **2.5** |" in lines

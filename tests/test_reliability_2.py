@@ -215,3 +215,51 @@ def test_every_shipped_profile_fits_together():
     nbs = config.list_notebooks()
     for profile in config.PROFILES:
         assert crosscheck.problems(config.with_defaults(nbs, config.checked_parameters(profile, nbs))) == [], profile
+
+
+@pytest.mark.parametrize("case, values, match", [
+    ("A05", {"03_balancing": {"RULES": ["abs_q"]}, "04_judge_grpo": {"VARIANTS": ["stepwiser:rel_ratio"]}},
+     r"VARIANTS train on rule\(s\) \['rel_ratio'\], which 03_balancing's RULES \(\['abs_q'\]\) does not build"),
+    ("A11", {"02_rollout_labelling": {"TASK": "gsm8k", "DATA_FILES": {"gsm8": "x.jsonl"}}}, r"DATA_FILES key 'gsm8' is not a task"),
+    ("A12", {"02_rollout_labelling": {"TASK": "gsm8k", "DATA_FILES": {"gsm8k": "data"}}}, r"DATA_FILES\['gsm8k'\] = 'data' is a folder"),
+    ("A16", {"05_processbench": {"JUDGES": ["disc_sft:rel_ratio"], "MAJ_K_SCORE_JUDGES": ["disc_sft:rel_ratio"]}},
+     r"MAJ_K_SCORE_JUDGES holds 'disc_sft:rel_ratio', a discriminative judge"),
+])
+def test_settings_across_notebooks_and_files_are_checked_first(case, values, match, tmp_path):
+    """A05: checked also when only notebook 04 is run; A11, A12, A16 before any model loads."""
+    import yaml
+
+    from stepwiser_lib.core.config import ConfigError
+    (tmp_path / f"{case.lower()}.yaml").write_text(yaml.safe_dump({"shared": {}, "notebooks": values}))
+    with pytest.raises(ConfigError, match=match):
+        runner.run(case.lower(), only=["04"] if case == "A05" else None, check_only=True, profiles_dir=tmp_path)
+
+
+def test_the_output_root_is_one_absolute_folder_E01_E02(tmp_path, monkeypatch):
+    import os
+
+    from stepwiser_lib.core import paths
+    from stepwiser_lib.core.config import ConfigError
+    f = tmp_path / "outfile"
+    f.write_text("")
+    monkeypatch.setenv(paths.OUTPUT_ROOT_ENV, str(f))
+    with pytest.raises(ConfigError, match="is a file, not a folder"):
+        runner.run("smoke", check_only=True)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(paths.OUTPUT_ROOT_ENV, "relout")
+    runner.run("smoke", check_only=True)
+    assert os.environ[paths.OUTPUT_ROOT_ENV] == str(tmp_path / "relout")  # what the kernels inherit
+
+
+def test_the_docs_tables_read_the_output_root_and_only_their_profile_H05_H06(tmp_path, monkeypatch):
+    from stepwiser_lib.core import paths
+    from stepwiser_lib.tools import readme
+    monkeypatch.setenv(paths.OUTPUT_ROOT_ENV, str(tmp_path))
+    res = tmp_path / "results" / "tiny"
+    res.mkdir(parents=True)
+    (res / "run_times.json").write_text(json.dumps({"notebooks": {"01_x": 120.0}, "cpus": 2, "fresh": True}))
+    assert readme.results_of("tiny") == res
+    assert "| 01_x | 2.0 |" in readme.run_times("tiny")  # the run that wrote here, not the repository's
+    (res / "judges.json").write_text(json.dumps({"profile": "toy-full"}))
+    with pytest.raises(ValueError, match="holds results of profile 'toy-full', not 'tiny'"):
+        readme.results_section("tiny")

@@ -23,6 +23,8 @@ import os
 from pathlib import Path
 from pathlib import Path as _P
 
+from .checks import ConfigError
+
 ROOT = Path(os.environ.get("STEPWISER_ROOT", Path(__file__).resolve().parents[2]))
 PROFILES_DIR = ROOT / "configs" / "profiles"
 NOTEBOOKS_DIR = ROOT / "notebooks"
@@ -45,9 +47,23 @@ OUTPUT_ROOT_ENV = "STEPWISER_OUTPUT_ROOT"
 
 def output_root() -> Path:
     """Where ``runs/``, ``results/`` and ``figures/`` live: ``$STEPWISER_OUTPUT_ROOT`` (Colab:
-    Google Drive) or the repository."""
+    Google Drive) or the repository. A relative value is taken from the current folder; the
+    runner pins it to an absolute path before any kernel starts (:func:`pin_output_root`)."""
     v = os.environ.get(OUTPUT_ROOT_ENV, "").strip()
-    return Path(v).expanduser() if v else ROOT
+    return Path(v).expanduser().absolute() if v else ROOT
+
+
+def pin_output_root() -> Path:
+    """Check the output root and write it back to the environment as an absolute path, so that
+    kernels (which start in the repository) use the folder this process means (review 2, E02).
+    A root that is a file is an error naming the variable (E01)."""
+    root = output_root()
+    if root.exists() and not root.is_dir():
+        raise ConfigError(f"{OUTPUT_ROOT_ENV}={os.environ.get(OUTPUT_ROOT_ENV)!r} is a file, not a folder: "
+                          "point it at a folder (it is created if missing)")
+    if os.environ.get(OUTPUT_ROOT_ENV, "").strip():
+        os.environ[OUTPUT_ROOT_ENV] = str(root)
+    return root
 
 
 def stored_path(path: str | Path) -> str:

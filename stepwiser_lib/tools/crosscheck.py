@@ -6,10 +6,14 @@ notebook, the settings and the fix. The single-value checks live in the paramete
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
+from ..core import paths
 from ..core.checks import ConfigError
+from ..core.vocab import STYLE, WARMUP_NAME, parse_variant
 from ..engines.trainers import GRPOSettings, SFTSettings
+from ..method.tasks import TASKS
 
 
 def _cfg(params: dict):
@@ -42,10 +46,30 @@ def problems(params: dict[str, dict]) -> list[str]:
         if "MIN_CHARS" in p and "MAX_CHARS" in p and p["MIN_CHARS"] > p["MAX_CHARS"]:
             out.append(f"{nb}: MIN_CHARS = {p['MIN_CHARS']} > MAX_CHARS = {p['MAX_CHARS']} keeps no judge example; "
                        "lower MIN_CHARS or raise MAX_CHARS")
+        # A11/A12: DATA_FILES names tasks, and files (a missing file fails where it is read, naming it)
+        for task, f in (p.get("DATA_FILES") or {}).items():
+            if task not in TASKS:
+                out.append(f"{nb}: DATA_FILES key {task!r} is not a task ({', '.join(TASKS)}); the hub would be "
+                           "read instead of the file")
+            elif f and (Path(f) if Path(f).is_absolute() else paths.ROOT / f).is_dir():
+                out.append(f"{nb}: DATA_FILES[{task!r}] = {f!r} is a folder; name the file in the hub's schema")
+        # A16: the Maj@k score is a generative judge's; a discriminative one has its p(+) already
+        for j in p.get("MAJ_K_SCORE_JUDGES", []):
+            base = j.split("@seed")[0]
+            if base != WARMUP_NAME and base != "all" and STYLE[parse_variant(base)[0]] == "disc":
+                out.append(f"{nb}: MAJ_K_SCORE_JUDGES holds {j!r}, a discriminative judge (its score is p(+) "
+                           "already); name generative judges only")
         # A15: one solution per split is an erroneous one only, and every judge then scores F1 0
         if p.get("LIMIT") == 1:
             out.append(f"{nb}: LIMIT = 1 keeps no correct solution per split, so every judge's F1 is 0; "
                        "use 0 (all) or at least 2")
+    # A05: notebook 04 trains on notebook 03's rules
+    p3, p4 = params.get("03_balancing"), params.get("04_judge_grpo")
+    if p3 and p4:
+        missing = sorted({parse_variant(v)[1] for v in p4.get("VARIANTS", [])} - set(p3.get("RULES", [])))
+        if missing:
+            out.append(f"04_judge_grpo: VARIANTS train on rule(s) {missing}, which 03_balancing's RULES "
+                       f"({p3.get('RULES')}) does not build; add them to RULES")
     return out
 
 

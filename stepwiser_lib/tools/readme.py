@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-from ..core import io
+from ..core import io, paths
 from ..core.config import checked_parameters, list_notebooks, with_defaults
 from ..core.paths import ROOT
 from ..evals import claims
@@ -60,9 +60,25 @@ def _tables(md: str) -> list[str]:
     return out
 
 
+def results_of(profile: str) -> Path:
+    """``results/<profile>/`` under the output root the run wrote to (``$STEPWISER_OUTPUT_ROOT`` or the
+    repository; review 2, H05), after checking that every result there is this profile's (H06)."""
+    res = paths.output_root() / "results" / profile
+    for f in sorted(res.glob("*.json")):
+        try:
+            data = io.read_json(f)
+        except (OSError, ValueError):
+            continue  # read (and reported) by whoever renders it
+        other = data.get("profile") if isinstance(data, dict) else None
+        if other not in (None, profile):
+            raise ValueError(f"{f} holds results of profile {other!r}, not {profile!r}: "
+                             f"rerun `make reproduce PROFILE={profile}` or remove the file")
+    return res
+
+
 def run_times(profile: str) -> list[str]:
     """The per-notebook wall times of the last full ``make reproduce`` (``run_times.json``)."""
-    path = ROOT / "results" / profile / "run_times.json"
+    path = results_of(profile) / "run_times.json"
     if not path.exists():
         return [f"(no full run recorded: `results/{profile}/run_times.json` is written by a `make reproduce` of every notebook)"]
     t = io.read_json(path)
@@ -87,7 +103,7 @@ STAGE_TABLES = (("01 self-segmentation (Table 4 analogue)", "self_segmentation",
 def results_section(profile: str = "tiny") -> str:
     """Each notebook's results table at ``profile``: the ``.md`` its notebook wrote with the stage's
     own ``results_markdown`` (else that function of its ``.json``), and notebook 04's paired comparisons."""
-    res = ROOT / "results" / profile
+    res = results_of(profile)
     out = run_times(profile)
     for title, name, render in STAGE_TABLES:
         md = res / f"{name}.md"
@@ -115,7 +131,7 @@ def _d(c: dict) -> str:
 def findings(profile: str = "tiny") -> str:
     """What one run says, notebook by notebook, every number filled from ``results/<profile>/``
     (the prose under the tables; a rerun rewrites it with the tables)."""
-    res = ROOT / "results" / profile
+    res = results_of(profile)
     rd = lambda name: io.read_json(res / f"{name}.json") if (res / f"{name}.json").exists() else None  # noqa: E731
     out = []
     seg = rd("self_segmentation")
@@ -185,16 +201,16 @@ def blocks() -> dict[str, Block]:
     from . import bench  # lazy: torch (bench imports the model code at its top)
 
     return {"bench-table": Block(RESULTS_TINY, "stepwiser_lib.tools.bench.readme_table from results/bench/labelling.json",
-                                 lambda: bench.readme_table(io.read_json(ROOT / "results" / "bench" / "labelling.json"))),
+                                 lambda: bench.readme_table(io.read_json(paths.output_root() / "results" / "bench" / "labelling.json"))),
             "colab-table": Block(COLAB, "stepwiser_lib.tools.plan.colab_table", colab_table),
             "results-tiny": Block(RESULTS_TINY, "stepwiser_lib.tools.readme.results_section from results/tiny",
                                   lambda: results_section("tiny")),
             "claims-tiny": Block(RESULTS_TINY, "stepwiser_lib.evals.claims.markdown from results/tiny",
-                                 lambda: "\n".join(claims.markdown(ROOT / "results" / "tiny"))),
+                                 lambda: "\n".join(claims.markdown(results_of("tiny")))),
             "findings-tiny": Block(RESULTS_TINY, "stepwiser_lib.tools.readme.findings from results/tiny",
                                    lambda: findings("tiny")),
             "claims-toy-full": Block(RESULTS_TOY_FULL, "stepwiser_lib.evals.claims.markdown from results/toy-full",
-                                     lambda: "\n".join(claims.markdown(ROOT / "results" / "toy-full"))),
+                                     lambda: "\n".join(claims.markdown(results_of("toy-full")))),
             "results-toy-full": Block(RESULTS_TOY_FULL, "stepwiser_lib.tools.readme.results_section from results/toy-full",
                                       lambda: results_section("toy-full"))}
 

@@ -24,6 +24,7 @@ import time
 import warnings
 from pathlib import Path
 
+from ..core import paths
 from ..core.config import ConfigError, checked_parameters, list_notebooks, notebook_parameters, with_defaults
 from ..core.io import write_json
 from ..core.paths import NOTEBOOKS_DIR, PROFILES_DIR, ROOT, results_dir, run_dir
@@ -96,7 +97,9 @@ def run(profile: str, only: list[str] | None = None, check_only: bool = False,
     if not notebooks:
         raise ConfigError(f"no notebooks in {notebooks_dir}")
     params = checked_parameters(profile, notebooks, profiles_dir)
-    crosscheck.check(with_defaults(notebooks, params))  # settings that each pass but do not fit together
+    every = list_notebooks(Path(notebooks_dir))  # notebooks that run later must fit too (--only 03 then 04)
+    crosscheck.check(with_defaults(every, checked_parameters(profile, every, profiles_dir)))
+    paths.pin_output_root()  # one absolute output root for this process and its kernels (E01, E02)
     for nb in notebooks:
         decl = notebook_parameters(nb)
         for k, v in (overrides or {}).items():
