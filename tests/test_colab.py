@@ -61,7 +61,10 @@ def fake_colab(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "google.colab", pkg)
     monkeypatch.setitem(sys.modules, "google.colab.drive", drive)
     monkeypatch.setattr(colab, "DRIVE_MOUNT", str(tmp_path / "drive"))
-    monkeypatch.delenv(paths.OUTPUT_ROOT_ENV, raising=False)
+    # unset, and unset again after the test although the bootstrap sets it (setenv records the
+    # original state; a delenv of an absent variable alone would record nothing and leak it)
+    monkeypatch.setenv(paths.OUTPUT_ROOT_ENV, "")
+    monkeypatch.delenv(paths.OUTPUT_ROOT_ENV)
     monkeypatch.setattr(colab, "_installed_from", lambda repo: False)  # a fresh VM
     return drive
 
@@ -207,7 +210,7 @@ def test_real_pip_in_a_python_3_12_venv_keeps_colab_torch(tmp_path):
         d.mkdir()
         (d / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
         (d / "RECORD").write_text("")
-    code = ("import json, sys; sys.path.insert(0, sys.argv[1]); from stepwiser_lib import colab; "
+    code = ("import json, sys; sys.path.insert(0, sys.argv[1]); from stepwiser_lib.tools import colab; "
             "r = colab.bootstrap(sys.argv[1], use_drive=False, dry_run=True, say=lambda s: None); "
             "print(json.dumps(r))")
     r = subprocess.run([vpy, "-c", code, str(ROOT)], capture_output=True, text=True, cwd=tmp_path, timeout=600)
