@@ -97,7 +97,7 @@ def test_build_splits_writes_every_split_balanced_and_unbalanced(tmp_path):
 
 
 def test_build_splits_fails_when_a_class_is_missing(tmp_path):
-    with pytest.raises(RuntimeError, match="balanced .* set is empty"):
+    with pytest.raises(RuntimeError, match=r"balanced .* set\(s\) came out empty"):
         B.build_splits(_recs(40, 0), ["abs_q"], tmp_path, dev_fraction=0.2, test_fraction=0.3)
 
 

@@ -152,7 +152,7 @@ def test_a_moved_checkout_resumes_and_a_copy_reads_its_own_judges_H02(tmp_path, 
     recs, art = _train_runs(first, monkeypatch, calls)
     rec = json.loads((art / "disc_sft__rel_ratio" / "record.json").read_text())
     assert rec["entry"]["base"] == "runs/p/artifacts/04_judge_grpo/disc_sft__rel_ratio/model"  # stored relative
-    jr.write_registry(art / "judges.json", [recs["disc_sft:rel_ratio"]["entry"]])
+    jr.write_registry(art / "judges.json", [recs["disc_sft:rel_ratio"]["entry"]], family="toy", data_hash={})
     assert json.loads((art / "judges.json").read_text())[0]["base"].startswith("runs/p/")
     # the checkout moves: the cached run resumes without retraining, and the registry points here
     moved = tmp_path / "moved"
@@ -263,3 +263,427 @@ def test_the_docs_tables_read_the_output_root_and_only_their_profile_H05_H06(tmp
     (res / "judges.json").write_text(json.dumps({"profile": "toy-full"}))
     with pytest.raises(ValueError, match="holds results of profile 'toy-full', not 'tiny'"):
         readme.results_section("tiny")
+
+
+# ----------------------------------------------------------------------------- A: the rest, checked before compute
+
+def test_reference_trajectories_need_problems_with_a_solution_A03(tmp_path, capsys):
+    """The colab-smoke shortcut labels each problem's reference solution; only numina rows carry
+    one. ``--check`` names both settings; the labelling CLI stops before any model loads; the
+    library stops before any sampling."""
+    import yaml
+
+    from stepwiser_lib.core.config import ConfigError
+    from stepwiser_lib.method import labelling
+    from fakes import FakeToyPolicy, fake_items
+    (tmp_path / "a03.yaml").write_text(yaml.safe_dump(
+        {"shared": {}, "notebooks": {"02_rollout_labelling": {"TASK": "toy", "REFERENCE_TRAJECTORIES": True}}}))
+    with pytest.raises(ConfigError, match=r"REFERENCE_TRAJECTORIES .* only TASK = 'numina' rows hold \(TASK = 'toy'\)"):
+        runner.run("a03", check_only=True, profiles_dir=tmp_path)
+    assert labelling.main(["--profile", "a03", "--out", str(tmp_path / "out")], profiles_dir=tmp_path) == 2
+    assert "REFERENCE_TRAJECTORIES" in capsys.readouterr().err
+    gen = FakeToyPolicy()
+    with pytest.raises(ValueError, match="these problems have none"):
+        labelling.label_prompts(gen, fake_items(3), "{problem}", labelling.LabelConfig(reference_trajectories=True),
+                                tmp_path / "lib", "m", progress=False)
+    assert gen.calls == []  # nothing sampled
+
+
+def _labels(path: Path, flip: bool = False) -> Path:
+    """Synthetic notebook-02 labels: 24 problems, 4 chunks each, labels alternating."""
+    recs = []
+    for i in range(24):
+        for c in range(4):
+            lab = (i + c) % 2 == 0
+            lab = not lab if flip else lab
+            recs.append({"problem_id": f"p{i}", "problem": f"problem {i}", "history": [f"step {k}" for k in range(c)],
+                         "chunk": f"step {c}", "chunk_index": c, "is_final": c == 3, "traj_id": f"p{i}/0",
+                         "q0": 0.5, "q": 0.5, "q_prev": 0.5,
+                         **{f"label_{r}": lab for r in ("abs_q", "rel_effective", "rel_ratio")}})
+    io.write_jsonl(path, recs)
+    return path
+
+
+def _cfg04(profile, variants=("stepwiser:rel_ratio",), **kw):
+    from types import SimpleNamespace
+    return SimpleNamespace(notebook="04_judge_grpo", PROFILE=profile, VARIANTS=list(variants), JUDGE_INIT="toy_base", **kw)
+
+
+def test_splits_of_older_labels_are_stale_and_unbuilt_rules_removed_A06_H03(tmp_path, monkeypatch):
+    """03 records which labels.jsonl each rule folder came from and removes the rule folders it did
+    not rebuild; 04's input check compares with the labels there now and names notebook 03."""
+    from stepwiser_lib.core import inputs, paths
+    from stepwiser_lib.method import balancing
+    monkeypatch.setenv(paths.OUTPUT_ROOT_ENV, str(tmp_path))
+    labels = _labels(paths.artifacts("p", "02_rollout_labelling") / "labels.jsonl")
+    art = paths.artifacts("p", "03_balancing")
+
+    def build(rules):
+        balancing.build_splits(io.read_jsonl(labels), rules, art, dev_fraction=0.25, test_fraction=0.25, source=labels)
+
+    build(["abs_q", "rel_effective", "rel_ratio"])
+    inputs.check(_cfg04("p"))  # current: passes
+    _labels(labels, flip=True)  # notebook 02 re-run with other settings (H03)
+    with pytest.raises(inputs.StaleInputs, match=r"03_balancing/rel_ratio: built from another labels.jsonl .*"
+                       r"re-run notebook 03_balancing.ipynb"):
+        inputs.check(_cfg04("p"))
+    build(["abs_q"])  # A06: 03 re-run with fewer RULES
+    assert sorted(p.name for p in art.iterdir() if p.is_dir()) == ["abs_q"]  # no old rel_ratio split left to read
+    with pytest.raises(inputs.MissingInputs, match="balanced judge data for rule 'rel_ratio'"):
+        inputs.check(_cfg04("p"))
+    inputs.check(_cfg04("p", ["stepwiser:abs_q"]))
+    (art / "abs_q" / inputs.SOURCES).unlink()  # a folder written before 03 recorded its source
+    with pytest.raises(inputs.StaleInputs, match=r"written before notebook 03 recorded which labels.jsonl it read"):
+        inputs.check(_cfg04("p", ["stepwiser:abs_q"]))
+
+
+def _registry(profile: str, entry: dict) -> Path:
+    from stepwiser_lib.core import paths
+    reg = paths.judge_registry(profile)
+    reg.parent.mkdir(parents=True, exist_ok=True)
+    reg.write_text(json.dumps([entry]))
+    return reg
+
+
+def test_judges_trained_on_another_prompt_family_or_other_splits_are_stale_A07(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from stepwiser_lib.core import inputs, paths
+    from stepwiser_lib.method import balancing
+    from stepwiser_lib.method import judge_runs as jr
+    monkeypatch.setenv(paths.OUTPUT_ROOT_ENV, str(tmp_path))
+    labels = _labels(paths.artifacts("p", "02_rollout_labelling") / "labels.jsonl")
+    balancing.build_splits(io.read_jsonl(labels), ["rel_ratio"], paths.artifacts("p", "03_balancing"),
+                           dev_fraction=0.25, test_fraction=0.25, source=labels)
+    _, digests = jr.read_splits("p", ["rel_ratio"])
+    entry = {"name": "disc_sft:rel_ratio", "kind": "disc_sft", "rule": "rel_ratio", "style": "disc",
+             "base": "data/toy_base", "adapter": None}
+    reg = paths.judge_registry("p")
+    jr.write_registry(reg, [entry], family="toy", data_hash=digests)
+    stored = json.loads(reg.read_text())[0]
+    assert stored["prompt_family"] == "toy" and stored["splits"] == {"rel_ratio": digests["rel_ratio"]}
+    cfg = lambda fam: SimpleNamespace(notebook="05_processbench", PROFILE="p", JUDGES=["disc_sft:rel_ratio"],  # noqa: E731
+                                      PROMPT_FAMILY=fam)
+    inputs.check(cfg("toy"))
+    with pytest.raises(inputs.StaleInputs, match=r"judge 'disc_sft:rel_ratio': trained with PROMPT_FAMILY = 'toy'; "
+                       r"this notebook prompts it with 'paper'; set PROMPT_FAMILY = 'toy' here"):
+        inputs.check(cfg("paper"))
+    # notebook 03 rebuilt the splits from other labels after 04 trained: 05 names notebook 04
+    _labels(labels, flip=True)
+    balancing.build_splits(io.read_jsonl(labels), ["rel_ratio"], paths.artifacts("p", "03_balancing"),
+                           dev_fraction=0.25, test_fraction=0.25, source=labels)
+    with pytest.raises(inputs.StaleInputs, match=r"trained on notebook 03's rel_ratio splits as they were; .*"
+                       r"re-run notebook 04_judge_grpo.ipynb"):
+        inputs.check(cfg("toy"))
+    _registry("p", entry)  # a registry written before provenance was recorded
+    with pytest.raises(inputs.StaleInputs, match="the registry predates provenance records"):
+        inputs.check(cfg("toy"))
+
+
+def test_labelling_that_cut_every_sample_names_max_new_tokens_A09():
+    from stepwiser_lib.engines.models import Completion
+    from stepwiser_lib.method import labelling
+    from fakes import fake_items
+
+    class CutPolicy:  # every sample stops at the token limit, before any chunk closes
+        def generate(self, prompts, n=1, **kw):
+            return [[Completion(text="<chunk>1 + 2 = ", n_tokens=2, finished=False) for _ in range(n)] for _ in prompts]
+
+    recs, st = labelling.label_shard(CutPolicy(), fake_items(4), "{problem}", labelling.LabelConfig(max_new_tokens=2), 0)
+    assert recs == []
+    msg = labelling.no_chunks_message(vars(st), 2)
+    n = 4 * labelling.LabelConfig().n_prefilter
+    assert msg.startswith(f"no labelled chunks: {n} of {n} pre-filter samples were cut at MAX_NEW_TOKENS = 2")
+    assert "raise MAX_NEW_TOKENS" in msg.split(";")[0]  # the right setting first
+
+
+def test_chunks_cut_at_the_token_limit_are_counted_and_named_A10():
+    from stepwiser_lib.engines.models import Completion
+    from stepwiser_lib.method import chunk_reset as cr
+
+    class CutPolicy:
+        cut_after_separator = False
+
+        def generate(self, prompts, n=1, **kw):
+            return [[Completion(text="<chunk>1", n_tokens=1, finished=False)] for _ in prompts]
+
+    class Judge:
+        asked = 0
+
+        def judge(self, triples, **kw):
+            Judge.asked += len(triples)
+            return [{"verdict": "Positive", "score": 1.0, "analysis": ""} for _ in triples]
+
+    cfg = cr.ResetConfig(max_new_tokens=1)
+    res = cr.chunk_reset(CutPolicy(), Judge(), ["p1", "p2"], "{problem}", cfg, progress=False)
+    assert [r["ended_cut"] for r in res] == [True, True] and Judge.asked == 0
+    summary = cr.summarize(res, [False, False])
+    assert summary["cut_at_limit"] == 100.0
+    runs = {(label, "toy", 0): {"summary": summary} for label in (cr.NO_JUDGE, "stepwiser:rel_ratio")}
+    rows, _ = cr.table(runs, ["toy"])
+    note = cr.cut_note(rows, 1)
+    assert "MAX_CHUNK_TOKENS = 1" in note and "the accuracies measure the limit, not the judges" in note
+    assert note in cr.results_markdown(rows, [], [], 1, note=note)
+    assert cr.cut_note([{**r, "cut_at_limit": 0.0} for r in rows], 96) == ""
+
+
+def test_a_damaged_registry_is_named_with_the_notebook_that_rebuilds_it_H04(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from stepwiser_lib.core import inputs, paths
+    from stepwiser_lib.method import judge_runs as jr
+    monkeypatch.setenv(paths.OUTPUT_ROOT_ENV, str(tmp_path))
+    reg = paths.judge_registry("p")
+    reg.parent.mkdir(parents=True)
+    reg.write_text('[{"name": "disc_sft:rel_ratio", "base": "runs/p/artif')  # a copy cut short
+    cfg = SimpleNamespace(notebook="05_processbench", PROFILE="p", JUDGES=["disc_sft:rel_ratio"], PROMPT_FAMILY="toy")
+    with pytest.raises(inputs.MissingInputs, match=r"judges.json: the judge registry \(damaged.*\n.*"
+                       r"Run notebook .*04_judge_grpo, then this one"):
+        inputs.check(cfg)
+    with pytest.raises(ValueError, match=r"judges.json is damaged \(JSONDecodeError.*re-run notebook 04"):
+        jr.read_registry("p", ["disc_sft:rel_ratio"])
+
+
+def test_the_dry_run_names_the_data_files_it_will_read_E06(tmp_path, capsys):
+    import yaml
+
+    from stepwiser_lib.core.config import ConfigError
+    files = {"math500": str(tmp_path / "missing" / "test.jsonl"), "numina": str(tmp_path / "numina.jsonl")}
+    (tmp_path / "numina.jsonl").write_text("")
+    (tmp_path / "e06.yaml").write_text(yaml.safe_dump({"shared": {"DATA_FILES": files}, "notebooks": {
+        "06_chunk_reset": {"EVAL_TASKS": ["math500", "numina"]}}}))
+    with pytest.raises(ConfigError, match=r"DATA_FILES\['math500'\] = .*missing/test.jsonl': no such file"):
+        runner.run("e06", only=["06"], dry_run=True, profiles_dir=tmp_path)
+    out = capsys.readouterr().out
+    assert f"math500 -> {files['math500']} (MISSING)" in out and f"numina -> {files['numina']} (local file)" in out
+    with pytest.raises(ConfigError, match="no such file"):  # a run stops before any kernel too
+        runner.run("e06", only=["06"], profiles_dir=tmp_path)
+
+
+def test_a_folder_the_run_cannot_write_stops_it_before_any_kernel_E03(tmp_path, monkeypatch):
+    from stepwiser_lib.core import paths
+    from stepwiser_lib.core.config import ConfigError
+    monkeypatch.setenv(paths.OUTPUT_ROOT_ENV, str(tmp_path))
+    (tmp_path / "results").write_text("a file where results/ should be")
+    with pytest.raises(ConfigError, match=r"cannot write to .*results/smoke: .*is a file"):
+        runner.run("smoke", only=["03"])
+    assert not (tmp_path / "runs" / "smoke" / "03_balancing.ipynb").exists()
+
+
+def test_doubled_variants_and_repeat_seeds_train_once_each_A14():
+    from stepwiser_lib.method import judge_runs as jr
+    runs = jr.training_runs(["stepwiser:rel_ratio", "disc_sft:rel_ratio", "stepwiser:rel_ratio"], 0, [0, 1, 1])
+    ids = [r for _, _, r in runs]
+    assert len(ids) == len(set(ids))
+    assert ids == ["stepwiser:rel_ratio", "disc_sft:rel_ratio", "stepwiser:rel_ratio@seed1", "disc_sft:rel_ratio@seed1"]
+
+
+def test_an_unknown_judge_is_named_with_the_registry_A17(tmp_path, monkeypatch):
+    from stepwiser_lib.core import paths
+    from stepwiser_lib.method import judge_runs as jr
+    monkeypatch.setenv(paths.OUTPUT_ROOT_ENV, str(tmp_path))
+    _registry("p", {"name": "disc_sft:rel_ratio", "style": "disc", "base": "data/toy_base"})
+    with pytest.raises(ValueError, match=r"unknown judge\(s\) \['stepwiser:rel_ratio'\]; the notebook 04 registry "
+                       r"has \['disc_sft:rel_ratio'\]"):
+        jr.read_registry("p", ["stepwiser:rel_ratio"])
+
+
+def test_a_missing_checkout_root_is_named_E07(tmp_path):
+    env = {**__import__("os").environ, "STEPWISER_ROOT": str(tmp_path / "missing")}
+    r = subprocess.run([sys.executable, "-m", "stepwiser_lib.tools.runner", "--profile", "smoke", "--check"],
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and f"no notebooks in {tmp_path / 'missing'}/notebooks" in r.stderr
+
+
+# ----------------------------------------------------------------------------- C and K: two runs, interruptions
+
+def test_two_labelling_runs_into_one_folder_give_the_single_run_labels_C01(tmp_path):
+    """Shard writes are atomic and deterministic: two runs racing over one folder each finish,
+    and the labels equal a run alone."""
+    script = tmp_path / "label.py"
+    script.write_text(textwrap.dedent('''
+        import sys
+        sys.path.insert(0, "tests")
+        from fakes import FakeToyPolicy, fake_items
+        from stepwiser_lib.core import io
+        from stepwiser_lib.method import labelling as L
+        res = L.label_prompts(FakeToyPolicy(), fake_items(12), "{problem}", L.LabelConfig(n_prefilter=8, m_rollouts=8,
+                              shard_size=3, seed=1), sys.argv[1], "m", progress=False)
+        io.write_jsonl(sys.argv[1] + "/labels.jsonl", res["records"])
+    '''))
+    run = lambda out: subprocess.Popen([sys.executable, str(script), str(out)], cwd=ROOT)  # noqa: E731
+    a, b = run(tmp_path / "shared"), run(tmp_path / "shared")
+    assert a.wait(timeout=120) == 0 and b.wait(timeout=120) == 0
+    assert run(tmp_path / "alone").wait(timeout=120) == 0
+    assert (tmp_path / "shared" / "labels.jsonl").read_bytes() == (tmp_path / "alone" / "labels.jsonl").read_bytes()
+
+
+KILLED_SAVER = textwrap.dedent('''
+    import sys
+    from pathlib import Path
+    from stepwiser_lib.engines.models import save_atomically
+
+    class Model:
+        def __init__(self, k):
+            self.k = k
+
+        def save_pretrained(self, d):
+            (Path(d) / "config.json").write_text(str(self.k))
+            (Path(d) / "model.safetensors").write_bytes(str(self.k).encode() * 200_000)
+
+    print("READY", flush=True)
+    k = 0
+    while True:
+        k += 1
+        save_atomically(Model(k), None, sys.argv[1])
+''')
+
+
+def test_a_save_killed_at_any_moment_leaves_a_whole_model_K01(tmp_path):
+    import signal
+    import time
+
+    from stepwiser_lib.core import paths
+    script = tmp_path / "saver.py"
+    script.write_text(KILLED_SAVER)
+    dest = tmp_path / "model"
+    for delay in (0.3, 0.55, 0.8):
+        p = subprocess.Popen([sys.executable, str(script), str(dest)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        assert p.stdout.readline().strip() == "READY"
+        time.sleep(delay)
+        p.send_signal(signal.SIGKILL)
+        p.wait(timeout=30)
+        assert paths.model_complete(dest)
+        k = (dest / "config.json").read_text()
+        assert (dest / "model.safetensors").read_bytes() == k.encode() * 200_000  # one save's config and weights
+
+
+SLEEPER = {"cells": [
+    {"cell_type": "code", "execution_count": None, "id": "p", "metadata": {"tags": ["parameters"]}, "outputs": [],
+     "source": ['PROFILE: str = "tiny"  # profile\n', 'SLEEP: "float in [0, inf)" = 0.0  # seconds']},
+    {"cell_type": "code", "execution_count": None, "id": "s", "metadata": {}, "outputs": [],
+     "source": ["import os, pathlib, time\n", "pathlib.Path(os.environ['PID_FILE']).write_text(str(os.getpid()))\n",
+                "time.sleep(SLEEP)"]}],
+    "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
+    "nbformat": 4, "nbformat_minor": 5}
+
+
+def _runner_scaffold(tmp_path, sleep: float):
+    """A scratch folder with one notebook that writes its kernel's pid and sleeps, a profile, and
+    a script that runs it through :func:`runner.run` (what ``make reproduce`` does)."""
+    nbs = tmp_path / "notebooks"
+    nbs.mkdir()
+    (nbs / "01_sleep.ipynb").write_text(json.dumps(SLEEPER))
+    (tmp_path / "k.yaml").write_text(f"shared: {{}}\nnotebooks:\n  01_sleep:\n    SLEEP: {sleep}\n")
+    script = tmp_path / "run.py"
+    script.write_text(textwrap.dedent(f'''
+        import sys
+        from pathlib import Path
+        from stepwiser_lib.tools import runner
+        sys.argv = ["runner", "--profile", "k"]
+        runner.NOTEBOOKS_DIR = Path({str(nbs)!r})
+        orig = runner.run
+        runner.run = lambda *a, **kw: orig(*a, **{{**kw, "notebooks_dir": Path({str(nbs)!r}),
+                                                  "out_dir": Path(sys.argv_out), "profiles_dir": Path({str(tmp_path)!r})}})
+    '''))
+    return script
+
+
+def _start(tmp_path, script, out: str, pid_file: str, **kw):
+    import os
+    code = f"import sys; sys.argv_out = {out!r}; exec(open({str(script)!r}).read()); sys.exit(runner.main(['--profile', 'k']))"
+    return subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, "PID_FILE": pid_file},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+def _wait_for(path: Path, timeout: float = 120) -> int:
+    import time
+    t = time.time()
+    while time.time() - t < timeout:
+        if path.exists() and path.read_text():
+            return int(path.read_text())
+        time.sleep(0.2)
+    raise TimeoutError(path)
+
+
+def _alive(pid: int) -> bool:
+    import os
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+
+
+def test_a_terminated_run_leaves_no_kernel_and_ctrl_c_says_one_line_K04_K05(tmp_path):
+    import os
+    import signal
+    import time
+    script = _runner_scaffold(tmp_path, sleep=120)
+    # K04: SIGTERM to the runner; its kernel goes with it
+    p = _start(tmp_path, script, str(tmp_path / "out1"), str(tmp_path / "pid1"))
+    kernel = _wait_for(tmp_path / "pid1")
+    p.send_signal(signal.SIGTERM)
+    p.wait(timeout=60)
+    t = time.time()
+    while _alive(kernel) and time.time() - t < 30:
+        time.sleep(0.5)
+    assert not _alive(kernel), "the kernel outlived its runner"
+    # K05: a real Ctrl-C (SIGINT to the process group): exit 130 and the runner's one line, no traceback
+    p = _start(tmp_path, script, str(tmp_path / "out2"), str(tmp_path / "pid2"), start_new_session=True)
+    kernel = _wait_for(tmp_path / "pid2")
+    os.killpg(p.pid, signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert "[runner] interrupted in 01_sleep.ipynb; the next run resumes" in err and "Traceback" not in err
+
+
+def test_two_runs_of_one_profile_at_once_both_finish_and_leave_readable_files_C03(tmp_path):
+    script = _runner_scaffold(tmp_path, sleep=0.5)
+    procs = [_start(tmp_path, script, str(tmp_path / "out"), str(tmp_path / f"pid{i}")) for i in range(2)]
+    outs = [p.communicate(timeout=180) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert json.loads((tmp_path / "out" / "timings.json").read_text()).keys() == {"01_sleep"}
+    json.loads((tmp_path / "out" / "01_sleep.ipynb").read_text())  # the executed notebook reads back
+
+
+def test_a_full_disk_while_labelling_keeps_the_shards_and_resumes_E04(tmp_path, monkeypatch):
+    from stepwiser_lib.method import labelling as L
+    from fakes import FakeToyPolicy, fake_items
+    cfg = L.LabelConfig(n_prefilter=8, m_rollouts=8, shard_size=3, seed=1)
+    alone = L.label_prompts(FakeToyPolicy(), fake_items(12), "{problem}", cfg, tmp_path / "alone", "m", progress=False)
+    real, writes = io.atomic_write_text, []
+
+    def full_after_two(path, text):
+        writes.append(path)
+        if len(writes) > 2:
+            raise OSError(28, "No space left on device")
+        real(path, text)
+    monkeypatch.setattr(io, "atomic_write_text", full_after_two)
+    with pytest.raises(OSError, match="No space left"):
+        L.label_prompts(FakeToyPolicy(), fake_items(12), "{problem}", cfg, tmp_path / "run", "m", progress=False)
+    monkeypatch.setattr(io, "atomic_write_text", real)
+    assert sorted(p.name for p in (tmp_path / "run" / "shards").iterdir()) == ["shard_00000.jsonl", "shard_00001.jsonl"]
+    res = L.label_prompts(FakeToyPolicy(), fake_items(12), "{problem}", cfg, tmp_path / "run", "m", progress=False)
+    assert res["resumed"] == 2 and res["records"] == alone["records"]
+
+
+def test_large_weight_files_are_fingerprinted_by_content_not_by_date(tmp_path):
+    """A copied checkout (new modification times) keeps its keys; retrained weights do not."""
+    import os
+
+    from stepwiser_lib.core import paths
+    d = tmp_path / "m"
+    d.mkdir()
+    (d / "config.json").write_text("{}")
+    w = d / "model.safetensors"
+    with open(w, "wb") as f:  # sparse: 201 MB on paper, nothing on disk
+        f.truncate(201 * 2**20)
+    before = paths.model_fingerprint(str(d))
+    os.utime(w, (1, 1))
+    assert paths.model_fingerprint(str(d)) == before
+    with open(w, "r+b") as f:  # training changes every weight; one sampled block in the middle is enough to see it
+        size = 201 * 2**20
+        f.seek((size - paths.BLOCK) * (paths.SAMPLED_BLOCKS // 2) // (paths.SAMPLED_BLOCKS - 1) + 10)
+        f.write(b"x")
+    assert paths.model_fingerprint(str(d)) != before

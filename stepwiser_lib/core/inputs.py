@@ -10,6 +10,15 @@ first and at which profile, not twenty minutes in with a bare ``FileNotFoundErro
 What is needed follows the config: notebook 02 needs notebook 01's chunk policy only when
 ``POLICY_MODEL`` is ``"artifact"``; notebook 04 needs notebook 03's data for the label rules its
 ``VARIANTS`` use; notebooks 05-07 need notebook 04's registry and the judge folders it lists.
+
+Present is not enough: a hand-off must also be *current* (reliability review 2, A06, A07, H03).
+Notebook 03 records in each rule folder which ``labels.jsonl`` it read (``sources.json``: its
+sha256); notebook 04 records in each registry entry the prompt family and the sha256 of the splits
+it trained on. :func:`check` compares them with the files there now and fails with
+:class:`StaleInputs`, naming the notebook to re-run (or the setting to change)::
+
+    04_judge_grpo cannot start at profile 'tiny': what it reads is out of date:
+      - 03_balancing/rel_ratio: built from another labels.jsonl (sha256 9f2c41d0e3a1 then, 77b0e5c2aa10 now) ...
 """
 
 from __future__ import annotations
@@ -19,7 +28,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import paths
+from . import io, paths
 from .schemas import JUDGE_SPLITS
 from .vocab import parse_variant
 
@@ -43,13 +52,134 @@ class Need:
     what: str
     schema: str
     model: bool = False  # a saved model or adapter folder: needs its config and its weights
+    readable: bool = True  # False: the file is there but cannot be read (damaged)
 
     def present(self) -> bool:
+        if not self.readable:
+            return False
         return paths.model_complete(self.path) if self.model else self.path.exists()
 
 
 class MissingInputs(FileNotFoundError):
     """A notebook's inputs are not there; the message names the notebook to run first."""
+
+
+class StaleInputs(RuntimeError):
+    """A notebook's inputs are there but were made from other inputs, or other settings, than the
+    ones there now; the message names the notebook to re-run or the setting to change."""
+
+
+@dataclass(frozen=True)
+class Stale:
+    """One input that is out of date: what, why, and the fix."""
+
+    what: str
+    why: str
+    fix: str
+
+
+#: The file in which a stage records the inputs it read (notebook 03: in each rule folder).
+SOURCES = "sources.json"
+
+
+def record_sources(folder, files: dict, **settings) -> dict:
+    """Write ``folder/sources.json``: each input file (name -> path) with its stored path and
+    sha256, and ``settings``; returns the record. Written after the outputs it vouches for, so an
+    interrupted stage leaves outputs without it (stale: rebuilt), never a record without outputs."""
+    rec = {"inputs": {name: {"path": paths.stored_path(f), "sha256": io.file_sha256(f)} for name, f in files.items()},
+           **settings}
+    io.write_json(Path(folder) / SOURCES, rec)
+    return rec
+
+
+def recorded_sha256(folder, name: str) -> str | None:
+    """The sha256 ``folder/sources.json`` records for input ``name``; None when there is no
+    record or it cannot be read (written before records existed, or damaged)."""
+    try:
+        return json.loads((Path(folder) / SOURCES).read_text())["inputs"][name]["sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def split_digests(profile: str, rule: str) -> dict[str, str] | None:
+    """sha256 of notebook 03's judge data for ``rule`` per split (what notebook 04 trains and
+    evaluates on); None when a split file is missing."""
+    files = {s: paths.balanced(profile, rule, s) for s in JUDGE_SPLITS}
+    if not all(f.exists() for f in files.values()):
+        return None
+    return {s: io.file_sha256(f) for s, f in files.items()}
+
+
+def _stale_splits(profile: str, rules: list[str]) -> list[Stale]:
+    """Notebook 03's rule folders against the ``labels.jsonl`` there now (A06, H03)."""
+    labels = _art(profile, STAGES[1]) / "labels.jsonl"
+    now = io.file_sha256(labels) if labels.exists() else None  # gone: nothing to compare with
+    out = []
+    for rule in rules:
+        then = recorded_sha256(_art(profile, STAGES[2]) / rule, "labels.jsonl")
+        where = f"{STAGES[2]}/{rule}"
+        if then is None:
+            out.append(Stale(where, "written before notebook 03 recorded which labels.jsonl it read "
+                             f"(no readable {SOURCES})", f"re-run notebook {STAGES[2]}.ipynb (seconds)"))
+        elif now is not None and then != now:
+            out.append(Stale(where, f"built from another labels.jsonl (sha256 {then[:12]} then, {now[:12]} now): "
+                             f"notebook {STAGES[1]} has run since", f"re-run notebook {STAGES[2]}.ipynb"))
+    return out
+
+
+def _stale_judges(profile: str, cfg, entries: list[dict]) -> list[Stale]:
+    """Notebook 04's registry entries against this notebook's prompt family and notebook 03's
+    splits there now (A07): judges trained on other data, or prompted another way, are stale."""
+    out, digests = [], {}
+    family = getattr(cfg, "PROMPT_FAMILY", None)
+    for e in entries:
+        what = f"judge {e.get('name')!r}"
+        if "prompt_family" not in e or "splits" not in e:
+            out.append(Stale(what, "the registry predates provenance records (no prompt_family / splits)",
+                             f"re-run notebook {STAGES[3]}.ipynb (it resumes its trained judges from disk)"))
+            continue
+        if family is not None and e["prompt_family"] != family:
+            out.append(Stale(what, f"trained with PROMPT_FAMILY = {e['prompt_family']!r}; this notebook prompts "
+                             f"it with {family!r}", f"set PROMPT_FAMILY = {e['prompt_family']!r} here, or re-run "
+                             f"{STAGES[3]} with PROMPT_FAMILY = {family!r}"))
+        for rule, then in (e["splits"] or {}).items():
+            if rule not in digests:
+                digests[rule] = split_digests(profile, rule)
+            now = digests[rule]
+            if now is not None and now != then:
+                changed = sorted(s for s in then if then[s] != now.get(s))
+                out.append(Stale(what, f"trained on notebook 03's {rule} splits as they were; {', '.join(changed)} "
+                                 f"changed since (notebook {STAGES[2]} has run since)",
+                                 f"re-run notebook {STAGES[3]}.ipynb"))
+    return out
+
+
+def _entries(profile: str, judges: list[str]) -> list[dict]:
+    """The registry entries ``judges`` select (``"all"``: every one); [] when unreadable (named
+    by :func:`_registry`'s check)."""
+    try:
+        entries = json.loads(paths.judge_registry(profile).read_text())
+    except (OSError, ValueError):
+        return []
+    if not isinstance(entries, list):
+        return []
+    return [e for e in entries if isinstance(e, dict) and ("all" in judges or e.get("name") in judges)]
+
+
+def stale(notebook: str, cfg) -> list[Stale]:
+    """What ``notebook`` reads that is present but out of date under ``cfg``."""
+    if notebook == STAGES[3]:
+        return _stale_splits(cfg.PROFILE, _rules(cfg.VARIANTS))
+    if notebook in STAGES[4:]:
+        return _stale_judges(cfg.PROFILE, cfg, _entries(cfg.PROFILE, cfg.JUDGES))
+    return []
+
+
+def stale_message(notebook: str, profile: str, found: list[Stale]) -> str:
+    lines = [f"{notebook} cannot start at profile {profile!r}: what it reads is out of date:"]
+    lines += [f"  - {s.what}: {s.why}; {s.fix}" for s in found]
+    lines.append(f"(or `make reproduce PROFILE={profile}`, which runs every notebook in order)")
+    return "\n".join(lines)
 
 
 def _art(profile: str, stage: str) -> Path:
@@ -84,18 +214,23 @@ def _registry(profile: str, judges: list[str]) -> list[Need]:
     reg = paths.judge_registry(profile)
     needs = [Need(reg, STAGES[3], "the judge registry", "Stage 04")]
     if reg.exists():  # the folders it lists (a partial copy of runs/ loses them)
-        try:
-            entries = json.loads(reg.read_text())
-        except json.JSONDecodeError:
-            entries = []
-        for e in entries:
-            if "all" in judges or e.get("name") in judges:
-                for key in ("base", "adapter"):
-                    v = e.get(key)
-                    if v and (os.path.isabs(v) or v.startswith("runs/")):
-                        p = Path(v) if os.path.isabs(v) else paths.output_root() / v
-                        needs.append(Need(p, STAGES[3], f"judge {e.get('name')!r} ({key})", "Stage 04", model=True))
+        if not _readable_registry(reg):  # H04: damaged (a copy cut short): named, and rebuilt by 04
+            return [Need(reg, STAGES[3], "the judge registry (damaged: not a JSON list of entries; notebook 04 "
+                         "rewrites it from its cached runs)", "Stage 04", readable=False)]
+        for e in _entries(profile, judges):
+            for key in ("base", "adapter"):
+                v = e.get(key)
+                if v and (os.path.isabs(v) or v.startswith(("runs/", "data/"))):
+                    needs.append(Need(Path(paths.resolve_stored(v)), STAGES[3], f"judge {e.get('name')!r} ({key})",
+                                      "Stage 04", model=True))
     return needs
+
+
+def _readable_registry(reg: Path) -> bool:
+    try:
+        return isinstance(json.loads(reg.read_text()), list)
+    except (OSError, ValueError):
+        return False
 
 
 def needs(notebook: str, cfg) -> list[Need]:
@@ -156,7 +291,8 @@ def message(notebook: str, profile: str, missing: list[Need]) -> str:
     lines = [f"{notebook} cannot start at profile {profile!r}: what earlier notebooks write is missing:"]
     for n in missing:
         schema = f"; schema: data/README.md, \"{n.schema}\"" if n.schema else ""
-        half = " (incomplete: config or weights missing, as when a run stops while saving)" if n.path.exists() else ""
+        half = " (incomplete: config or weights missing, as when a run stops while saving)" \
+            if n.path.exists() and n.readable else ""
         lines.append(f"  - {_show(n.path)}: {n.what}{half}; written by {n.producer}{schema}")
     chain = to_run(missing, profile)
     if chain:
@@ -174,14 +310,17 @@ def message(notebook: str, profile: str, missing: list[Need]) -> str:
 
 
 def check(cfg) -> list[Need]:
-    """Fail with :class:`MissingInputs` unless everything the notebook reads is there; returns
-    what was checked. ``cfg`` is the notebook's :class:`~stepwiser_lib.core.config.Config`."""
+    """Fail with :class:`MissingInputs` unless everything the notebook reads is there, and with
+    :class:`StaleInputs` when some of it is out of date (:func:`stale`); returns what was checked. ``cfg`` is the notebook's :class:`~stepwiser_lib.core.config.Config`."""
     notebook = cfg.notebook
     want = needs(notebook, cfg)
     want = list({n.path: n for n in want}.values())  # one line per path
     missing = [n for n in want if not n.present()]
     if missing:
         raise MissingInputs(message(notebook, cfg.PROFILE, missing))
+    found = stale(notebook, cfg)
+    if found:
+        raise StaleInputs(stale_message(notebook, cfg.PROFILE, found))
     for n in want:
         print(f"input ok: {_show(n.path)} ({n.what})")
     if not want:

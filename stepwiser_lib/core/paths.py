@@ -155,19 +155,30 @@ def model_complete(d) -> bool:
     return has_config and has_weights
 
 
+#: Blocks of a large weight file that :func:`model_fingerprint` hashes (64 KiB each: 4 MiB read).
+SAMPLED_BLOCKS, BLOCK = 64, 64 * 2**10
+
+
 def model_fingerprint(name_or_path: str) -> str:
     """What identifies a model's weights in a resume key: for a local directory, the sha256 of its
-    weight files (size and mtime for files over 200 MB, where hashing would be slow); a hub id
-    as it is. A retrained model at the same path thus invalidates results computed from it."""
+    weight files (for files over 200 MB, where hashing would be slow: their size and
+    :data:`SAMPLED_BLOCKS` blocks read at evenly spaced offsets, header and tail included); a hub
+    id as it is. A retrained model at the same path thus invalidates results computed from it,
+    and a copied or moved checkout (new modification times) keeps its keys. The size-and-mtime
+    rule it replaces changed the key of every large model on each fresh run (LAB_LOG.md, issue 33)."""
     d = _P(name_or_path)
     if not d.is_dir():
         return name_or_path
     h = hashlib.sha256()
     for f in sorted(d.iterdir()):
         if f.suffix in (".safetensors", ".bin") or f.name in ("config.json", "adapter_config.json"):
-            st = f.stat()
-            if st.st_size > 200 * 2**20:
-                h.update(f"{f.name}:{st.st_size}:{st.st_mtime_ns}".encode())
+            size = f.stat().st_size
+            if size > 200 * 2**20:
+                h.update(f"{f.name}:{size}".encode())
+                with open(f, "rb") as fh:
+                    for k in range(SAMPLED_BLOCKS):
+                        fh.seek((size - BLOCK) * k // (SAMPLED_BLOCKS - 1))
+                        h.update(fh.read(BLOCK))
             else:
                 h.update(f.name.encode() + f.read_bytes())
     return h.hexdigest()[:16]

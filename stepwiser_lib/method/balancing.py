@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import random
+import shutil
 import warnings
 from collections import Counter
+from pathlib import Path
 
-from ..core import io
+from ..core import inputs, io
 from ..core.vocab import RULES
 
 
@@ -108,20 +110,40 @@ EARLIER_VALIDATION_QUANTILE = 0.2
 
 def build_splits(records: list[dict], rules: list[str], out_dir, *, min_chars: int = 0, max_chars: int = 10**9,
                  drop_final: bool = False, dev_fraction: float, test_fraction: float,
-                 seed: int = 0) -> tuple[dict, dict | None]:
+                 seed: int = 0, source=None) -> tuple[dict, dict | None]:
     """Notebook 03's stage: for each rule, judge examples from the labelled chunks, split by
     problem, balanced 50/50 per split, written to ``out_dir/<rule>/<split>_{balanced,unbalanced}.jsonl``
     (the files notebook 04 reads). Returns per-rule statistics and one balanced training example
-    to show. Fails when a balanced split comes out empty (one class missing)."""
+    to show. Fails when the length window keeps no example, or a balanced split comes out empty
+    (one class missing), before writing that rule's files.
+
+    ``source``: the ``labels.jsonl`` the records came from. Each rule folder then records its
+    sha256 (:func:`stepwiser_lib.core.inputs.record_sources`), which notebook 04 compares with the
+    file there when it starts; and the folders of rules not in ``rules`` are removed, so no split
+    of an older run is read as this one's (reliability review 2, A06, H03)."""
+    out_dir = Path(out_dir)
+    if source is not None:
+        for old in sorted(set(RULES) - set(rules)):
+            if (out_dir / old).is_dir():
+                shutil.rmtree(out_dir / old)
+                print(f"removed {out_dir.name}/{old}/: a rule this run does not build (RULES)")
     stats, example = {}, None
     for rule in rules:
         ex = judge_examples(records, rule, min_chars, max_chars, drop_final)
+        if not ex:
+            raise RuntimeError(f"{rule}: no judge example is left of {len(records)} labelled chunks after the length "
+                               f"window MIN_CHARS = {min_chars}, MAX_CHARS = {max_chars}"
+                               + (" and DROP_FINAL" if drop_final else "") + "; widen it")
         parts = split_by_problem(ex, dev_fraction, test_fraction, seed=seed)
         stats[rule] = {"all": class_stats(ex), "filtered_out": len(records) - len(ex)}
+        bals = {split: balance(xs, seed=seed) for split, xs in parts.items()}
+        wanted = {"train": True, "dev": dev_fraction > 0, "test": test_fraction > 0}
+        empty = [split for split in parts if wanted[split] and not bals[split]]
+        if empty:
+            raise RuntimeError(f"{rule}: the balanced {', '.join(empty)} set(s) came out empty (no problem, or one class "
+                               "missing); label more prompts (N_PROMPTS in notebook 02) or change DEV_FRACTION / TEST_FRACTION")
         for split, xs in parts.items():
-            bal = balance(xs, seed=seed)
-            if xs and not bal:
-                raise RuntimeError(f"{rule}: the balanced {split} set is empty (one class is missing); label more prompts")
+            bal = bals[split]
             io.write_jsonl(out_dir / rule / f"{split}_balanced.jsonl", bal)
             io.write_jsonl(out_dir / rule / f"{split}_unbalanced.jsonl", xs)
             stats[rule].update({f"{split}_unbalanced": class_stats(xs), f"{split}_balanced": class_stats(bal),
@@ -132,7 +154,11 @@ def build_splits(records: list[dict], rules: list[str], out_dir, *, min_chars: i
         if any(stats[rule]["earlier_validation_problems_in"].values()):
             warnings.warn(f"{rule}: problems the earlier recipe searches read are in "
                           f"{stats[rule]['earlier_validation_problems_in']}", stacklevel=2)
-        example = example or balance(parts["train"], seed=seed)[0]
+        if source is not None:  # after the rule's files: an interrupted run leaves them unvouched (stale)
+            inputs.record_sources(out_dir / rule, {"labels.jsonl": source}, rule=rule, min_chars=min_chars,
+                                  max_chars=max_chars, drop_final=drop_final, dev_fraction=dev_fraction,
+                                  test_fraction=test_fraction, seed=seed)
+        example = example or bals["train"][0]
     return stats, example
 
 

@@ -33,6 +33,7 @@ from ..core.verdicts import RULE_VERSION, describe, informative, uninformative_c
 from ..core.vocab import variant_slug
 from ..evals.evaluation import compare_rates, mean_sd, problem_predictions
 from ..evals.paper_results import TABLE7
+from .judge import stored_entry
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,7 @@ class _State:
     judge_calls: int = 0
     judge_unparsed: int = 0  # judge outputs without a parsable verdict (verdicts.RULE: never an acceptance)
     judge_no_verdict: int = 0  # judgements none of whose samples parsed
+    ended_cut: bool = False  # the response ended at a chunk cut by max_new_tokens (no closing tag)
     attempts: list[dict] = field(default_factory=list)  # candidates at the current point
     trace: list[dict] = field(default_factory=list)
     done: bool = False
@@ -118,6 +120,7 @@ def chunk_reset(policy, judge, problems: list[str], template: str, cfg: ResetCon
             s, c = states[i], o[0]
             content = first_chunk(c.text)
             if content is None:  # the response ended (or broke format): nothing more to judge
+                s.ended_cut = not getattr(c, "finished", True)  # ... or the chunk hit the token limit (review 2, A10)
                 s.accepted_tokens += c.n_tokens
                 s.prefix += c.text
                 s.done = True
@@ -170,21 +173,23 @@ def chunk_reset(policy, judge, problems: list[str], template: str, cfg: ResetCon
     bar.close()
     return [{"problem": s.problem, "response": s.prefix, "accepted_tokens": s.accepted_tokens,
              "rejected_tokens": s.rejected_tokens, "judge_calls": s.judge_calls, "judge_unparsed": s.judge_unparsed,
-             "judge_no_verdict": s.judge_no_verdict,
+             "judge_no_verdict": s.judge_no_verdict, "ended_cut": s.ended_cut,
              "chunks": len(s.history), "resets": sum(len(t["attempts"]) - 1 for t in s.trace),
              "exhausted": sum(t["exhausted"] for t in s.trace), "trace": s.trace} for s in states]
 
 
 def summarize(results: list[dict], correct: list[bool], seconds: float | None = None) -> dict:
     """Table 7 columns: accuracy (%), mean accepted and rejected length (tokens), plus judge
-    calls, resets and exhausted points per problem."""
+    calls, resets and exhausted points per problem, and ``cut_at_limit``: % of responses that
+    ended at a chunk cut by the token limit (never judged: review 2, A10)."""
     n = max(1, len(results))
     out = {"n": len(results), "accuracy": round(100 * sum(correct) / n, 2),
            "accepted_length": round(sum(r["accepted_tokens"] for r in results) / n, 1),
            "rejected_length": round(sum(r["rejected_tokens"] for r in results) / n, 1),
            "judge_calls": round(sum(r["judge_calls"] for r in results) / n, 2),
            "resets": round(sum(r["resets"] for r in results) / n, 2),
-           "exhausted": round(sum(r["exhausted"] for r in results) / n, 3)}
+           "exhausted": round(sum(r["exhausted"] for r in results) / n, 3),
+           "cut_at_limit": round(100 * sum(r.get("ended_cut", False) for r in results) / n, 2)}
     if seconds is not None:
         out["seconds"] = round(seconds, 1)
     return out
@@ -211,6 +216,8 @@ def run_arm(policy, judge, items: list[dict], template: str, cfg: ResetConfig, i
 
 # ----------------------------------------------------------------------------- notebook 06's driver
 
+#: The version of a run's record: 2 counts responses ended at a cut chunk (older records are redone).
+RECORD_VERSION = 2
 #: The two no-judge rows of Table 7's analogue.
 NO_JUDGE = "chunk policy (no judge)"
 GREEDY = "chunk policy (greedy, no judge)"
@@ -239,8 +246,8 @@ def run_grid(policy, registry: dict[str, dict], load, items: dict[str, list[dict
         for k in range(runs):
             rc = ResetConfig(**{**config_dict(base), "seed": base.seed + k})
             for task, its in items.items():
-                key = io.digest(policy_fingerprint, registry.get(name), config_dict(rc), task, [i["id"] for i in its],
-                                max_completion, RULE_VERSION)
+                key = io.digest(policy_fingerprint, name and stored_entry(registry[name]), config_dict(rc), task, [i["id"] for i in its],
+                                max_completion, RULE_VERSION, RECORD_VERSION)
                 slug = "no_judge" if name is None else variant_slug(name)
                 rec = io.cached_json(art / f"{slug}__{task}__seed{k}.json", key,
                                      lambda: run_arm(policy, judge_for(), its, template, rc, is_correct))
@@ -251,7 +258,7 @@ def run_grid(policy, registry: dict[str, dict], load, items: dict[str, list[dict
     rc = ResetConfig(max_attempts=1, max_chunks=base.max_chunks, temperature=0.0, max_new_tokens=base.max_new_tokens,
                      seed=base.seed)
     for task, its in items.items():
-        key = io.digest(policy_fingerprint, config_dict(rc), task, [i["id"] for i in its])
+        key = io.digest(policy_fingerprint, config_dict(rc), task, [i["id"] for i in its], RECORD_VERSION)
         out[(GREEDY, task, 0)] = io.cached_json(art / f"no_judge_greedy__{task}.json", key,
                                                 lambda: run_arm(policy, None, its, template, rc, is_correct))
         print(f"{GREEDY:28s} {task:8s}: {out[(GREEDY, task, 0)]['summary']}")
@@ -261,7 +268,8 @@ def run_grid(policy, registry: dict[str, dict], load, items: dict[str, list[dict
 def table(runs: dict, tasks: list[str]) -> tuple[list[dict], dict[str, list[int]]]:
     """Table 7's analogue, one row per label of ``runs``: accuracy per task (mean and spread over
     seeds), the mean accepted and rejected length, judge calls and seconds, and the average
-    accuracy over tasks. Also label -> its seeds (the greedy row has one)."""
+    accuracy over tasks, and the % of responses cut at the chunk token limit. Also label -> its
+    seeds (the greedy row has one)."""
     labels = list(dict.fromkeys(l for l, _, _ in runs))
     seeds = {label: sorted({k for l, _, k in runs if l == label}) for label in labels}
     rows = []
@@ -271,7 +279,7 @@ def table(runs: dict, tasks: list[str]) -> tuple[list[dict], dict[str, list[int]
             m, sd = mean_sd([runs[(label, task, k)]["summary"]["accuracy"] for k in seeds[label]])
             row[f"{task} acc"], row[f"{task} acc std"] = round(m, 2), round(sd, 2)
             accs.append(m)
-        for col in ("accepted_length", "rejected_length", "judge_calls", "seconds"):
+        for col in ("accepted_length", "rejected_length", "judge_calls", "cut_at_limit", "seconds"):
             vals = [runs[(label, t, k)]["summary"].get(col, 0) for t in tasks for k in seeds[label]]
             row[col] = round(sum(vals) / len(vals), 1)
         row["avg acc"] = round(sum(accs) / len(accs), 2)
@@ -363,10 +371,25 @@ def reset_example(runs: dict, items: dict[str, list[dict]], judges: list[str]) -
     return None
 
 
-def results_markdown(rows: list[dict], comps: list[dict], paper: list[dict], runs: int) -> str:
-    """``results/<profile>/chunk_reset.md``: our table, the paired comparisons, the paper's rows."""
+def cut_note(rows: list[dict], max_chunk_tokens: int) -> str:
+    """A sentence when responses ended at a chunk cut by ``MAX_CHUNK_TOKENS`` (:func:`table`'s
+    ``cut_at_limit``): such a chunk is never judged and its response has no answer, so a large share
+    makes the table say more about the limit than about the judges (review 2, A10). "" when none."""
+    cut = {r["method"]: r.get("cut_at_limit", 0) for r in rows if r.get("cut_at_limit")}
+    if not cut:
+        return ""
+    worst = max(cut.values())
+    return (f"Responses ended at a chunk cut by MAX_CHUNK_TOKENS = {max_chunk_tokens} (never judged, no answer): "
+            + ", ".join(f"{m} {v}%" for m, v in cut.items())
+            + (". Most responses were cut: the accuracies measure the limit, not the judges; raise MAX_CHUNK_TOKENS."
+               if worst >= 50 else "; raise MAX_CHUNK_TOKENS if that is more than a few."))
+
+
+def results_markdown(rows: list[dict], comps: list[dict], paper: list[dict], runs: int, note: str = "") -> str:
+    """``results/<profile>/chunk_reset.md``: our table (and ``note``, :func:`cut_note`), the paired
+    comparisons, the paper's rows."""
     md = ["Chunk-Reset Reasoning on held-out problems (ours; mean over %d seeds):" % runs, "",
-          markdown_table(rows, list(rows[0]) if rows else []), "",
+          markdown_table(rows, list(rows[0]) if rows else []), "", *([note, ""] if note else []),
           "Each judge against the plain chunk policy on the same problems (paired bootstrap by problem):", "",
           markdown_table(comps, ["a", "b", "diff", "low", "high", "p_bootstrap", "test", "verdict"]), "",
           "The paper's Table 7 (Qwen2.5-1.5B-chunk, MATH500 / NuminaMath Heldout-1K; not ours):", "",

@@ -12,6 +12,7 @@ Tables 5/6 are in :mod:`stepwiser_lib.method.judge_train`; the discriminative ba
 
 from __future__ import annotations
 
+from ..core import paths
 from ..core.chunks import parse_chunks
 from ..core.prompts import get, judge_prompt
 
@@ -323,3 +324,20 @@ def loader(cfg):
 
 def judge_prompt_of(example: dict, family: str = "toy", style: str = "cot") -> str:
     return judge_prompt(family, example["problem"], example["history"], example["chunk"], style)
+
+
+# ----------------------------------------------------------------------------- registry entries
+
+#: The fields of a registry entry that name model folders (stored relative: paths.stored_path).
+MODEL_FIELDS = ("base", "adapter")
+
+
+def stored_entry(entry: dict) -> dict:
+    """A registry entry as files store it, its model folders relative to the output root. Caches
+    of notebooks 05-07 hash this form, so a moved checkout keeps its results (review 2, H02)."""
+    return {**entry, **{k: paths.stored_path(entry[k]) for k in MODEL_FIELDS if entry.get(k)}}
+
+
+def resolved_entry(entry: dict) -> dict:
+    """A stored registry entry with its model folders resolved on this machine (paths.resolve_stored)."""
+    return {**entry, **{k: paths.resolve_stored(entry[k]) for k in MODEL_FIELDS if entry.get(k)}}

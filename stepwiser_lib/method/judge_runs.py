@@ -21,6 +21,7 @@ from ..evals import claims
 from ..evals.evaluation import balanced_accuracy_ci, compare, constant_judge, judge_predictions, reference_judge
 from ..evals.paper_results import paper_row
 from . import judge, judge_train, tasks
+from .judge import MODEL_FIELDS, resolved_entry, stored_entry
 
 #: The two yardsticks that need no training (toy world).
 REF_RULE = "warm-up analysis read by a rule (no RL)"
@@ -73,8 +74,9 @@ def main_variants(variants: list[str]) -> tuple[str | None, str | None]:
 
 def training_runs(variants: list[str], seed: int, repeat_seeds: list[int]) -> list[tuple[str, int, str]]:
     """(variant, seed, run id) for every run to train: each variant at ``seed``, then the main
-    judge and its discriminative baseline at every other seed of ``repeat_seeds``."""
-    runs = [(v, seed, v) for v in variants]
+    judge and its discriminative baseline at every other seed of ``repeat_seeds``. A variant or
+    seed named twice is one run (review 2, A14)."""
+    runs = [(v, seed, v) for v in dict.fromkeys(variants)]
     for v in (v for v in main_variants(variants) if v):
         runs += [(v, s, f"{v}@seed{s}") for s in dict.fromkeys(repeat_seeds) if s != seed]
     return runs
@@ -266,20 +268,6 @@ def compare_all(preds: dict, run_ids: list[str], main: str) -> list[dict]:
     return [{"claim": claim, "split": "test", **compare(a, b)} for claim, _, a, b in comparison_pairs(preds, run_ids, main)]
 
 
-#: The fields of a registry entry that name model folders (stored relative: paths.stored_path).
-MODEL_FIELDS = ("base", "adapter")
-
-
-def stored_entry(entry: dict) -> dict:
-    """A registry entry as files store it: its model folders relative to the output root."""
-    return {**entry, **{k: paths.stored_path(entry[k]) for k in MODEL_FIELDS if entry.get(k)}}
-
-
-def resolved_entry(entry: dict) -> dict:
-    """A stored registry entry with its model folders resolved on this machine (paths.resolve_stored)."""
-    return {**entry, **{k: paths.resolve_stored(entry[k]) for k in MODEL_FIELDS if entry.get(k)}}
-
-
 def stored_record(record: dict) -> dict:
     """A trained run's record (:func:`stepwiser_lib.method.judge_train.train_variant`) as ``record.json`` stores it."""
     return {**record, "entry": stored_entry(record["entry"])}
@@ -292,9 +280,16 @@ def entry_whole(entry: dict) -> bool:
     return all(paths.model_complete(p) for p in local if os.path.isabs(p))
 
 
-def write_registry(path, entries: list[dict]) -> None:
-    """Notebook 04's ``judges.json``: the entries notebooks 05-07 read, model folders stored relative."""
-    io.write_json(path, [stored_entry(e) for e in entries])
+def write_registry(path, entries: list[dict], *, family: str, data_hash: dict) -> None:
+    """Notebook 04's ``judges.json``: the entries notebooks 05-07 read, model folders stored
+    relative, each with its provenance: the prompt family it was trained with and the sha256 of
+    notebook 03's splits it was trained and chosen on (``data_hash``: rule -> split -> sha256, as
+    :func:`read_splits` gives; the warm-up read every rule). Notebooks 05-07 compare both
+    (:func:`stepwiser_lib.core.inputs.stale`: review 2, A07)."""
+    def provenance(e):
+        rules = [e["rule"]] if e.get("rule") else sorted(data_hash)
+        return {"prompt_family": family, "splits": {r: data_hash[r] for r in rules if r in data_hash}}
+    io.write_json(path, [{**stored_entry(e), **provenance(e)} for e in entries])
 
 
 def read_registry(profile: str, names: list[str], allow_all: bool = False) -> dict[str, dict]:
@@ -304,7 +299,12 @@ def read_registry(profile: str, names: list[str], allow_all: bool = False) -> di
     if not path.exists():
         raise FileNotFoundError(f"no judge registry at {path}: run notebook 04 at profile {profile!r} first "
                                 f"(make reproduce PROFILE={profile})")
-    registry = {e["name"]: resolved_entry(e) for e in io.read_json(path)}
+    try:
+        stored = io.read_json(path)
+        registry = {e["name"]: resolved_entry(e) for e in stored}
+    except (ValueError, KeyError, TypeError) as err:  # review 2, H04: damaged (e.g. a copy cut short)
+        raise ValueError(f"the judge registry {path} is damaged ({type(err).__name__}: {err}); re-run notebook 04 at "
+                         f"profile {profile!r}: it rewrites the registry from its cached runs without retraining") from None
     wanted = [n for n in names if not (allow_all and n == "all")]
     unknown = [n for n in wanted if n not in registry]
     if unknown:

@@ -482,6 +482,9 @@ def label_prompts(generator, items: list[dict], template: str, cfg: LabelConfig,
     """
     from tqdm.auto import tqdm
 
+    if cfg.reference_trajectories and any("solution" not in it for it in items):  # review 2, A03: before any compute
+        raise ValueError("REFERENCE_TRAJECTORIES labels each problem's reference solution, and these problems have "
+                         f"none (only the tasks {', '.join(tasks.WITH_SOLUTIONS)} carry one); set it false or change TASK")
     out = Path(out_dir) / "shards"
     out.mkdir(parents=True, exist_ok=True)
     for tmp in out.glob(".shard_*.tmp"):  # left by a process killed while writing
@@ -541,6 +544,25 @@ def prefilter_rates(stats: dict) -> dict:
             "chunk_format": pct("prefilter_chunk_format"), "truncated": pct("prefilter_truncated")}
 
 
+def no_chunks_message(stats: dict, max_new_tokens: int) -> str:
+    """Why a labelling run produced no labelled chunk, from its stats, the likeliest cause first and
+    each with the setting to change (reliability review 2, A09: every sample cut at
+    ``MAX_NEW_TOKENS`` was reported as a pre-filter problem)."""
+    n, cut = stats.get("prefilter_samples", 0), stats.get("prefilter_truncated", 0)
+    causes = []
+    if n and cut * 2 >= n:
+        causes.append(f"{cut} of {n} pre-filter samples were cut at MAX_NEW_TOKENS = {max_new_tokens} before the policy "
+                      "finished: raise MAX_NEW_TOKENS")
+    if not stats.get("kept_prompts"):
+        causes.append(f"the pre-filter kept none of {stats.get('prompts', 0)} prompts (it keeps a prompt when some, not "
+                      f"all, of its N_PREFILTER samples are correct; {stats.get('prefilter_correct', 0)} of {n} were): "
+                      "raise N_PROMPTS or N_PREFILTER")
+    else:
+        causes.append(f"the policy wrote no chunk ({stats.get('prefilter_chunk_format', 0)} of {n} samples had the chunk "
+                      "format): check notebook 01's chunk format rate")
+    return "no labelled chunks: " + "; ".join(causes)
+
+
 def label_summary(records: list[dict]) -> dict:
     """Positive rates (%) of the three rules over all chunks, and basic counts."""
     n = len(records)
@@ -577,6 +599,10 @@ def main(argv: list[str] | None = None, profiles_dir: str | Path | None = None) 
         p.update(checked_parameters(a.profile, list_notebooks(only=["02"]), **({"profiles_dir": Path(profiles_dir)}
                                                                 if profiles_dir else {}))[nb.stem])
         cfg = label_config_from_params(p)
+        if p["REFERENCE_TRAJECTORIES"] and p["TASK"] not in tasks.WITH_SOLUTIONS:  # review 2, A03
+            raise ConfigError(f"REFERENCE_TRAJECTORIES labels each problem's reference solution, which only TASK = "
+                              f"{' or '.join(map(repr, tasks.WITH_SOLUTIONS))} rows hold (TASK = {p['TASK']!r}); "
+                              "set it false or use numina")
         policy = resolve_model(p["POLICY_MODEL"], a.profile)
     except (ConfigError, FileNotFoundError) as e:
         print(f"[labelling] configuration error: {e}", file=sys.stderr)
@@ -594,6 +620,13 @@ def main(argv: list[str] | None = None, profiles_dir: str | Path | None = None) 
         print(f"[labelling] interrupted; the finished shards are in {out / 'shards'} and the next run resumes "
               "from them", file=sys.stderr)
         return 130
+    except OSError as e:  # a full disk or a folder that cannot be written (review 2, E04): the shards written stay
+        print(f"[labelling] could not write {e.filename or out}: {e.strerror or e}; the finished shards are in "
+              f"{out / 'shards'} and the next run resumes from them once there is room", file=sys.stderr)
+        return 1
+    if not res["records"]:
+        print(f"[labelling] {no_chunks_message(res['stats'], cfg.max_new_tokens)}", file=sys.stderr)
+        return 1
     io.write_jsonl(out / "labels.jsonl", res["records"])
     print(json.dumps({**res["stats"], **label_summary(res["records"]), "resumed_shards": res["resumed"],
                       "redone_shards": res["redone"], "labels": str(out / "labels.jsonl")}, indent=1))

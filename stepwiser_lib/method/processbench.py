@@ -30,6 +30,7 @@ from ..evals.claims import judge_orderings
 from ..evals.paper_results import paper_row
 from ..evals.stats import stratified_bootstrap, stratified_difference
 from .calculator import predict
+from .judge import stored_entry
 
 SPLITS = ("gsm8k", "math", "olympiadbench", "omnimath")
 #: (error, correct) counts per split, ProcessBench paper Table 1 / notes §8.1.
@@ -368,7 +369,7 @@ def run_judges(judges: list[dict], bench: dict[str, list[dict]], art, load, *, b
         out["tallies"][name] = out["tallies"][row] = judged_tally(outs, k)
 
     for e in judges:
-        key = io.digest(e, bench_kind, {s: [r["id"] for r in rs] for s, rs in bench.items()}, stop_at_first_negative,
+        key = io.digest(stored_entry(e), bench_kind, {s: [r["id"] for r in rs] for s, rs in bench.items()}, stop_at_first_negative,
                         maj_k, maj_temperature, max_completion, seed, RULE_VERSION)
         disc = e["style"] == "disc"
         # a scalar-score judge is run on every step, so any threshold can be applied afterwards

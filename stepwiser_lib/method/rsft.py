@@ -23,6 +23,7 @@ from ..engines.sft import sft
 from ..evals.evaluation import compare_rates, mean_sd, problem_predictions
 from ..evals.paper_results import TABLE8
 from . import sampling
+from .judge import stored_entry
 
 
 def response_score(chunk_scores: list[float]) -> float | None:
@@ -149,7 +150,7 @@ def select_all(items: list[dict], registry: dict[str, dict], load, art, key: str
             release(j)  # the next engine (the next judge, the policy's evaluation) needs the memory
             return {"chunk_scores": sc, "verdicts": tl, "seconds": round(time.time() - t, 1)}
         rec = io.cached_json(art / f"scores__{variant_slug(name)}.json",
-                             io.digest(key, entry, judge_k, max_completion, RULE_VERSION), run)
+                             io.digest(key, stored_entry(entry), judge_k, max_completion, RULE_VERSION), run)
         scores[name], tallies[name] = rec["chunk_scores"], rec.get("verdicts")
         picks[name] = [select_best([{"correct": c, "score": response_score(s)} for c, s in zip(it["correct"], sc)])
                        for it, sc in zip(items, rec["chunk_scores"])]

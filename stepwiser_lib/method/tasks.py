@@ -29,6 +29,8 @@ from ..core.io import file_sha256, write_jsonl
 from ..toy import judge_text, toyworld
 
 TASKS = ("toy", "numina", "math500", "gsm8k")
+#: Tasks whose problems carry a reference ``solution`` (what REFERENCE_TRAJECTORIES labels).
+WITH_SOLUTIONS = ("numina",)
 
 
 def load_problems(task: str, split: str, n: int, seed: int, **kw) -> list[dict]:

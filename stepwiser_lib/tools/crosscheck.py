@@ -13,7 +13,7 @@ from ..core import paths
 from ..core.checks import ConfigError
 from ..core.vocab import STYLE, WARMUP_NAME, parse_variant
 from ..engines.trainers import GRPOSettings, SFTSettings
-from ..method.tasks import TASKS
+from ..method.tasks import TASKS, WITH_SOLUTIONS
 
 
 def _cfg(params: dict):
@@ -51,7 +51,7 @@ def problems(params: dict[str, dict]) -> list[str]:
             if task not in TASKS:
                 out.append(f"{nb}: DATA_FILES key {task!r} is not a task ({', '.join(TASKS)}); the hub would be "
                            "read instead of the file")
-            elif f and (Path(f) if Path(f).is_absolute() else paths.ROOT / f).is_dir():
+            elif f and data_file(f).is_dir():
                 out.append(f"{nb}: DATA_FILES[{task!r}] = {f!r} is a folder; name the file in the hub's schema")
         # A16: the Maj@k score is a generative judge's; a discriminative one has its p(+) already
         for j in p.get("MAJ_K_SCORE_JUDGES", []):
@@ -59,6 +59,11 @@ def problems(params: dict[str, dict]) -> list[str]:
             if base != WARMUP_NAME and base != "all" and STYLE[parse_variant(base)[0]] == "disc":
                 out.append(f"{nb}: MAJ_K_SCORE_JUDGES holds {j!r}, a discriminative judge (its score is p(+) "
                            "already); name generative judges only")
+        # A03: the reference-trajectory shortcut labels each problem's reference solution, which
+        # only NuminaMath's rows carry (toy, gsm8k and math500 problems come without one)
+        if p.get("REFERENCE_TRAJECTORIES") and p.get("TASK") not in WITH_SOLUTIONS:
+            out.append(f"{nb}: REFERENCE_TRAJECTORIES labels each problem's reference solution, which only "
+                       f"TASK = 'numina' rows hold (TASK = {p.get('TASK')!r}); set it false or use numina")
         # A15: one solution per split is an erroneous one only, and every judge then scores F1 0
         if p.get("LIMIT") == 1:
             out.append(f"{nb}: LIMIT = 1 keeps no correct solution per split, so every judge's F1 is 0; "
@@ -71,6 +76,20 @@ def problems(params: dict[str, dict]) -> list[str]:
             out.append(f"04_judge_grpo: VARIANTS train on rule(s) {missing}, which 03_balancing's RULES "
                        f"({p3.get('RULES')}) does not build; add them to RULES")
     return out
+
+
+def data_file(f: str) -> Path:
+    """A ``DATA_FILES`` value as the notebooks read it (repository-relative or absolute)."""
+    return Path(f) if Path(f).is_absolute() else paths.ROOT / f
+
+
+def missing_data_files(params: dict[str, dict]) -> list[str]:
+    """``DATA_FILES`` values of ``params`` (notebook -> parameters) that are not files here: what
+    a run would fail on after its first stages, and what the dry run used to hide behind hub ids
+    (review 2, E06). Not part of ``--check``, which checks settings on any machine."""
+    return [f"{nb}: DATA_FILES[{task!r}] = {f!r}: no such file ({data_file(f)})"
+            for nb, p in params.items() for task, f in (p.get("DATA_FILES") or {}).items()
+            if f and task in TASKS and not data_file(f).is_file()]
 
 
 def check(params: dict[str, dict]) -> None:

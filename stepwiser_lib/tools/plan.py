@@ -27,6 +27,7 @@ from ..core.vocab import RL_KINDS, parse_variant
 from ..engines import memory, standin
 from ..engines.launch import ENV_PROCS, command, launcher
 from ..method.segmentation import teacher_budget
+from .crosscheck import data_file
 
 #: Paper costs (notes §1.3): A100-hours per generated sequence and per RL completion, 7B model.
 PAPER_ROLLOUTS = 3_463_520 * 16  # Table 9 steps (1.5B) x M; the 7B run is of the same order
@@ -156,6 +157,15 @@ def launch_layout() -> tuple[int, int, str]:
     return n, zero, f"{n} processes{f', ZeRO-{zero}' if zero else ''}: " + " ".join(command(cfg, "<job.json>"))
 
 
+def _dataset(task: str, params: dict[str, dict]) -> str:
+    """Where ``task``'s problems come from: a ``DATA_FILES`` file of any notebook (said missing
+    when it is not there: review 2, E06), else the hub id or the toy world."""
+    files = sorted({f for p in params.values() for t, f in (p.get("DATA_FILES") or {}).items() if t == task and f})
+    if not files:
+        return DATASETS.get(task, task)
+    return ", ".join(f"{f} ({'local file' if data_file(f).is_file() else 'MISSING'})" for f in files)
+
+
 def dry_run(profile: str, params: dict[str, dict]) -> dict:
     """The plan for already-checked ``params`` (``{notebook stem: parameters}``).
 
@@ -259,7 +269,7 @@ def dry_run(profile: str, params: dict[str, dict]) -> dict:
     launch = launch_layout()[2]
     return {"profile": profile, "stages": stages, "models": models, "training_launch": launch,
             "memory": memory_plan(profile, params),
-            "datasets": {d: DATASETS.get(d, d) for d in sorted(datasets)},
+            "datasets": {d: _dataset(d, params) for d in sorted(datasets)},
             "estimated_a100_hours": round(total, 1), "estimated_wall_hours": round(wall, 1),
             "note": "estimate scaled from the paper's reported costs (notes §1.3); order of magnitude only"}
 

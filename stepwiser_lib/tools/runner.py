@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -67,6 +68,41 @@ def read_timings(path: Path) -> dict:
     return {}
 
 
+def _writable(folders: list[Path]) -> None:
+    """Fail with a :class:`ConfigError` naming the folder unless each of ``folders`` can be written
+    (its nearest existing folder takes a file; a read-only or full disk, a file in the way): before
+    any kernel starts, so no stage spends its compute first (reliability review 2, E03). Nothing
+    is left behind."""
+    for d in folders:
+        here = d
+        while not here.exists() and here.parent != here:
+            here = here.parent
+        try:
+            if not here.is_dir():
+                raise NotADirectoryError(20, f"{here} is a file, not a folder")
+            with tempfile.NamedTemporaryFile(dir=here, prefix=".write-check."):
+                pass
+        except OSError as e:
+            raise ConfigError(f"cannot write to {d}: {e.strerror or e}; free or fix that folder, or point "
+                              f"${paths.OUTPUT_ROOT_ENV} at a writable one") from None
+
+
+def _kernel_manager(log):
+    """The kernel manager papermill starts each notebook's kernel with: the kernel *process*
+    writes its own log (not cell output, which travels to the executed notebook) to ``log``
+    (``runs/<profile>/kernel.log``), so a Ctrl-C leaves the runner's one line and not the
+    kernel's traceback of a socket the runner has closed (reliability review 2, K05)."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class LoggedKernelManager(AsyncKernelManager):
+        async def start_kernel(self, **kw):
+            kw.setdefault("stdout", log)
+            kw.setdefault("stderr", log)
+            return await AsyncKernelManager._async_start_kernel(self, **kw)
+
+    return LoggedKernelManager
+
+
 def _failure(nb_path: Path) -> str:
     """The failing cell of an executed notebook: its number in the source notebook (1-based,
     papermill's injected cells not counted), first line and error."""
@@ -109,9 +145,12 @@ def run(profile: str, only: list[str] | None = None, check_only: bool = False,
                     raise ConfigError(f"{nb.stem}: override {k} = {v!r} {why}")
                 params[nb.stem][k] = v
     print(f"[runner] profile {profile}: {len(notebooks)} notebook(s), parameters checked", flush=True)
+    missing = crosscheck.missing_data_files(with_defaults(notebooks, params))
     if dry_run:
         p = make_plan(profile, with_defaults(notebooks, params))
         print(render(p), flush=True)
+        if missing:
+            raise ConfigError("data file(s) not there:\n  " + "\n  ".join(missing))
         bad = [m["model"] for m in p["models"] if not m["ok"]]
         if bad:
             raise ConfigError(f"invalid model reference(s): {bad}")
@@ -124,11 +163,14 @@ def run(profile: str, only: list[str] | None = None, check_only: bool = False,
         for nb, vals in params.items():
             print(f"  {nb}: {json.dumps(vals, sort_keys=True)}")
         return {}
+    if missing:  # before any kernel starts, not when the stage that reads them is reached
+        raise ConfigError("data file(s) not there:\n  " + "\n  ".join(missing))
+    out = Path(out_dir or run_dir(profile))
+    _writable([out, paths.output_root() / "results" / profile, paths.output_root() / "figures" / profile])  # E03: a folder the run cannot write fails now, not after a stage
     import papermill as pm
 
     _quiet_papermill_inference()
 
-    out = Path(out_dir or run_dir(profile))
     # from scratch: nothing on disk a notebook could resume from
     fresh = not (out / "artifacts").exists() or not any((out / "artifacts").iterdir())
     out.mkdir(parents=True, exist_ok=True)
@@ -140,8 +182,10 @@ def run(profile: str, only: list[str] | None = None, check_only: bool = False,
               flush=True)
         t0 = time.time()
         try:
-            pm.execute_notebook(str(nb), str(dest), parameters=params[nb.stem], kernel_name="python3",
-                                cwd=str(ROOT), progress_bar=False, log_output=log_output)
+            with open(out / "kernel.log", "ab") as log:
+                pm.execute_notebook(str(nb), str(dest), parameters=params[nb.stem], kernel_name="python3",
+                                    cwd=str(ROOT), progress_bar=False, log_output=log_output,
+                                    kernel_manager_class=_kernel_manager(log))
         except KeyboardInterrupt:
             raise KeyboardInterrupt(nb.name) from None
         except pm.PapermillExecutionError as e:
