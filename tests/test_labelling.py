@@ -184,6 +184,8 @@ def test_every_detectable_corruption_is_named_set_aside_and_redone(tmp_path):
     a leftover temporary file: each shard is named, moved aside (never overwritten) and redone."""
     import hashlib
     import json
+    import os
+    import time
 
     items = fake_items(12)
     ref = L.label_prompts(FakeToyPolicy(), items, TEMPLATE, _cfg(), tmp_path, "m", progress=False)
@@ -199,7 +201,11 @@ def test_every_detectable_corruption_is_named_set_aside_and_redone(tmp_path):
     footer = json.loads(body[-1])
     footer["_footer"]["sha256"] = hashlib.sha256(new_body.encode()).hexdigest()
     s2.write_text(new_body + json.dumps(footer) + "\n")
-    (s3.parent / ".shard_00003.jsonl.abc.tmp").write_text("half")
+    left = s3.parent / ".shard_00003.jsonl.abc.tmp"  # a killed writer's, an hour old
+    left.write_text("half")
+    os.utime(left, (time.time() - 3600, time.time() - 3600))
+    live = s3.parent / ".shard_00002.jsonl.def.tmp"  # another live run's write in progress (review 2, C01)
+    live.write_text("half")
     res = L.label_prompts(FakeToyPolicy(), items, TEMPLATE, _cfg(), tmp_path, "m", progress=False)
     assert res["resumed"] == 1 and len(res["redone"]) == 3
     assert "shard_00000.jsonl: not UTF-8 at byte 100 (corrupt) -> set aside as shard_00000.jsonl.corrupt" in res["redone"]
@@ -207,7 +213,7 @@ def test_every_detectable_corruption_is_named_set_aside_and_redone(tmp_path):
     assert any("shard_00002.jsonl, line 1: malformed record (field 'q')" in r for r in res["redone"])
     assert res["records"] == ref["records"]
     assert (s1.parent / "shard_00001.jsonl.corrupt").read_text().endswith('{"_footer": 5}\n')
-    assert not list(s3.parent.glob(".shard_*.tmp"))
+    assert list(s3.parent.glob(".shard_*.tmp")) == [live]
 
 
 def test_a_threshold_change_relabels_the_stored_q_without_a_rollout(tmp_path):

@@ -74,6 +74,13 @@ def test_a_save_cleans_what_a_kill_between_its_renames_left_K02(tmp_path):
     assert (dest / "model.safetensors").read_text() == "w" and not old.exists()
     save_atomically(Model(), None, dest)  # over an existing model
     assert sorted(p.name for p in tmp_path.iterdir()) == [".model.lock", "model"]
+    # killed between the renames again: a reader puts the previous model back (not while a save holds the lock)
+    dest.rename(old)
+    with io.artifact_lock(dest):
+        assert not io.restore_aside(dest) and not dest.exists()
+    with pytest.warns(UserWarning, match="put back the model"):
+        assert io.restore_aside(dest)
+    assert (dest / "model.safetensors").read_text() == "w" and not old.exists()
 
 
 def test_an_interrupted_docs_export_keeps_the_committed_copy_K03(tmp_path, monkeypatch):
@@ -224,6 +231,8 @@ def test_every_shipped_profile_fits_together():
     ("A12", {"02_rollout_labelling": {"TASK": "gsm8k", "DATA_FILES": {"gsm8k": "data"}}}, r"DATA_FILES\['gsm8k'\] = 'data' is a folder"),
     ("A16", {"05_processbench": {"JUDGES": ["disc_sft:rel_ratio"], "MAJ_K_SCORE_JUDGES": ["disc_sft:rel_ratio"]}},
      r"MAJ_K_SCORE_JUDGES holds 'disc_sft:rel_ratio', a discriminative judge"),
+    ("A07", {"04_judge_grpo": {"PROMPT_FAMILY": "toy"}, "06_chunk_reset": {"PROMPT_FAMILY": "paper"}},
+     r"06_chunk_reset: PROMPT_FAMILY = 'paper', but notebook 04 trains its judges with 'toy'"),
 ])
 def test_settings_across_notebooks_and_files_are_checked_first(case, values, match, tmp_path):
     """A05: checked also when only notebook 04 is run; A11, A12, A16 before any model loads."""
@@ -335,6 +344,21 @@ def test_splits_of_older_labels_are_stale_and_unbuilt_rules_removed_A06_H03(tmp_
     (art / "abs_q" / inputs.SOURCES).unlink()  # a folder written before 03 recorded its source
     with pytest.raises(inputs.StaleInputs, match=r"written before notebook 03 recorded which labels.jsonl it read"):
         inputs.check(_cfg04("p", ["stepwiser:abs_q"]))
+    build(["abs_q"])
+    # a re-run killed while rewriting a rule's files (here: at its third file) leaves that rule unvouched
+    real, n = io.write_jsonl, []
+
+    def killed_at_the_third(*a):
+        n.append(a[0])
+        if len(n) == 3:
+            raise KeyboardInterrupt
+        real(*a)
+    monkeypatch.setattr(io, "write_jsonl", killed_at_the_third)
+    with pytest.raises(KeyboardInterrupt):
+        build(["abs_q"])
+    monkeypatch.setattr(io, "write_jsonl", real)
+    with pytest.raises(inputs.StaleInputs, match="abs_q: written before notebook 03 recorded"):
+        inputs.check(_cfg04("p", ["stepwiser:abs_q"]))
 
 
 def _registry(profile: str, entry: dict) -> Path:
@@ -374,6 +398,10 @@ def test_judges_trained_on_another_prompt_family_or_other_splits_are_stale_A07(t
                            dev_fraction=0.25, test_fraction=0.25, source=labels)
     with pytest.raises(inputs.StaleInputs, match=r"trained on notebook 03's rel_ratio splits as they were; .*"
                        r"re-run notebook 04_judge_grpo.ipynb"):
+        inputs.check(cfg("toy"))
+    import shutil
+    shutil.rmtree(paths.artifacts("p", "03_balancing") / "rel_ratio")  # 03 re-run without rel_ratio in RULES
+    with pytest.raises(inputs.StaleInputs, match=r"rel_ratio splits, which are no longer there"):
         inputs.check(cfg("toy"))
     _registry("p", entry)  # a registry written before provenance was recorded
     with pytest.raises(inputs.StaleInputs, match="the registry predates provenance records"):
@@ -426,6 +454,11 @@ def test_chunks_cut_at_the_token_limit_are_counted_and_named_A10():
     assert note in cr.results_markdown(rows, [], [], 1, note=note)
     assert cr.cut_note([{**r, "cut_at_limit": 0.0} for r in rows], 96) == ""
 
+    class NoRoom(CutPolicy):  # a request with no room at all is skipped, not cut by MAX_CHUNK_TOKENS
+        def generate(self, prompts, n=1, **kw):
+            return [[Completion(text="", n_tokens=0, finished=False, skipped=True)] for _ in prompts]
+    assert [r["ended_cut"] for r in cr.chunk_reset(NoRoom(), None, ["p"], "{problem}", cfg, progress=False)] == [False]
+
 
 def test_a_damaged_registry_is_named_with_the_notebook_that_rebuilds_it_H04(tmp_path, monkeypatch):
     from types import SimpleNamespace
@@ -458,6 +491,10 @@ def test_the_dry_run_names_the_data_files_it_will_read_E06(tmp_path, capsys):
     assert f"math500 -> {files['math500']} (MISSING)" in out and f"numina -> {files['numina']} (local file)" in out
     with pytest.raises(ConfigError, match="no such file"):  # a run stops before any kernel too
         runner.run("e06", only=["06"], profiles_dir=tmp_path)
+    # a file of a task the notebook never reads need not be there
+    (tmp_path / "e06.yaml").write_text(yaml.safe_dump({"shared": {"DATA_FILES": files}, "notebooks": {
+        "06_chunk_reset": {"EVAL_TASKS": ["numina"]}}}))
+    runner.run("e06", only=["06"], dry_run=True, profiles_dir=tmp_path)
 
 
 def test_a_folder_the_run_cannot_write_stops_it_before_any_kernel_E03(tmp_path, monkeypatch):
@@ -531,8 +568,9 @@ KILLED_SAVER = textwrap.dedent('''
             (Path(d) / "config.json").write_text(str(self.k))
             (Path(d) / "model.safetensors").write_bytes(str(self.k).encode() * 200_000)
 
-    print("READY", flush=True)
-    k = 0
+    k = 1
+    save_atomically(Model(k), None, sys.argv[1])
+    print("READY", flush=True)  # a whole model is in place; from now on every save replaces one
     while True:
         k += 1
         save_atomically(Model(k), None, sys.argv[1])
@@ -553,6 +591,7 @@ def test_a_save_killed_at_any_moment_leaves_a_whole_model_K01(tmp_path):
         time.sleep(delay)
         p.send_signal(signal.SIGKILL)
         p.wait(timeout=30)
+        io.restore_aside(dest)  # what every reader's input check does first (a kill between the two renames)
         assert paths.model_complete(dest)
         k = (dest / "config.json").read_text()
         assert (dest / "model.safetensors").read_bytes() == k.encode() * 200_000  # one save's config and weights
@@ -610,9 +649,9 @@ def _alive(pid: int) -> bool:
     import os
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+        return "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+    except (ProcessLookupError, FileNotFoundError):
         return False
-    return Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
 
 
 def test_a_terminated_run_leaves_no_kernel_and_ctrl_c_says_one_line_K04_K05(tmp_path):

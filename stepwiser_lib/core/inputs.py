@@ -57,7 +57,10 @@ class Need:
     def present(self) -> bool:
         if not self.readable:
             return False
-        return paths.model_complete(self.path) if self.model else self.path.exists()
+        if self.model:
+            io.restore_aside(self.path)  # a save killed between its two renames left the previous model aside
+            return paths.model_complete(self.path)
+        return self.path.exists()
 
 
 class MissingInputs(FileNotFoundError):
@@ -146,7 +149,11 @@ def _stale_judges(profile: str, cfg, entries: list[dict]) -> list[Stale]:
             if rule not in digests:
                 digests[rule] = split_digests(profile, rule)
             now = digests[rule]
-            if now is not None and now != then:
+            if now is None:
+                out.append(Stale(what, f"trained on notebook 03's {rule} splits, which are no longer there "
+                                 f"(notebook {STAGES[2]} has run since without {rule!r} in RULES)",
+                                 f"re-run notebook {STAGES[2]}.ipynb with {rule!r} in RULES, then {STAGES[3]}"))
+            elif now != then:
                 changed = sorted(s for s in then if then[s] != now.get(s))
                 out.append(Stale(what, f"trained on notebook 03's {rule} splits as they were; {', '.join(changed)} "
                                  f"changed since (notebook {STAGES[2]} has run since)",

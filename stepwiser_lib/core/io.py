@@ -12,7 +12,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Iterable
 
-from .paths import ROOT, output_root
+from .paths import ROOT, model_complete, output_root
 
 try:  # advisory file locks (POSIX); see artifact_lock
     import fcntl
@@ -86,6 +86,27 @@ def artifact_lock(path: str | Path):
         finally:
             if fcntl is not None:
                 fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def restore_aside(dest: str | Path) -> bool:
+    """Put back a model folder a save moved aside and never replaced: a save killed between its
+    two renames (:func:`stepwiser_lib.engines.models.save_atomically`) leaves the previous, whole
+    model as ``.<name>.old`` and no ``<name>``. Done under the folder's lock, so a save in progress
+    is never undone. Returns whether it put one back (reliability review 2, K01, K02)."""
+    dest = Path(dest)
+    old = dest.with_name(f".{dest.name}.old")
+    if dest.exists() or not model_complete(old):
+        return False
+    try:
+        with artifact_lock(dest):
+            if dest.exists() or not model_complete(old):
+                return False
+            old.rename(dest)
+    except ArtifactBusy:  # a live save is between its renames: it puts its own model in place
+        return False
+    warnings.warn(f"{dest}: put back the model a save interrupted between its two renames had moved aside",
+                  stacklevel=2)
+    return True
 
 
 def write_json(path: str | Path, obj: Any) -> None:

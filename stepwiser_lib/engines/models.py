@@ -32,7 +32,7 @@ import torch
 
 from ..core import io
 from ..core.chunks import CHUNK_CLOSE, CHUNK_OPEN, SEPARATOR
-from ..core.paths import model_fingerprint
+from ..core.paths import model_complete, model_fingerprint
 from . import decoding
 from .decoding import prompt_seed, sample_seed  # noqa: F401  (the random streams of both backends)
 
@@ -612,7 +612,9 @@ def save_atomically(model, tok, dest, marker: tuple[str, str] | None = None) -> 
                 (tmp / marker[0]).write_text(marker[1])
             os.chmod(tmp, 0o755)  # mkdtemp makes 0700; models are read by other users of a shared folder
             old = dest.with_name(f".{dest.name}.old")
-            shutil.rmtree(old, ignore_errors=True)  # a save killed between its two renames left it
+            if not dest.exists() and model_complete(old):  # a save killed between its renames: put back,
+                old.rename(dest)  # so that a kill of this save leaves the previous model in place too
+            shutil.rmtree(old, ignore_errors=True)
             if dest.exists():
                 dest.rename(old)
             tmp.rename(dest)

@@ -122,11 +122,6 @@ def build_splits(records: list[dict], rules: list[str], out_dir, *, min_chars: i
     file there when it starts; and the folders of rules not in ``rules`` are removed, so no split
     of an older run is read as this one's (reliability review 2, A06, H03)."""
     out_dir = Path(out_dir)
-    if source is not None:
-        for old in sorted(set(RULES) - set(rules)):
-            if (out_dir / old).is_dir():
-                shutil.rmtree(out_dir / old)
-                print(f"removed {out_dir.name}/{old}/: a rule this run does not build (RULES)")
     stats, example = {}, None
     for rule in rules:
         ex = judge_examples(records, rule, min_chars, max_chars, drop_final)
@@ -142,6 +137,8 @@ def build_splits(records: list[dict], rules: list[str], out_dir, *, min_chars: i
         if empty:
             raise RuntimeError(f"{rule}: the balanced {', '.join(empty)} set(s) came out empty (no problem, or one class "
                                "missing); label more prompts (N_PROMPTS in notebook 02) or change DEV_FRACTION / TEST_FRACTION")
+        if source is not None:  # unvouched while its files are rewritten: a kill here leaves the folder stale
+            (out_dir / rule / inputs.SOURCES).unlink(missing_ok=True)
         for split, xs in parts.items():
             bal = bals[split]
             io.write_jsonl(out_dir / rule / f"{split}_balanced.jsonl", bal)
@@ -154,11 +151,16 @@ def build_splits(records: list[dict], rules: list[str], out_dir, *, min_chars: i
         if any(stats[rule]["earlier_validation_problems_in"].values()):
             warnings.warn(f"{rule}: problems the earlier recipe searches read are in "
                           f"{stats[rule]['earlier_validation_problems_in']}", stacklevel=2)
-        if source is not None:  # after the rule's files: an interrupted run leaves them unvouched (stale)
+        if source is not None:  # after the rule's files, which it vouches for
             inputs.record_sources(out_dir / rule, {"labels.jsonl": source}, rule=rule, min_chars=min_chars,
                                   max_chars=max_chars, drop_final=drop_final, dev_fraction=dev_fraction,
                                   test_fraction=test_fraction, seed=seed)
         example = example or bals["train"][0]
+    if source is not None:  # once every rule is built: a failed run removes nothing
+        for old in sorted(set(RULES) - set(rules)):
+            if (out_dir / old).is_dir():
+                shutil.rmtree(out_dir / old)
+                print(f"removed {out_dir.name}/{old}/: a rule this run does not build (RULES)")
     return stats, example
 
 

@@ -120,7 +120,8 @@ def chunk_reset(policy, judge, problems: list[str], template: str, cfg: ResetCon
             s, c = states[i], o[0]
             content = first_chunk(c.text)
             if content is None:  # the response ended (or broke format): nothing more to judge
-                s.ended_cut = not getattr(c, "finished", True)  # ... or the chunk hit the token limit (review 2, A10)
+                # ... or the chunk hit the token limit (review 2, A10); a request with no room at all is not a cut
+                s.ended_cut = not getattr(c, "finished", True) and not getattr(c, "skipped", False)
                 s.accepted_tokens += c.n_tokens
                 s.prefix += c.text
                 s.done = True

@@ -35,6 +35,7 @@ Command line (same function as the notebook)::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import random
@@ -270,6 +271,10 @@ def read_shard(path: Path, config_hash: str | None = None) -> tuple[list[dict], 
     return recs, footer
 
 
+#: A shard's scratch file older than this was left by a killed process and is removed; a younger
+#: one may be another run's write in progress (two runs into one folder: review 2, C01).
+STALE_TMP_SECONDS = 600
+
 #: Why a shard was set aside, from the start of its ShardError (the suffix of the moved file).
 _ASIDE = (("made with another configuration", "other-config"), ("holds other prompts", "other-prompts"),
           ("truncated", "truncated"))
@@ -487,8 +492,10 @@ def label_prompts(generator, items: list[dict], template: str, cfg: LabelConfig,
                          f"none (only the tasks {', '.join(tasks.WITH_SOLUTIONS)} carry one); set it false or change TASK")
     out = Path(out_dir) / "shards"
     out.mkdir(parents=True, exist_ok=True)
-    for tmp in out.glob(".shard_*.tmp"):  # left by a process killed while writing
-        tmp.unlink()
+    for tmp in out.glob(".shard_*.tmp"):  # left by a process killed while writing; a fresh one may be
+        with contextlib.suppress(OSError):  # another live run's write in progress (review 2, C01): kept
+            if time.time() - tmp.stat().st_mtime > STALE_TMP_SECONDS:
+                tmp.unlink()
     h = cfg.digest(model_id)
     shards = [items[i:i + cfg.shard_size] for i in range(0, len(items), cfg.shard_size)]
     records, stats, resumed, redone, written = [], [], 0, [], 0

@@ -75,6 +75,13 @@ def problems(params: dict[str, dict]) -> list[str]:
         if missing:
             out.append(f"04_judge_grpo: VARIANTS train on rule(s) {missing}, which 03_balancing's RULES "
                        f"({p3.get('RULES')}) does not build; add them to RULES")
+    # A07: the judges notebooks 05-07 prompt are trained by notebook 04 with its prompt family
+    if p4:
+        for nb in ("05_processbench", "06_chunk_reset", "07_rsft"):
+            fam = params.get(nb, {}).get("PROMPT_FAMILY")
+            if fam is not None and fam != p4.get("PROMPT_FAMILY"):
+                out.append(f"{nb}: PROMPT_FAMILY = {fam!r}, but notebook 04 trains its judges with "
+                           f"{p4.get('PROMPT_FAMILY')!r}; set one PROMPT_FAMILY under shared:")
     return out
 
 
@@ -89,7 +96,13 @@ def missing_data_files(params: dict[str, dict]) -> list[str]:
     (review 2, E06). Not part of ``--check``, which checks settings on any machine."""
     return [f"{nb}: DATA_FILES[{task!r}] = {f!r}: no such file ({data_file(f)})"
             for nb, p in params.items() for task, f in (p.get("DATA_FILES") or {}).items()
-            if f and task in TASKS and not data_file(f).is_file()]
+            if f and task in read_tasks(p) and not data_file(f).is_file()]
+
+
+def read_tasks(p: dict) -> set[str]:
+    """The tasks a notebook with parameters ``p`` loads problems of (a file for another task is
+    never opened, so it need not be there)."""
+    return {t for t in (p.get("TASK"), p.get("EVAL_TASK"), *p.get("EVAL_TASKS", [])) if t}
 
 
 def check(params: dict[str, dict]) -> None:

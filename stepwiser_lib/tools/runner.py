@@ -103,6 +103,12 @@ def _kernel_manager(log):
     return LoggedKernelManager
 
 
+def _into_place(running: Path, dest: Path) -> None:
+    """The executed notebook, moved from this process's scratch name to ``dest`` (one rename)."""
+    if running.exists():
+        os.replace(running, dest)
+
+
 def _failure(nb_path: Path) -> str:
     """The failing cell of an executed notebook: its number in the source notebook (1-based,
     papermill's injected cells not counted), first line and error."""
@@ -181,17 +187,26 @@ def run(profile: str, only: list[str] | None = None, check_only: bool = False,
         print(f"[runner] {nb.stem} ({profile}) -> {dest.relative_to(ROOT) if dest.is_relative_to(ROOT) else dest}",
               flush=True)
         t0 = time.time()
+        # papermill rewrites its output as cells run, with plain writes: into a file of this process,
+        # moved into place whatever happens, so two runs at once never interleave one file (C03)
+        running = out / f".{nb.stem}.{os.getpid()}.running.ipynb"
         try:
             with open(out / "kernel.log", "ab") as log:
-                pm.execute_notebook(str(nb), str(dest), parameters=params[nb.stem], kernel_name="python3",
+                pm.execute_notebook(str(nb), str(running), parameters=params[nb.stem], kernel_name="python3",
                                     cwd=str(ROOT), progress_bar=False, log_output=log_output,
                                     kernel_manager_class=_kernel_manager(log))
         except KeyboardInterrupt:
             raise KeyboardInterrupt(nb.name) from None
         except pm.PapermillExecutionError as e:
+            _into_place(running, dest)
             where = _failure(dest) or f"cell {e.exec_count}: {e.ename}: {e.evalue}"
             raise RuntimeError(f"notebook {nb.name} failed at {where}\n"
                                f"  full traceback in {dest}") from None
+        except Exception as e:  # the kernel died (out of memory, killed): its own log says why
+            raise RuntimeError(f"notebook {nb.name} stopped: {type(e).__name__}: {e}\n"
+                               f"  the kernel's log: {out / 'kernel.log'}") from e
+        finally:
+            _into_place(running, dest)
         timings[nb.stem] = round(time.time() - t0, 1)
         print(f"[runner] {nb.stem} done in {timings[nb.stem]:.0f} s", flush=True)
         old = read_timings(tpath)
