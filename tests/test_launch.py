@@ -58,7 +58,7 @@ def test_non_data_arguments_fail_clearly():
     assert launch._jsonable({"p": Path("/a")}, "x") == {"p": "/a"}
 
 
-@pytest.mark.parametrize("name", ["cpu.yaml", "ddp.yaml", "zero2.yaml"])
+@pytest.mark.parametrize("name", ["cpu.yaml", "cpu2.yaml", "ddp.yaml", "zero2.yaml"])
 def test_shipped_configs_parse_with_accelerate(name):
     from accelerate.commands.config.config_args import load_config_from_file
 
@@ -83,3 +83,47 @@ def test_sft_through_accelerate_launch_on_cpu(toy_base_dir, tmp_path, monkeypatc
     assert job["target"] == "stepwiser_lib.engines.sft:sft"
     assert job["args"][1] == {"__jsonl__": str(tmp_path / "out" / "launch_arg1.jsonl")}  # a path, not records
     assert job["args"][3]["global_batch"] == 4  # the typed settings travel as a dict
+
+
+def test_two_processes_train_as_one_sft_and_grpo(toy_base_dir, tmp_path, monkeypatch):
+    """Issue 34: the multi-process path on two CPU processes (``configs/accelerate/cpu2.yaml``,
+    gloo). SFT with one global batch of 8 split over 2 processes follows the 1-process loss curve
+    to float rounding (gloo sums in another order: measured differences below 1e-6). GRPO runs and
+    splits its completions; its curve is not compared value by value, because each process draws
+    its own groups (a per-process random stream: LAB_LOG.md, issue 34)."""
+    monkeypatch.delenv(launch.ENV_CHILD, raising=False)
+    recs = [{"prompt": f"What is {a} + {a}?", "completion": f"{a} + {a} = {2 * a}."} for a in range(32)]
+    s = SFTSettings(max_steps=6, global_batch=8, lr=1e-3, max_length=128)
+    curves = {}
+    for cfg in ("cpu.yaml", "cpu2.yaml"):
+        monkeypatch.setenv(launch.ENV_CONFIG, str(CONFIGS / cfg))
+        r = sft.sft(toy_base_dir, recs, tmp_path / cfg, s, progress=False)
+        curves[r["processes"]] = [loss for _, loss in r["loss_curve"]]
+    assert set(curves) == {1, 2} and len(curves[1]) == 6
+    assert curves[2] == pytest.approx(curves[1], rel=1e-5)
+    from stepwiser_lib.engines.trainers import GRPOSettings
+    from stepwiser_lib.toy import toyworld as tw
+    ex = [{"problem": p.text, "history": [], "chunk": p.text.split(".")[0], "label": i % 2 == 0}
+          for i, p in enumerate(tw.generate_problems("label", 8, seed=3))]
+    g = judge_train.train_grpo_judge(toy_base_dir, ex, tmp_path / "grpo", GRPOSettings(
+        steps=2, prompts_per_step=2, group_size=4, max_completion=8, eval_every=0), progress=False)
+    assert g["processes"] == 2 and g["steps"] == 2 and g["batches"]["per_device_train_batch_size"] == 4
+
+
+def test_a_launch_on_several_nodes_is_one_srun_task_per_node(monkeypatch, tmp_path):
+    """Issue 34: STEPWISER_NODES=N inside a SLURM job: one ``accelerate launch`` per node under
+    ``srun``, each with its node's rank, rank 0's address and every node's processes. What runs
+    here is the command; a real multi-node run is not tested (no cluster)."""
+    import shlex
+
+    cmd = launch.command(str(CONFIGS / "zero2.yaml"), "/shared/runs/job.json", 16, nodes=2, main_address="gpu-001")
+    assert cmd[:6] == ["srun", "--nodes=2", "--ntasks-per-node=1", "--gpus-per-task=8", "bash", "-c"]
+    inner = shlex.split(cmd[6].replace("$SLURM_NODEID", "NODEID"))
+    assert inner[inner.index("--num_machines") + 1] == "2" and inner[inner.index("--machine_rank") + 1] == "NODEID"
+    assert inner[inner.index("--main_process_ip") + 1] == "gpu-001" and inner[inner.index("--num_processes") + 1] == "16"
+    assert inner[-3:] == ["-m", "stepwiser_lib.engines.launch", "/shared/runs/job.json"]
+    assert launch.per_node_processes(str(CONFIGS / "zero2.yaml")) == 8
+    monkeypatch.delenv(launch.ENV_MAIN_ADDRESS, raising=False)
+    monkeypatch.delenv("SLURM_JOB_NODELIST", raising=False)
+    with pytest.raises(ValueError, match="needs rank 0's address"):
+        launch.command("c.yaml", "j.json", nodes=2, main_address=launch.main_address())

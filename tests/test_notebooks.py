@@ -192,6 +192,32 @@ def test_labelling_cli_matches_and_resumes(tmp_path):
     assert (tmp_path / "labels.jsonl").read_text() == labels  # identical after the redo
 
 
+@pytest.mark.notebook
+def test_two_labelling_workers_give_the_labels_of_one(tmp_path):
+    """Issue 34: the smoke labelling by two CPU processes at once (``--worker 0/1 --workers 2``, one
+    shared folder), then the merge (the CLI without ``--worker``, as notebook 02 does), writes
+    byte for byte the labels notebook 02 wrote in one process; the merge labels nothing itself."""
+    import subprocess
+    import sys
+
+    nb_art = paths.run_dir("smoke") / "artifacts" / "02_rollout_labelling"
+    if not (nb_art / "labels.jsonl").exists():
+        runner.run("smoke", only=["01", "02"])
+    # `make label-workers WORKERS=2`: two labelling processes at once, one shared folder
+    subprocess.run([sys.executable, "-m", "stepwiser_lib.tools.workers", "--profile", "smoke", "--workers", "2",
+                    "--out", str(tmp_path)], check=True, cwd=paths.ROOT, timeout=600)
+    outs = []
+    for w in (0, 1):
+        log = (paths.run_dir("smoke") / "workers" / f"worker_{w}.log").read_text()
+        outs.append(json.loads(log[log.index('{\n "worker"'):]))
+    assert sorted(o["worker"] for o in outs) == [0, 1] and all(o["labelled_shards"] >= 1 for o in outs)
+    cmd = [sys.executable, "-m", "stepwiser_lib.method.labelling", "--profile", "smoke", "--out", str(tmp_path)]
+    merge = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=paths.ROOT)
+    res = json.loads(merge.stdout[merge.stdout.index("{"):])
+    assert res["redone_shards"] == [] and res["resumed_shards"] == sum(o["labelled_shards"] for o in outs)
+    assert (tmp_path / "labels.jsonl").read_bytes() == (nb_art / "labels.jsonl").read_bytes()
+
+
 # ----------------------------------------------------------------------------- colab-smoke
 
 SHARED = paths.ROOT.parent / "shared" / "data"

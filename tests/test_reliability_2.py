@@ -726,3 +726,4 @@ def test_large_weight_files_are_fingerprinted_by_content_not_by_date(tmp_path):
         f.seek((size - paths.BLOCK) * (paths.SAMPLED_BLOCKS // 2) // (paths.SAMPLED_BLOCKS - 1) + 10)
         f.write(b"x")
     assert paths.model_fingerprint(str(d)) != before
+

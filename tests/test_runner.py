@@ -253,3 +253,26 @@ def test_the_math_kernel_term_of_masked_gqa_is_what_the_review_measured():
     assert round(b.parts["sdpa_math_scores"] / memory.GIB, 1) == 23.5
     r = memory.inference(q05, 2, 100, 1500, 0, gqa_repeat=True)
     assert "sdpa_math_scores" not in r.parts and r.parts["repeated_kv"] == 2 * 100 * 14 * 1500 * 64 * 2
+
+
+def test_the_paper_plan_knows_workers_and_nodes(monkeypatch, capsys):
+    """Issue 34: `make reproduce PROFILE=paper DRY_RUN=1 WORKERS=8 NODES=N`: labelling on 8 x N GPUs,
+    training on the launcher's processes on every node; the wall time falls, the A100-hours do not."""
+    import re
+
+    from stepwiser_lib.tools import runner as r
+    walls = {}
+    for nodes in (1, 4):
+        monkeypatch.setenv("STEPWISER_LAUNCHER", "zero2.yaml")
+        monkeypatch.setenv("STEPWISER_WORKERS", "8")
+        monkeypatch.setenv("STEPWISER_NODES", str(nodes))
+        assert r.main(["--profile", "paper", "--dry-run"]) == 0
+        out = capsys.readouterr().out
+        assert f"labelling_gpus={8 * nodes}" in out and f"labelling (02) on {8 * nodes} GPU(s)" in out
+        assert f"{8 * nodes} processes" in out
+        walls[nodes] = {m[0]: (float(m[1]), float(m[2])) for m in re.findall(
+            r"(\d\d)_\w+ +.*a100_hours=([\d.]+), wall_hours=([\d.]+)", out)}
+    assert walls[4]["02"][1] == pytest.approx(walls[1]["02"][1] / 4, rel=0.01)  # labelling: 4x the GPUs
+    assert walls[4]["04"][1] < walls[1]["04"][1] and walls[4]["02"][0] == walls[1]["02"][0]
+    monkeypatch.setenv("STEPWISER_NODES", "0")
+    assert r.main(["--profile", "paper", "--dry-run"]) == 2

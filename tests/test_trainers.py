@@ -217,3 +217,27 @@ def test_real_profiles_set_what_the_toy_defaults_would_get_wrong():
     for profile in ("colab", "paper"):
         own = load_profile(profile)["notebooks"]["04_judge_grpo"]
         assert must <= set(own), (profile, sorted(must - set(own)))
+
+
+def test_report_to_needs_its_package_before_any_training(tmp_path, monkeypatch):
+    """Issue 34: REPORT_TO reaches every trainer; a reporter whose package is missing stops --check."""
+    import importlib.util
+
+    import yaml
+
+    from stepwiser_lib.core.config import ConfigError
+    from stepwiser_lib.engines.trainers import GRPOSettings, SFTSettings
+    from stepwiser_lib.tools import runner
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "wandb" else real(name, *a))
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump({"shared": {"REPORT_TO": "wandb"}, "notebooks": {}}))
+    with pytest.raises(ConfigError, match=r"REPORT_TO = 'wandb' needs the 'wandb' package: pip install wandb"):
+        runner.run("r", check_only=True, profiles_dir=tmp_path)
+    from stepwiser_lib.engines import trainers
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "trackio" else real(name, *a))
+    assert trainers.report_to("none") == [] and trainers.report_to("trackio") == ["trackio"]
+    g = GRPOSettings(save_every=3, updates_per_step=2).grpo_args(tmp_path, precision={"bf16": False, "fp16": False})
+    assert (g.save_strategy, g.save_steps, g.report_to) == ("steps", 6, [])  # GRPO steps -> TRL's updates
+    args = SFTSettings(save_every=5).sft_args(tmp_path, precision={"bf16": False, "fp16": False}, run_key="k")
+    assert (args.save_strategy, args.save_steps, args.save_total_limit, args.report_to) == ("steps", 5, 2, [])
+    assert args.output_dir == str(tmp_path / "trainer" / "k")

@@ -248,6 +248,16 @@ def digest(*parts: Any) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+def records_digest(records: Iterable) -> str:
+    """:func:`digest` of a long sequence of JSON-able records, hashed one at a time (a training set
+    of a million records is never one string)."""
+    h = hashlib.sha256()
+    for r in records:
+        h.update(json.dumps(r, sort_keys=True, default=str).encode())
+        h.update(b"\n")
+    return h.hexdigest()[:16]
+
+
 def file_sha256(path: str | Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 

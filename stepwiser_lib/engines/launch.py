@@ -21,6 +21,7 @@ import functools
 import importlib
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -31,6 +32,9 @@ from ..core.io import read_jsonl, write_jsonl
 ENV_CONFIG = "STEPWISER_LAUNCHER"  # accelerate config file; unset or "inline" = run in-process
 ENV_PROCS = "STEPWISER_NUM_PROCESSES"  # optional override of the config's num_processes
 ENV_CHILD = "STEPWISER_IN_LAUNCH"  # set in launched processes, so they do not launch again
+ENV_NODES = "STEPWISER_NODES"  # machines to train on (SLURM allocation); unset or 1: this machine only
+ENV_MAIN_ADDRESS = "STEPWISER_MAIN_ADDRESS"  # rank 0's host (default: the first node of the SLURM job)
+ENV_MAIN_PORT = "STEPWISER_MAIN_PORT"  # rank 0's port (default 29500)
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs" / "accelerate"
 
 
@@ -48,12 +52,47 @@ def launcher() -> str | None:
     return str(p.resolve())
 
 
-def command(config_file: str, job_file: str | Path, num_processes: int | None = None) -> list[str]:
-    """The ``accelerate launch`` command line for one job (module form, so no PATH lookup)."""
+def command(config_file: str, job_file: str | Path, num_processes: int | None = None, nodes: int = 1,
+            main_address: str = "", main_port: int = 29500) -> list[str]:
+    """The ``accelerate launch`` command line for one job (module form, so no PATH lookup).
+
+    With ``nodes`` > 1 (``STEPWISER_NODES``, inside a SLURM allocation) the command is one task per
+    node under ``srun``, each an ``accelerate launch`` with ``--num_machines``, its own
+    ``--machine_rank`` (``$SLURM_NODEID``, expanded on that node) and rank 0's address; the job
+    and result files must then be on storage every node sees (the output root). ``num_processes``
+    counts every process of every node, as accelerate counts them."""
     cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(config_file)]
     if num_processes:
         cmd += ["--num_processes", str(int(num_processes))]
+    if nodes > 1:
+        if not main_address:
+            raise ValueError(f"a launch on {nodes} nodes needs rank 0's address: set {ENV_MAIN_ADDRESS} "
+                             "(inside a SLURM job it is the first node of $SLURM_JOB_NODELIST)")
+        cmd += ["--num_machines", str(nodes), "--machine_rank", "$SLURM_NODEID", "--main_process_ip", main_address,
+                "--main_process_port", str(int(main_port)), "--rdzv_backend", "static", "--same_network"]
+        inner = " ".join(shlex.quote(c) if c != "$SLURM_NODEID" else c
+                         for c in cmd + ["-m", "stepwiser_lib.engines.launch", str(job_file)])
+        per_node = [f"--gpus-per-task={int(num_processes) // nodes}"] if num_processes else []  # each task: its node's GPUs
+        return ["srun", f"--nodes={nodes}", "--ntasks-per-node=1", *per_node, "bash", "-c", inner]
     return cmd + ["-m", "stepwiser_lib.engines.launch", str(job_file)]
+
+
+def per_node_processes(config_file: str) -> int:
+    """``num_processes`` of an accelerate config: the processes (GPUs) of one machine."""
+    import yaml
+
+    return int(yaml.safe_load(Path(config_file).read_text()).get("num_processes", 1))
+
+
+def main_address() -> str:
+    """Rank 0's host: ``STEPWISER_MAIN_ADDRESS``, else the first node of the SLURM job, else ""."""
+    if os.environ.get(ENV_MAIN_ADDRESS):
+        return os.environ[ENV_MAIN_ADDRESS]
+    nodelist = os.environ.get("SLURM_JOB_NODELIST", "")
+    if not nodelist:
+        return ""
+    out = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True, text=True, check=True)
+    return out.stdout.split()[0]
 
 
 def _jsonable(x, where: str):
@@ -123,7 +162,11 @@ def run_launched(target: str, args, kw, config_file: str, out_dir: Path) -> dict
     job.write_text(json.dumps({"target": target, "args": _jsonable(list(args), target),
                                "kwargs": _jsonable(kw, target), "result": str(res)}))
     n = os.environ.get(ENV_PROCS)
-    cmd = command(config_file, job, int(n) if n else None)
+    nodes = int(os.environ.get(ENV_NODES, "1") or 1)
+    if nodes > 1 and not n:  # the config's num_processes is one machine's; accelerate wants every machine's
+        n = per_node_processes(config_file) * nodes
+    cmd = command(config_file, job, int(n) if n else None, nodes=nodes,
+                  main_address=main_address() if nodes > 1 else "", main_port=int(os.environ.get(ENV_MAIN_PORT, 29500)))
     print("[launch]", " ".join(cmd), flush=True)
     t0 = time.time()
     env = {**os.environ, ENV_CHILD: "1"}

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
+from ..core import io
+from ..core.paths import model_fingerprint
 from .launch import launchable
-from .trainers import SFTSettings, check_lengths, seeded_sampler_trainer, world_size
+from .trainers import SFTSettings, check_lengths, drop_checkpoints, last_checkpoint, seeded_sampler_trainer, world_size
 
 
 def _lengths(tok, dataset) -> list[int]:
@@ -43,19 +46,27 @@ def train_sft(base_model: str, dataset, out_dir: str | Path, settings: SFTSettin
                             s.max_truncated)
     model = AutoModelForCausalLM.from_pretrained(base_model, dtype=torch.float32)
     neutral_generation_config(model, tok)
+    # checkpoints of this exact run (settings, start model, data, processes) live under its key
+    run_key = io.digest(dataclasses.asdict(s.with_(report_to="none", save_every=0)), world_size(),
+                        model_fingerprint(base_model), io.records_digest(dataset))
+    args = s.sft_args(out_dir, world_size(), progress=progress, run_key=run_key)
     trainer = seeded_sampler_trainer(SFTTrainer)(
-        model=model, args=s.sft_args(out_dir, world_size(), progress=progress), train_dataset=dataset,
+        model=model, args=args, train_dataset=dataset,
         processing_class=tok, peft_config=lora_config(s.lora_r, s.lora_alpha) if s.use_lora else None)
-    trainer.train()
+    resume = last_checkpoint(args.output_dir) if s.save_every else None
+    if resume:
+        print(f"[sft] resuming from {Path(resume).name} ({s.name} SAVE_EVERY = {s.save_every})", flush=True)
+    trainer.train(resume_from_checkpoint=resume)
     model = trainer.model.merge_and_unload() if s.use_lora else trainer.model
     model_dir = out_dir / "model"
     tok.padding_side = "left"
     if trainer.accelerator.is_main_process:  # one writer under accelerate launch (DDP, ZeRO-2)
         save_atomically(model, tok, model_dir)
+        drop_checkpoints(args.output_dir)
     trainer.accelerator.wait_for_everyone()
     logs = [h for h in trainer.state.log_history if "loss" in h]
-    out = {"model_dir": str(model_dir), "train_seconds": round(time.time() - t0, 1),
-           "steps": trainer.state.global_step, "records": len(dataset), "lengths": lengths,
+    out = {"model_dir": str(model_dir), "train_seconds": round(time.time() - t0, 1), "resumed_from": resume and Path(resume).name,
+           "steps": trainer.state.global_step, "records": len(dataset), "lengths": lengths, "processes": world_size(),
            "loss_curve": [(h["step"], h["loss"]) for h in logs]}
     del trainer, model  # the next training run of the kernel needs the GPU memory (real_path_review_2.md C6)
     release()

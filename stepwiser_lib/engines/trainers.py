@@ -13,7 +13,7 @@ dicts (:func:`dataclasses.asdict`), so ``accelerate launch`` sees exactly what t
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from ..core.checks import check_fields
@@ -31,6 +31,54 @@ def _divide(total: int, by: int, what: str, setting: str) -> int:
     return total // by
 
 
+#: Where a trainer's logs can go (``REPORT_TO``), and the package each needs.
+REPORTERS = {"tensorboard": "tensorboard", "trackio": "trackio", "wandb": "wandb"}
+REPORT_TO_SPEC = "str in {none, tensorboard, trackio, wandb}"
+
+
+def report_to(name: str) -> list[str]:
+    """transformers' ``report_to`` for ``REPORT_TO``: [] for "none"; else the one integration,
+    after checking its package is installed (a clear error before training, not a trainer's)."""
+    if name == "none":
+        return []
+    import importlib.util
+
+    if importlib.util.find_spec(REPORTERS[name]) is None:
+        raise ConfigError(f"REPORT_TO = {name!r} needs the {REPORTERS[name]!r} package: pip install {REPORTERS[name]}, "
+                          "or set REPORT_TO: none")
+    return [name]
+
+
+def checkpointing(every: int) -> dict:
+    """transformers' save settings: a checkpoint every ``every`` optimizer updates (0: none). Two
+    are kept, so a run killed while writing the newest still has a whole one to resume from."""
+    if not every:
+        return {"save_strategy": "no"}
+    return {"save_strategy": "steps", "save_steps": every, "save_total_limit": 2}
+
+
+def checkpoint_dir(out_dir: str | Path, run_key: str = "") -> Path:
+    """The trainer's output folder: ``out_dir/trainer/<run_key>`` (checkpoints, logs)."""
+    return Path(out_dir) / "trainer" / run_key if run_key else Path(out_dir) / "trainer"
+
+
+def last_checkpoint(folder: str | Path) -> str | None:
+    """The newest whole checkpoint in ``folder`` (``checkpoint-<step>`` holding the trainer state
+    transformers writes last), or None: what a rerun resumes from."""
+    folder = Path(folder)
+    whole = [c for c in folder.glob("checkpoint-*") if c.name[11:].isdigit() and (c / "trainer_state.json").exists()]
+    return str(max(whole, key=lambda c: int(c.name[11:]))) if whole else None
+
+
+def drop_checkpoints(folder: str | Path) -> None:
+    """Remove a finished run's checkpoints (the model is saved on its own; at paper scale each
+    checkpoint holds the weights and the optimizer state); its logs stay."""
+    import shutil
+
+    for c in Path(folder).glob("checkpoint-*"):
+        shutil.rmtree(c, ignore_errors=True)
+
+
 def _from_config(cls, cfg, params: dict[str, str], **overrides):
     values, kw = cfg.as_dict(), {}
     for f in fields(cls):
@@ -38,7 +86,7 @@ def _from_config(cls, cfg, params: dict[str, str], **overrides):
             kw[f.name] = overrides[f.name]
         elif params.get(f.name) in values:
             kw[f.name] = values[params[f.name]]
-        elif f.name in params:
+        elif f.name in params and f.name not in getattr(cls, "OPTIONAL", ()):
             raise ConfigError(f"{cls.__name__}.{f.name}: the notebook declares no {params[f.name]}")
     return cls(**kw)
 
@@ -81,6 +129,9 @@ class GRPOSettings:
     eval_every: int = 10              # validation every N GRPO steps (0: never)
     val_limit: int = 0                # validation chunks judged during training (0: all)
     val_batch: int = 128              # validation chunks judged at once (JUDGE_BATCH, as every other judging)
+    # How a run is kept and watched, not what it computes: out of the repr, so out of every cache key
+    save_every: int = field(default=0, repr=False)  # a checkpoint every N GRPO steps, resumed by a rerun (0: none)
+    report_to: str = field(default="none", repr=False)  # where the trainer's logs go: none, tensorboard, trackio, wandb
     seed: int = 0
 
     PARAMS = {"steps": "GRPO_STEPS", "prompts_per_step": "PROMPTS_PER_STEP",
@@ -92,7 +143,11 @@ class GRPOSettings:
               "use_lora": "USE_LORA", "lora_r": "LORA_R", "lora_alpha": "LORA_ALPHA",
               "gradient_checkpointing": "GRADIENT_CHECKPOINTING", "use_vllm": "GRPO_VLLM",
               "vllm_gpu_memory": "GRPO_VLLM_GPU_MEMORY", "eval_every": "EVAL_EVERY",
-              "val_limit": "VAL_LIMIT", "val_batch": "JUDGE_BATCH", "seed": "SEED"}
+              "val_limit": "VAL_LIMIT", "val_batch": "JUDGE_BATCH", "save_every": "SAVE_EVERY",
+              "report_to": "REPORT_TO", "seed": "SEED"}
+
+    #: Fields taken from the notebook only where it declares them (how a run is kept and watched).
+    OPTIONAL = ("save_every", "report_to")
 
     #: What each field allows (stepwiser_lib.core.checks), the same as the notebook parameter it comes
     #: from in PARAMS declares (a test checks), so both give the same message.
@@ -102,7 +157,7 @@ class GRPOSettings:
              "max_completion": "int in [1, inf)", "temperature": "float in (0, inf)", "loss_tokens": "str in {all, verdict}",
              "lora_r": "int in [1, inf)", "lora_alpha": "int in [1, inf)", "vllm_gpu_memory": "float in (0, 1]",
              "eval_every": "int in [0, inf)", "val_limit": "int in [0, inf)", "val_batch": "int in [1, inf)",
-             "seed": "int in [0, inf)",
+             "seed": "int in [0, inf)", "save_every": "int in [0, inf)", "report_to": REPORT_TO_SPEC,
              "top_entropy_quantile": "float in (0, 1]"}
 
     def __post_init__(self):
@@ -131,8 +186,10 @@ class GRPOSettings:
                 "completions_per_step": self.prompts_per_step * self.group_size}
 
     def grpo_args(self, out_dir: str | Path, world: int = 1, precision: dict | None = None,
-                  progress: bool = True):
-        """``trl.GRPOConfig``: one line per setting, and nothing else sets these names."""
+                  progress: bool = True, run_key: str = ""):
+        """``trl.GRPOConfig``: one line per setting, and nothing else sets these names. Checkpoints
+        go to ``out_dir/trainer/<run_key>`` (:func:`checkpoint_dir`), so only a run of the same
+        settings and inputs resumes from them."""
         from trl import GRPOConfig
 
         from .models import precision as device_precision  # lazy: torch
@@ -140,7 +197,7 @@ class GRPOSettings:
         prec = precision or device_precision()
         b = self.batches(world)
         return GRPOConfig(
-            output_dir=str(Path(out_dir) / "trainer"), seed=self.seed, data_seed=self.seed,
+            output_dir=str(checkpoint_dir(out_dir, run_key)), seed=self.seed, data_seed=self.seed,
             max_steps=b["max_steps"], learning_rate=self.lr, lr_scheduler_type=self.lr_scheduler,
             per_device_train_batch_size=b["per_device_train_batch_size"],
             gradient_accumulation_steps=b["gradient_accumulation_steps"],
@@ -162,7 +219,8 @@ class GRPOSettings:
             use_vllm=self.use_vllm, vllm_mode="colocate", vllm_gpu_memory_utilization=self.vllm_gpu_memory,
             use_cpu=not (prec["bf16"] or prec["fp16"]),
             bf16=prec["bf16"], fp16=prec["fp16"],
-            logging_steps=1, save_strategy="no", report_to=[], disable_tqdm=not progress,
+            logging_steps=1, **checkpointing(self.save_every * self.updates_per_step),
+            report_to=report_to(self.report_to), disable_tqdm=not progress,
             dataloader_num_workers=0)
 
 
@@ -197,20 +255,25 @@ class SFTSettings:
     # (LengthGroupedSampler: groups of 50 batches, each visited longest to shortest) made the
     # tiny warm-up judge worse (LAB_LOG.md)
     train_sampling_strategy: str = "batch_rebalance"
+    # How a run is kept and watched, not what it computes: out of the repr, so out of every cache key
+    save_every: int = field(default=0, repr=False)  # a checkpoint every N optimizer steps, resumed by a rerun (0: none)
+    report_to: str = field(default="none", repr=False)  # where the trainer's logs go: none, tensorboard, trackio, wandb
     seed: int = 0
     name: str = "SFT"
 
     SPECS = {"epochs": "float in (0, inf)", "max_steps": "int in [-1, inf)", "lr": "float in (0, inf)", "global_batch": "int in [1, inf)",
              "micro_batch": "int in [0, inf)", "max_length": "int in [1, inf)", "lora_r": "int in [1, inf)", "lora_alpha": "int in [1, inf)",
              "warmup_ratio": "float in [0, 1)", "max_truncated": "float in [0, 1]", "seed": "int in [0, inf)",
-             "train_sampling_strategy": "str in {random, batch_rebalance, group_by_length}"}
+             "train_sampling_strategy": "str in {random, batch_rebalance, group_by_length}",
+             "save_every": "int in [0, inf)", "report_to": REPORT_TO_SPEC}
 
     def __post_init__(self):
         p = self.name
         check_fields(self, self.SPECS, {"epochs": f"{p}_EPOCHS", "max_steps": f"{p}_MAX_STEPS", "lr": f"{p}_LR",
                                         "global_batch": f"{p}_BATCH", "micro_batch": f"{p}_MICRO_BATCH",
                                         "max_length": f"{p}_MAX_LENGTH", "lora_r": "LORA_R",
-                                        "lora_alpha": "LORA_ALPHA", "seed": "SEED"})
+                                        "lora_alpha": "LORA_ALPHA", "seed": "SEED", "save_every": "SAVE_EVERY",
+                                        "report_to": "REPORT_TO"})
 
     @classmethod
     def from_config(cls, cfg, prefix: str = "SFT", **overrides) -> "SFTSettings":
@@ -223,7 +286,8 @@ class SFTSettings:
                   "seed": "SEED"}
         optional = {"max_steps": f"{prefix}_MAX_STEPS", "micro_batch": f"{prefix}_MICRO_BATCH",
                     "max_length": f"{prefix}_MAX_LENGTH", "use_lora": "USE_LORA", "lora_r": "LORA_R",
-                    "lora_alpha": "LORA_ALPHA", "gradient_checkpointing": "GRADIENT_CHECKPOINTING"}
+                    "lora_alpha": "LORA_ALPHA", "gradient_checkpointing": "GRADIENT_CHECKPOINTING",
+                    "save_every": "SAVE_EVERY", "report_to": "REPORT_TO"}
         params.update({k: v for k, v in optional.items() if v in values})
         return _from_config(cls, cfg, params, name=prefix, **overrides)
 
@@ -239,8 +303,9 @@ class SFTSettings:
         return {"per_device_train_batch_size": micro, "gradient_accumulation_steps": accum}
 
     def sft_args(self, out_dir: str | Path, world: int = 1, precision: dict | None = None,
-                 progress: bool = True):
-        """``trl.SFTConfig``: one line per setting, and nothing else sets these names."""
+                 progress: bool = True, run_key: str = ""):
+        """``trl.SFTConfig``: one line per setting, and nothing else sets these names (checkpoints:
+        as :meth:`GRPOSettings.grpo_args`)."""
         from trl import SFTConfig
 
         from .models import precision as device_precision  # lazy: torch
@@ -248,7 +313,7 @@ class SFTSettings:
         prec = precision or device_precision()
         b = self.batches(world)
         return SFTConfig(
-            output_dir=str(Path(out_dir) / "trainer"), num_train_epochs=self.epochs,
+            output_dir=str(checkpoint_dir(out_dir, run_key)), num_train_epochs=self.epochs,
             max_steps=self.max_steps, learning_rate=self.lr,
             per_device_train_batch_size=b["per_device_train_batch_size"],
             gradient_accumulation_steps=b["gradient_accumulation_steps"],
@@ -257,7 +322,8 @@ class SFTSettings:
             train_sampling_strategy=self.train_sampling_strategy,
             gradient_checkpointing=self.gradient_checkpointing,
             use_cpu=not (prec["bf16"] or prec["fp16"]), bf16=prec["bf16"], fp16=prec["fp16"],
-            logging_steps=1 if 0 < self.max_steps <= 20 else 5, save_strategy="no", report_to=[],
+            logging_steps=1 if 0 < self.max_steps <= 20 else 5, **checkpointing(self.save_every),
+            report_to=report_to(self.report_to),
             seed=self.seed, data_seed=self.seed, dataloader_num_workers=0,  # seeds the sampler too (seeded_sampler_trainer)
             disable_tqdm=not progress)
 

@@ -10,16 +10,18 @@ fine-tuning data for the "ablate RL" judge (:func:`rsft_select`), the typed reci
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 from pathlib import Path
 
+from ..core import io, paths
 from ..core.prompts import judge_prompt
 from ..core.verdicts import VERDICTS, parse_verdict
 from ..core.vocab import JUDGE_KINDS, KINDS, STYLE, WARMUP_OF, parse_variant
 from ..engines.launch import launchable
 from ..engines.sft import sft
-from ..engines.trainers import GRPOSettings, SFTSettings, world_size
+from ..engines.trainers import GRPOSettings, SFTSettings, drop_checkpoints, last_checkpoint, world_size
 from . import tasks
 from .discriminative import train_disc_judge
 from .judge import Judge, judge_prompt_of, make_direct_reward, step_accuracy, triple, verdict_reward
@@ -178,8 +180,10 @@ def loop_generation_trainer():
                 return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
                                                      has_tool_images)
             heads, n = runs
-            # a fresh stream per call and process, fixed by the run's seed
-            seed = (self.args.seed * 1_000_003 + self._loop_calls) * 64 + self.accelerator.process_index
+            # a fresh stream per generation and process, fixed by the run's seed and the optimizer step
+            # it generates for (not a call counter: a run resumed from a checkpoint draws the same groups)
+            # (one generation per GRPO step: steps_per_generation covers the step's updates)
+            seed = (self.args.seed * 1_000_003 + self.state.global_step) * 64 + self.accelerator.process_index
             self._loop_calls += 1
             with (unwrap_model_for_generation(self.model_wrapped, self.accelerator,
                                               gather_deepspeed3_params=self.args.ds3_gather_for_generation,
@@ -227,20 +231,33 @@ def train_grpo_judge(model_dir: str, train: list[dict], out_dir, settings: dict,
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)  # fp32 master weights
     neutral_generation_config(model, tok)
     world = world_size()
-    args = s.grpo_args(out_dir, world, progress=progress)
+    # checkpoints of this exact run (settings, start model, data, processes) live under its key
+    run_key = io.digest(dataclasses.asdict(s.with_(report_to="none", save_every=0)), world, paths.model_fingerprint(model_dir),
+                        io.records_digest(train), family, style, format_penalty,
+                        [getattr(f, "__name__", str(f)) for f in reward_funcs or []])
+    args = s.grpo_args(out_dir, world, progress=progress, run_key=run_key)
     if s.balanced_steps:
         train = balanced_order(train, s.prompts_per_step, s.seed)
     val = (val or [])[: s.val_limit or None] if world == 1 else []
-    curve: list[dict] = []
 
     def validate(model_, step: int) -> None:
         # JUDGE_BATCH chunks at once, and on a GPU under autocast with a half-precision cache
-        # (models.sampling_half): the fp32 master weights would otherwise keep an fp32 cache
+        # (models.sampling_half): the fp32 master weights would otherwise keep an fp32 cache.
+        # Logged through the trainer, so the curve is in its state and survives a resume.
         j = Judge.from_model(for_sampling(model_), tok, batch_size=s.val_batch, family=family,
                              max_new_tokens=s.max_completion, style=style)
-        curve.append({"step": step, **step_accuracy(j.judge([triple(e) for e in val]), val)})
+        acc = step_accuracy(j.judge([triple(e) for e in val]), val)
+        rec = {"val_step": step, **{f"val_{k}": v for k, v in acc.items()}}
+        # into the state's history (saved with each checkpoint) and to the reporters (REPORT_TO); not
+        # through trainer.log, whose TRL override would take the step's training metrics with it
+        trainer.state.log_history.append({**rec, "step": trainer.state.global_step})
+        trainer.control = trainer.callback_handler.on_log(trainer.args, trainer.state, trainer.control, rec)
 
     class _Val(TrainerCallback):
+        def on_train_begin(self, a, state, control, **kw):  # the starting point (not again on a resume)
+            if val and s.eval_every and state.global_step == 0:
+                validate(trainer.model, 0)
+
         def on_step_end(self, a, state, control, **kw):  # state.global_step counts optimizer updates
             if val and s.eval_every and state.global_step % (s.eval_every * s.updates_per_step) == 0:
                 validate(trainer.model, state.global_step // s.updates_per_step)
@@ -255,15 +272,21 @@ def train_grpo_judge(model_dir: str, train: list[dict], out_dir, settings: dict,
                           train_dataset=grpo_dataset(train, family, style), processing_class=tok,
                           peft_config=lora_config(s.lora_r, s.lora_alpha) if s.use_lora else None,
                           callbacks=[_Val()])
-    if val and s.eval_every:  # 0: no curve at all (the run's dev score is measured after training)
-        validate(trainer.model, 0)
-    trainer.train()
+    resume = last_checkpoint(args.output_dir) if s.save_every else None
+    if resume:
+        print(f"[grpo] resuming from {Path(resume).name} (SAVE_EVERY = {s.save_every})", flush=True)
+    trainer.train(resume_from_checkpoint=resume)
     save_dir = out_dir / ("adapter" if s.use_lora else "model")
     if trainer.accelerator.is_main_process:  # one writer under accelerate launch (DDP, ZeRO-2)
         save_atomically(trainer.model, tok, save_dir)
+        drop_checkpoints(args.output_dir)
     trainer.accelerator.wait_for_everyone()
-    out = {"dir": str(save_dir), "log_history": trainer.state.log_history, "val_curve": curve,
+    logs = [h for h in trainer.state.log_history if "val_step" not in h]
+    curve = [{"step": h["val_step"], **{k[4:]: v for k, v in h.items() if k.startswith("val_") and k != "val_step"}}
+             for h in trainer.state.log_history if "val_step" in h]
+    out = {"dir": str(save_dir), "log_history": logs, "val_curve": curve, "resumed_from": resume and Path(resume).name,
            "seconds": round(time.time() - t0, 1), "steps": trainer.state.global_step // s.updates_per_step,
+           "processes": world,
            "batches": s.batches(world)}
     # The trainer (model, optimizer state, at paper scale TRL's colocated vLLM engine) sits in a
     # reference cycle through the validation callback's closure: drop it here, so the next training

@@ -476,7 +476,8 @@ class Rollouts:
 # ----------------------------------------------------------------------------- driver
 
 def label_prompts(generator, items: list[dict], template: str, cfg: LabelConfig, out_dir: str | Path,
-                  model_id: str, progress: bool = True, stop_after: int | None = None) -> dict:
+                  model_id: str, progress: bool = True, stop_after: int | None = None,
+                  worker: int = 0, workers: int = 1) -> dict:
     """Label all prompts shard by shard, resuming from valid shards in ``out_dir/shards``.
 
     With ``cfg.n_kept`` > 0, ``items`` is a pool: shards are labelled in order until that many
@@ -484,7 +485,18 @@ def label_prompts(generator, items: list[dict], template: str, cfg: LabelConfig,
     the shards after it are never sampled. ``stop_after`` (tests) raises :class:`KeyboardInterrupt`
     after that many newly written shards, as an interruption would. Returns ``{"records",
     "stats", "resumed", "redone", "shards"}`` (``shards``: how many were used).
+
+    **Data-parallel workers** (issue 34): with ``workers`` K > 1, this process labels only the
+    shards ``sid % K == worker`` that are not on disk yet, one process (and one engine) per GPU or
+    node, all writing to one shared ``out_dir``. Another worker's shard is read when it is there
+    (for ``n_kept``: a shard not there yet counts as keeping nothing, so a worker may label a shard
+    the merge will not use, never too few) and otherwise skipped, never redone. A run with one
+    worker (the notebook, or the CLI without ``--worker``) then resumes every shard and writes
+    ``labels.jsonl``: a shard's labels depend on its seed and prompts only, so the labels are
+    byte-identical whatever K was. A worker that dies loses only the shard it was labelling.
     """
+    if not 0 <= worker < workers:
+        raise ValueError(f"worker {worker} of {workers}: want 0 <= worker < workers")
     from tqdm.auto import tqdm
 
     if cfg.reference_trajectories and any("solution" not in it for it in items):  # review 2, A03: before any compute
@@ -503,6 +515,19 @@ def label_prompts(generator, items: list[dict], template: str, cfg: LabelConfig,
     t_start, n_roll, n_pref = time.time(), 0, 0
     for sid, shard in enumerate(shards):
         path = out / f"shard_{sid:05d}.jsonl"
+        if sid % workers != worker:  # another worker's: read when it is there, never labelled here
+            try:
+                recs, footer = read_shard(path, h)
+                if footer.get("prompt_ids") != [it["id"] for it in shard]:
+                    raise ShardError(f"{path.name}: holds other prompts")
+                stats.append(ShardStats(**footer["stats"]))
+                records.extend(relabel(recs, cfg))
+            except (ShardError, TypeError):
+                pass
+            bar.update(len(shard))
+            if cfg.n_kept and sum(x.kept_prompts for x in stats) >= cfg.n_kept:
+                break
+            continue
         try:
             recs, footer = read_shard(path, h)
             if footer.get("prompt_ids") != [it["id"] for it in shard]:
@@ -539,7 +564,8 @@ def label_prompts(generator, items: list[dict], template: str, cfg: LabelConfig,
                            "rollouts_full", "seconds", "prefilter_seconds", "truncated_rollouts",
                            "skipped_rollouts", "prefilter_samples", "prefilter_boxed", "prefilter_correct",
                            "prefilter_chunk_tags", "prefilter_chunk_format", "prefilter_truncated")})
-    return {"records": records, "stats": asdict(total), "resumed": resumed, "redone": redone, "shards": len(stats)}
+    return {"records": records, "stats": asdict(total), "resumed": resumed, "redone": redone, "shards": len(stats),
+            "written": written}
 
 
 def prefilter_rates(stats: dict) -> dict:
@@ -599,7 +625,16 @@ def main(argv: list[str] | None = None, profiles_dir: str | Path | None = None) 
     ap = argparse.ArgumentParser(description="Monte-Carlo rollout labelling (notebook 02)")
     ap.add_argument("--profile", default="tiny")
     ap.add_argument("--out", default=None, help="output folder (default: the notebook's artifact folder)")
+    ap.add_argument("--worker", type=int, default=0, help="this worker's index, 0 .. WORKERS-1 (data-parallel labelling)")
+    ap.add_argument("--workers", type=int, default=1,
+                    help="workers labelling one output folder together, one per GPU or node; each labels the "
+                         "shards with index %% WORKERS == WORKER; then a run without --worker (or notebook 02) "
+                         "merges them into labels.jsonl")
     a = ap.parse_args(argv)
+    if not 0 <= a.worker < a.workers:
+        print(f"[labelling] configuration error: --worker {a.worker} --workers {a.workers}: want 0 <= worker < workers",
+              file=sys.stderr)
+        return 2
     nb = paths.NOTEBOOKS_DIR / "02_rollout_labelling.ipynb"
     try:
         p = {k: v.default for k, v in notebook_parameters(nb).items()}
@@ -622,7 +657,8 @@ def main(argv: list[str] | None = None, profiles_dir: str | Path | None = None) 
                                 **tasks.file_kw(p["DATA_FILES"], p["TASK"]))
     out = Path(a.out or paths.artifacts(a.profile, nb.stem))
     try:
-        res = label_prompts(gen, items, prompts.get(p["PROMPT_FAMILY"], "chunk_policy"), cfg, out, policy)
+        res = label_prompts(gen, items, prompts.get(p["PROMPT_FAMILY"], "chunk_policy"), cfg, out, policy,
+                            worker=a.worker, workers=a.workers)
     except KeyboardInterrupt:
         print(f"[labelling] interrupted; the finished shards are in {out / 'shards'} and the next run resumes "
               "from them", file=sys.stderr)
@@ -631,6 +667,10 @@ def main(argv: list[str] | None = None, profiles_dir: str | Path | None = None) 
         print(f"[labelling] could not write {e.filename or out}: {e.strerror or e}; the finished shards are in "
               f"{out / 'shards'} and the next run resumes from them once there is room", file=sys.stderr)
         return 1
+    if a.workers > 1:  # the merge (a run with one worker, or notebook 02) writes labels.jsonl
+        print(json.dumps({"worker": a.worker, "workers": a.workers, "labelled_shards": res["written"],
+                          "shards": str(out / "shards")}, indent=1))
+        return 0
     if not res["records"]:
         print(f"[labelling] {no_chunks_message(res['stats'], cfg.max_new_tokens)}", file=sys.stderr)
         return 1

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 from ..core import paths
 from ..core.checks import ConfigError
 from ..core.vocab import STYLE, WARMUP_NAME, parse_variant
-from ..engines.trainers import GRPOSettings, SFTSettings
+from ..engines.trainers import GRPOSettings, SFTSettings, report_to
 from ..method.tasks import TASKS, WITH_SOLUTIONS
 
 
@@ -64,6 +64,12 @@ def problems(params: dict[str, dict]) -> list[str]:
         if p.get("REFERENCE_TRAJECTORIES") and p.get("TASK") not in WITH_SOLUTIONS:
             out.append(f"{nb}: REFERENCE_TRAJECTORIES labels each problem's reference solution, which only "
                        f"TASK = 'numina' rows hold (TASK = {p.get('TASK')!r}); set it false or use numina")
+        # REPORT_TO needs its package where the notebooks run (issue 34), known before any training
+        if p.get("REPORT_TO", "none") != "none":
+            try:
+                report_to(p["REPORT_TO"])
+            except ConfigError as e:
+                out.append(f"{nb}: {e}")
         # A15: one solution per split is an erroneous one only, and every judge then scores F1 0
         if p.get("LIMIT") == 1:
             out.append(f"{nb}: LIMIT = 1 keeps no correct solution per split, so every judge's F1 is 0; "

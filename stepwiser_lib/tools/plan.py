@@ -25,7 +25,7 @@ from ..core.config import ConfigError
 from ..core.paths import ROOT, model_complete
 from ..core.vocab import RL_KINDS, parse_variant
 from ..engines import memory, standin
-from ..engines.launch import ENV_PROCS, command, launcher
+from ..engines.launch import ENV_NODES, ENV_PROCS, command, launcher
 from ..method.segmentation import teacher_budget
 from .crosscheck import data_file
 
@@ -152,9 +152,28 @@ def launch_layout() -> tuple[int, int, str]:
     if cfg is None:
         return 1, 0, "in-process on one device (set STEPWISER_LAUNCHER / make LAUNCHER=... for accelerate)"
     y = yaml.safe_load(Path(cfg).read_text()) or {}
-    n = int(os.environ.get(ENV_PROCS) or y.get("num_processes", 1))
+    nodes = scale()[1]
+    n = int(os.environ.get(ENV_PROCS) or int(y.get("num_processes", 1)) * nodes)
     zero = int((y.get("deepspeed_config") or {}).get("zero_stage", 0)) if y.get("distributed_type") == "DEEPSPEED" else 0
-    return n, zero, f"{n} processes{f', ZeRO-{zero}' if zero else ''}: " + " ".join(command(cfg, "<job.json>"))
+    where = f" on {nodes} nodes" if nodes > 1 else ""
+    cmd = command(cfg, "<job.json>", n if nodes > 1 else None, nodes=nodes, main_address="<first node>")
+    return n, zero, f"{n} processes{where}{f', ZeRO-{zero}' if zero else ''}: " + " ".join(cmd)
+
+
+ENV_WORKERS = "STEPWISER_WORKERS"
+
+
+def scale() -> tuple[int, int]:
+    """(labelling workers per node, nodes): ``make reproduce DRY_RUN=1 WORKERS=K NODES=N``
+    (``STEPWISER_WORKERS``, ``STEPWISER_NODES``); 1 and 1 when unset. Notebook 02's labelling
+    runs on ``K x N`` GPUs (:mod:`stepwiser_lib.tools.workers`, ``configs/slurm/reproduce.sbatch``);
+    training on the launcher's processes times ``N``; the other generation stages on one GPU."""
+    def read(name):
+        v = os.environ.get(name, "1") or "1"
+        if not v.isdigit() or int(v) < 1:
+            raise ConfigError(f"{name} = {v!r}: want a whole number >= 1")
+        return int(v)
+    return read(ENV_WORKERS), read(ENV_NODES)
 
 
 def _dataset(task: str, params: dict[str, dict]) -> str:
@@ -216,8 +235,9 @@ def dry_run(profile: str, params: dict[str, dict]) -> dict:
             drawn = kept / KEEP_RATE if p.get("N_KEPT") else p["N_PROMPTS"]
             pre = drawn * p["N_PREFILTER"]
             gen_h = _cost(pre + rollouts, policy_b)
+            gen_gpus = scale()[0] * scale()[1]  # data-parallel labelling workers (tools/workers.py)
             st.update(kept_prompts=int(kept), prefilter_samples=int(pre), rollouts=int(rollouts),
-                      adaptive_fraction=frac if p.get("ADAPTIVE") else None)
+                      adaptive_fraction=frac if p.get("ADAPTIVE") else None, labelling_gpus=gen_gpus)
         elif stem.startswith("04"):
             models.append(describe_model(p.get("JUDGE_INIT", "chunk_policy"), "judge initialisation (04)"))
             kinds = [parse_variant(v)[0] for v in p["VARIANTS"]]
@@ -497,6 +517,10 @@ def colab_table(plan: dict) -> str:
     return "\n".join(rows)
 
 
+def _labelling_gpus(plan: dict) -> int:
+    return next((st.get("labelling_gpus", 1) for st in plan["stages"] if st["notebook"].startswith("02")), 1)
+
+
 def render(plan: dict) -> str:
     lines = [f"DRY RUN, profile {plan['profile']}: nothing is downloaded or run", "models:"]
     for m in plan["models"]:
@@ -516,8 +540,9 @@ def render(plan: dict) -> str:
             lines.append(f"  {r['stage']:22s} {r['phase']:28s} {gib}{flag}")
     lines.append(f"estimated A100-hours in all: {plan['estimated_a100_hours']} ({plan['note']})")
     lines.append(f"estimated wall-clock time as launched: {plan['estimated_wall_hours']} hours "
-                 f"({plan['estimated_wall_hours'] / 24:.1f} days): generation on one engine per stage (one GPU, "
-                 f"the teacher on TEACHER_VLLM_TP), training {plan['training_launch'].split(':')[0]}")
+                 f"({plan['estimated_wall_hours'] / 24:.1f} days): labelling (02) on {_labelling_gpus(plan)} GPU(s) "
+                 f"(WORKERS x NODES), other generation on one engine per stage (one GPU, the teacher on "
+                 f"TEACHER_VLLM_TP), training {plan['training_launch'].split(':')[0]}")
     t4 = [(s["notebook"], s["t4_minutes"]) for s in plan["stages"] if "t4_minutes" in s]
     if t4:
         lines.append(f"estimated time on one T4 (A100-hours x {T4_PER_A100}, not measured): "
