@@ -11,13 +11,7 @@ from stepwiser_lib.method import judge_train
 
 @pytest.fixture(scope="module")
 def examples():
-    rng = random.Random(0)
-    out = []
-    for p in tw.generate_problems("label", 24, seed=11):
-        hist, step, _ = tw.check_example(p, rng)
-        out.append({"problem": p.text, "history": [hist] if hist else [], "chunk": step,
-                    "label": tw.check_step(p, step).ok})
-    return out
+    return make_examples()
 
 
 def test_grpo_smoke_run_changes_the_adapter(toy_base_dir, examples, tmp_path):

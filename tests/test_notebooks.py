@@ -271,3 +271,39 @@ def test_notebook_runs_at_colab_smoke(stem, colab_smoke_world):
         assert {r["method"] for r in res["table"]} >= {"chunk policy (no judge)", "stepwiser:rel_ratio"}
     if stem == "07_rsft":
         assert res["samples"]["prompts_with_correct"] == res["samples"]["responses"] // 2  # the references
+
+
+@pytest.mark.slow  # about 4 minutes on 2 cores (two workers computing every 06 run of the smoke profile)
+@pytest.mark.notebook
+def test_two_chunk_reset_workers_give_the_runs_of_one(tmp_path):
+    """Issue 34, a second data-parallel stage: notebook 06's runs (arm x task x seed) computed by
+    two worker processes at once (``python -m stepwiser_lib.method.chunk_reset --worker I
+    --workers 2``, into a copy of the smoke outputs) equal the runs notebook 06 computed in one
+    process, outcome for outcome; a third process with one worker then finds every run on disk."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    art = paths.run_dir("smoke") / "artifacts"
+    if not (art / "06_chunk_reset" / "no_judge_greedy__toy.json").exists():
+        runner.run("smoke", only=["01", "02", "03", "04", "06"])
+    root = tmp_path / "root"
+    for stage in ("01_self_segmentation", "03_balancing", "04_judge_grpo"):  # what 06 reads (and checks)
+        shutil.copytree(art / stage, root / "runs" / "smoke" / "artifacts" / stage)
+    env = {**os.environ, paths.OUTPUT_ROOT_ENV: str(root)}
+    cmd = [sys.executable, "-m", "stepwiser_lib.method.chunk_reset", "--profile", "smoke"]
+    procs = [subprocess.Popen(cmd + ["--worker", str(w), "--workers", "2"], cwd=paths.ROOT, env=env,
+                              stdout=subprocess.PIPE, text=True) for w in (0, 1)]
+    for p in procs:
+        p.communicate(timeout=900)
+        assert p.returncode == 0
+    ours = sorted((root / "runs" / "smoke" / "artifacts" / "06_chunk_reset").glob("*.json"))
+    written = {f.name: f.stat().st_mtime_ns for f in ours}
+    merge = subprocess.run(cmd, cwd=paths.ROOT, env=env, capture_output=True, text=True, check=True)
+    assert json.loads(merge.stdout.strip().splitlines()[-1])["runs_on_disk"] == len(ours) >= 5
+    assert {f.name: f.stat().st_mtime_ns for f in ours} == written  # every run read from disk, none redone
+    for f in ours:
+        a, b = json.loads(f.read_text()), json.loads((art / "06_chunk_reset" / f.name).read_text())
+        assert a["_key"] == b["_key"] and a["correct"] == b["correct"], f.name
+        assert [r["response"] for r in a["results"]] == [r["response"] for r in b["results"]], f.name

@@ -22,17 +22,24 @@ columns), judge calls and the trace of every attempt.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
+import json
+import sys
 import time
 from dataclasses import asdict, dataclass, field
+from types import SimpleNamespace
 
-from ..core import io
+from ..core import inputs, io, paths, prompts
 from ..core.chunks import CHUNK_CLOSE, SEPARATOR, first_chunk
+from ..core.config import ConfigError, checked_parameters, list_notebooks, notebook_parameters
 from ..core.io import markdown_table
 from ..core.verdicts import RULE_VERSION, describe, informative, uninformative_comparison
 from ..core.vocab import variant_slug
 from ..evals.evaluation import compare_rates, mean_sd, problem_predictions
+from ..engines.checkpoints import resolve_model
 from ..evals.paper_results import TABLE7
+from . import judge, judge_runs, tasks
 from .judge import stored_entry
 
 
@@ -226,14 +233,29 @@ GREEDY = "chunk policy (greedy, no judge)"
 
 def run_grid(policy, registry: dict[str, dict], load, items: dict[str, list[dict]], template: str,
              base: ResetConfig, runs: int, art, *, policy_fingerprint: str, max_completion: int,
-             is_correct) -> dict[tuple[str, str, int], dict]:
+             is_correct, worker: int = 0, workers: int = 1) -> dict[tuple[str, str, int], dict]:
     """Notebook 06, section 1: :func:`run_arm` with no judge and with each judge of ``registry``
     (name -> notebook 04 entry; ``load``: entry -> judge, called only when a run is not on disk),
     on every task of ``items``, for ``runs`` seeds (``base.seed + k``), then the policy decoded
     greedily with no judge (one run: nothing is random). Each run is cached in ``art``; the sampled
     arms share their random numbers (:func:`draw_seed`), so each judge is paired with the sampled
-    no-judge run. Returns (row label, task, k) -> the run."""
+    no-judge run. Returns (row label, task, k) -> the run.
+
+    **Data-parallel workers** (issue 34): each run (an arm on one task and seed) is a unit; with
+    ``workers`` K > 1 this process computes only the units ``u % K == worker`` and returns the
+    others only when they are on disk already (``python -m stepwiser_lib.method.chunk_reset
+    --worker I --workers K``, one process per GPU). Notebook 06 then finds every run on disk. A
+    run depends on its own seeds, problems and judge only, so the results do not depend on K."""
     from ..engines.models import release  # lazy: torch
+
+    if not 0 <= worker < workers:
+        raise ValueError(f"worker {worker} of {workers}: want 0 <= worker < workers")
+    unit = iter(range(10**9))
+
+    def cached(path, key, compute):
+        if next(unit) % workers == worker:
+            return io.cached_json(path, key, compute)
+        return io.read_json(path) if io.has_cached(path, key) else None  # another worker's: when there
 
     out = {}
     for name in [None, *registry]:
@@ -250,8 +272,10 @@ def run_grid(policy, registry: dict[str, dict], load, items: dict[str, list[dict
                 key = io.digest(policy_fingerprint, name and stored_entry(registry[name]), config_dict(rc), task, [i["id"] for i in its],
                                 max_completion, RULE_VERSION, RECORD_VERSION)
                 slug = "no_judge" if name is None else variant_slug(name)
-                rec = io.cached_json(art / f"{slug}__{task}__seed{k}.json", key,
-                                     lambda: run_arm(policy, judge_for(), its, template, rc, is_correct))
+                rec = cached(art / f"{slug}__{task}__seed{k}.json", key,
+                             lambda: run_arm(policy, judge_for(), its, template, rc, is_correct))
+                if rec is None:
+                    continue
                 out[(label, task, k)] = rec
                 print(f"{label:28s} {task:8s} seed {k}: {rec['summary']}")
         if "judge" in holder:
@@ -260,10 +284,59 @@ def run_grid(policy, registry: dict[str, dict], load, items: dict[str, list[dict
                      seed=base.seed)
     for task, its in items.items():
         key = io.digest(policy_fingerprint, config_dict(rc), task, [i["id"] for i in its], RECORD_VERSION)
-        out[(GREEDY, task, 0)] = io.cached_json(art / f"no_judge_greedy__{task}.json", key,
-                                                lambda: run_arm(policy, None, its, template, rc, is_correct))
-        print(f"{GREEDY:28s} {task:8s}: {out[(GREEDY, task, 0)]['summary']}")
+        rec = cached(art / f"no_judge_greedy__{task}.json", key, lambda: run_arm(policy, None, its, template, rc, is_correct))
+        if rec is not None:
+            out[(GREEDY, task, 0)] = rec
+            print(f"{GREEDY:28s} {task:8s}: {rec['summary']}")
     return out
+
+
+def reset_config(cfg) -> ResetConfig:
+    """Notebook 06's :class:`ResetConfig` from its parameters."""
+    return ResetConfig(max_attempts=cfg.MAX_ATTEMPTS, on_exhausted=cfg.ON_EXHAUSTED, judge_final=cfg.JUDGE_FINAL,
+                       max_chunks=cfg.MAX_CHUNKS, temperature=cfg.TEMPERATURE, max_new_tokens=cfg.MAX_CHUNK_TOKENS,
+                       judge_k=cfg.JUDGE_K, seed=cfg.SEED)
+
+
+def main(argv: list[str] | None = None, profiles_dir=None) -> int:
+    """Notebook 06's runs outside a kernel, one worker of K (issue 34): ``python -m
+    stepwiser_lib.method.chunk_reset --profile P --worker I --workers K``, one process per GPU; then
+    notebook 06 reads every run from disk. Checks the profile and the inputs first (exit 2)."""
+    ap = argparse.ArgumentParser(description="Chunk-reset runs of notebook 06, as one of K data-parallel workers")
+    ap.add_argument("--profile", default="tiny")
+    ap.add_argument("--worker", type=int, default=0)
+    ap.add_argument("--workers", type=int, default=1)
+    a = ap.parse_args(argv)
+    nb = paths.NOTEBOOKS_DIR / "06_chunk_reset.ipynb"
+    try:
+        if not 0 <= a.worker < a.workers:
+            raise ConfigError(f"--worker {a.worker} --workers {a.workers}: want 0 <= worker < workers")
+        p = {k: v.default for k, v in notebook_parameters(nb).items()}
+        p.update(checked_parameters(a.profile, list_notebooks(only=["06"]),
+                                    **({"profiles_dir": profiles_dir} if profiles_dir else {}))[nb.stem])
+        p["PROFILE"] = a.profile
+        cfg = SimpleNamespace(**p, notebook=nb.stem, as_dict=lambda: dict(p))
+        inputs.check(cfg)
+        registry = judge_runs.read_registry(a.profile, cfg.JUDGES)
+        policy_path = resolve_model(cfg.POLICY_MODEL, a.profile)
+    except (ConfigError, FileNotFoundError, inputs.StaleInputs, ValueError) as e:
+        print(f"[chunk_reset] configuration error: {e}", file=sys.stderr)
+        return 2
+    from ..engines.models import engine_settings, make_generator  # lazy: torch
+
+    items = {t: tasks.load_problems(t, "eval", cfg.N_PROBLEMS, seed=cfg.SEED, **tasks.file_kw(cfg.DATA_FILES, t))
+             for t in cfg.EVAL_TASKS}
+    policy = make_generator(policy_path, backend=cfg.BACKEND, batch_size=cfg.GEN_BATCH, **engine_settings(p))
+    runs = run_grid(policy, {n: registry[n] for n in cfg.JUDGES}, judge.loader(cfg), items,
+                    prompts.get(cfg.PROMPT_FAMILY, "chunk_policy"), reset_config(cfg), cfg.RUNS,
+                    paths.artifacts(a.profile, nb.stem), policy_fingerprint=paths.model_fingerprint(policy_path),
+                    max_completion=cfg.MAX_COMPLETION, is_correct=tasks.is_correct, worker=a.worker, workers=a.workers)
+    print(json.dumps({"worker": a.worker, "workers": a.workers, "runs_on_disk": len(runs)}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
 
 
 def table(runs: dict, tasks: list[str]) -> tuple[list[dict], dict[str, list[int]]]:
