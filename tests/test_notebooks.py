@@ -273,7 +273,7 @@ def test_notebook_runs_at_colab_smoke(stem, colab_smoke_world):
         assert res["samples"]["prompts_with_correct"] == res["samples"]["responses"] // 2  # the references
 
 
-@pytest.mark.slow  # about 4 minutes on 2 cores (two workers computing every 06 run of the smoke profile)
+@pytest.mark.slow  # 1.5-4 minutes on 2 cores (two workers computing every 06 run of the smoke profile)
 @pytest.mark.notebook
 def test_two_chunk_reset_workers_give_the_runs_of_one(tmp_path):
     """Issue 34, a second data-parallel stage: notebook 06's runs (arm x task x seed) computed by

@@ -32,12 +32,12 @@ from types import SimpleNamespace
 
 from ..core import inputs, io, paths, prompts
 from ..core.chunks import CHUNK_CLOSE, SEPARATOR, first_chunk
-from ..core.config import ConfigError, checked_parameters, list_notebooks, notebook_parameters
+from ..core.config import ConfigError, checked_parameters, with_defaults
 from ..core.io import markdown_table
 from ..core.verdicts import RULE_VERSION, describe, informative, uninformative_comparison
 from ..core.vocab import variant_slug
-from ..evals.evaluation import compare_rates, mean_sd, problem_predictions
 from ..engines.checkpoints import resolve_model
+from ..evals.evaluation import compare_rates, mean_sd, problem_predictions
 from ..evals.paper_results import TABLE7
 from . import judge, judge_runs, tasks
 from .judge import stored_entry
@@ -298,47 +298,6 @@ def reset_config(cfg) -> ResetConfig:
                        judge_k=cfg.JUDGE_K, seed=cfg.SEED)
 
 
-def main(argv: list[str] | None = None, profiles_dir=None) -> int:
-    """Notebook 06's runs outside a kernel, one worker of K (issue 34): ``python -m
-    stepwiser_lib.method.chunk_reset --profile P --worker I --workers K``, one process per GPU; then
-    notebook 06 reads every run from disk. Checks the profile and the inputs first (exit 2)."""
-    ap = argparse.ArgumentParser(description="Chunk-reset runs of notebook 06, as one of K data-parallel workers")
-    ap.add_argument("--profile", default="tiny")
-    ap.add_argument("--worker", type=int, default=0)
-    ap.add_argument("--workers", type=int, default=1)
-    a = ap.parse_args(argv)
-    nb = paths.NOTEBOOKS_DIR / "06_chunk_reset.ipynb"
-    try:
-        if not 0 <= a.worker < a.workers:
-            raise ConfigError(f"--worker {a.worker} --workers {a.workers}: want 0 <= worker < workers")
-        p = {k: v.default for k, v in notebook_parameters(nb).items()}
-        p.update(checked_parameters(a.profile, list_notebooks(only=["06"]),
-                                    **({"profiles_dir": profiles_dir} if profiles_dir else {}))[nb.stem])
-        p["PROFILE"] = a.profile
-        cfg = SimpleNamespace(**p, notebook=nb.stem, as_dict=lambda: dict(p))
-        inputs.check(cfg)
-        registry = judge_runs.read_registry(a.profile, cfg.JUDGES)
-        policy_path = resolve_model(cfg.POLICY_MODEL, a.profile)
-    except (ConfigError, FileNotFoundError, inputs.StaleInputs, ValueError) as e:
-        print(f"[chunk_reset] configuration error: {e}", file=sys.stderr)
-        return 2
-    from ..engines.models import engine_settings, make_generator  # lazy: torch
-
-    items = {t: tasks.load_problems(t, "eval", cfg.N_PROBLEMS, seed=cfg.SEED, **tasks.file_kw(cfg.DATA_FILES, t))
-             for t in cfg.EVAL_TASKS}
-    policy = make_generator(policy_path, backend=cfg.BACKEND, batch_size=cfg.GEN_BATCH, **engine_settings(p))
-    runs = run_grid(policy, {n: registry[n] for n in cfg.JUDGES}, judge.loader(cfg), items,
-                    prompts.get(cfg.PROMPT_FAMILY, "chunk_policy"), reset_config(cfg), cfg.RUNS,
-                    paths.artifacts(a.profile, nb.stem), policy_fingerprint=paths.model_fingerprint(policy_path),
-                    max_completion=cfg.MAX_COMPLETION, is_correct=tasks.is_correct, worker=a.worker, workers=a.workers)
-    print(json.dumps({"worker": a.worker, "workers": a.workers, "runs_on_disk": len(runs)}))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
-
-
 def table(runs: dict, tasks: list[str]) -> tuple[list[dict], dict[str, list[int]]]:
     """Table 7's analogue, one row per label of ``runs``: accuracy per task (mean and spread over
     seeds), the mean accepted and rejected length, judge calls and seconds, and the average
@@ -469,3 +428,45 @@ def results_markdown(rows: list[dict], comps: list[dict], paper: list[dict], run
           "The paper's Table 7 (Qwen2.5-1.5B-chunk, MATH500 / NuminaMath Heldout-1K; not ours):", "",
           markdown_table(paper, ["method", "MATH500", "Heldout-1K", "avg", "accepted_length", "rejected_length"])]
     return "\n".join(md) + "\n"
+
+
+# ----------------------------------------------------------------------------- a worker of notebook 06
+
+def main(argv: list[str] | None = None, profiles_dir=None) -> int:
+    """Notebook 06's runs outside a kernel, one worker of K (issue 34): ``python -m
+    stepwiser_lib.method.chunk_reset --profile P --worker I --workers K``, one process per GPU; then
+    notebook 06 reads every run from disk. Checks the profile and the inputs first (exit 2)."""
+    ap = argparse.ArgumentParser(description="Chunk-reset runs of notebook 06, as one of K data-parallel workers")
+    ap.add_argument("--profile", default="tiny")
+    ap.add_argument("--worker", type=int, default=0)
+    ap.add_argument("--workers", type=int, default=1)
+    a = ap.parse_args(argv)
+    nb = paths.NOTEBOOKS_DIR / "06_chunk_reset.ipynb"
+    try:
+        if not 0 <= a.worker < a.workers:
+            raise ConfigError(f"--worker {a.worker} --workers {a.workers}: want 0 <= worker < workers")
+        p = with_defaults([nb], checked_parameters(a.profile, [nb], **({"profiles_dir": profiles_dir}
+                                                                       if profiles_dir else {})))[nb.stem]
+        p["PROFILE"] = a.profile
+        cfg = SimpleNamespace(**p, notebook=nb.stem, as_dict=lambda: dict(p))
+        inputs.check(cfg)
+        registry = judge_runs.read_registry(a.profile, cfg.JUDGES)
+        policy_path = resolve_model(cfg.POLICY_MODEL, a.profile)
+    except (ConfigError, FileNotFoundError, inputs.StaleInputs, ValueError) as e:
+        print(f"[chunk_reset] configuration error: {e}", file=sys.stderr)
+        return 2
+    from ..engines.models import engine_settings, make_generator  # lazy: torch
+
+    items = {t: tasks.load_problems(t, "eval", cfg.N_PROBLEMS, seed=cfg.SEED, **tasks.file_kw(cfg.DATA_FILES, t))
+             for t in cfg.EVAL_TASKS}
+    policy = make_generator(policy_path, backend=cfg.BACKEND, batch_size=cfg.GEN_BATCH, **engine_settings(p))
+    runs = run_grid(policy, {n: registry[n] for n in cfg.JUDGES}, judge.loader(cfg), items,
+                    prompts.get(cfg.PROMPT_FAMILY, "chunk_policy"), reset_config(cfg), cfg.RUNS,
+                    paths.artifacts(a.profile, nb.stem), policy_fingerprint=paths.model_fingerprint(policy_path),
+                    max_completion=cfg.MAX_COMPLETION, is_correct=tasks.is_correct, worker=a.worker, workers=a.workers)
+    print(json.dumps({"worker": a.worker, "workers": a.workers, "runs_on_disk": len(runs)}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

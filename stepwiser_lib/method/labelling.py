@@ -641,10 +641,8 @@ def main(argv: list[str] | None = None, profiles_dir: str | Path | None = None) 
         p.update(checked_parameters(a.profile, list_notebooks(only=["02"]), **({"profiles_dir": Path(profiles_dir)}
                                                                 if profiles_dir else {}))[nb.stem])
         cfg = label_config_from_params(p)
-        if p["REFERENCE_TRAJECTORIES"] and p["TASK"] not in tasks.WITH_SOLUTIONS:  # review 2, A03
-            raise ConfigError(f"REFERENCE_TRAJECTORIES labels each problem's reference solution, which only TASK = "
-                              f"{' or '.join(map(repr, tasks.WITH_SOLUTIONS))} rows hold (TASK = {p['TASK']!r}); "
-                              "set it false or use numina")
+        if p["REFERENCE_TRAJECTORIES"] and tasks.reference_problem(p["TASK"]):  # review 2, A03: before the model loads
+            raise ConfigError(tasks.reference_problem(p["TASK"]))
         policy = resolve_model(p["POLICY_MODEL"], a.profile)
     except (ConfigError, FileNotFoundError) as e:
         print(f"[labelling] configuration error: {e}", file=sys.stderr)

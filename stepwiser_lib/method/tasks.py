@@ -33,6 +33,15 @@ TASKS = ("toy", "numina", "math500", "gsm8k")
 WITH_SOLUTIONS = ("numina",)
 
 
+def reference_problem(task: str) -> str:
+    """Why ``REFERENCE_TRAJECTORIES`` cannot label ``task``'s problems ("" when it can): the
+    shortcut labels each problem's reference solution (reliability review 2, A03)."""
+    if task in WITH_SOLUTIONS:
+        return ""
+    return (f"REFERENCE_TRAJECTORIES labels each problem's reference solution, which only TASK = "
+            f"{' or '.join(map(repr, WITH_SOLUTIONS))} rows hold (TASK = {task!r}); set it false or use numina")
+
+
 def load_problems(task: str, split: str, n: int, seed: int, **kw) -> list[dict]:
     """``n`` problems of ``task``; for the toy world ``split`` is one of
     :data:`toyworld.SPLIT_BUCKETS` and ``kw`` may set ``steps``/``distractors``; for real tasks

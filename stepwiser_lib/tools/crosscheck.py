@@ -13,7 +13,7 @@ from ..core import paths
 from ..core.checks import ConfigError
 from ..core.vocab import STYLE, WARMUP_NAME, parse_variant
 from ..engines.trainers import GRPOSettings, SFTSettings, report_to
-from ..method.tasks import TASKS, WITH_SOLUTIONS
+from ..method.tasks import TASKS, reference_problem
 
 
 def _cfg(params: dict):
@@ -61,9 +61,8 @@ def problems(params: dict[str, dict]) -> list[str]:
                            "already); name generative judges only")
         # A03: the reference-trajectory shortcut labels each problem's reference solution, which
         # only NuminaMath's rows carry (toy, gsm8k and math500 problems come without one)
-        if p.get("REFERENCE_TRAJECTORIES") and p.get("TASK") not in WITH_SOLUTIONS:
-            out.append(f"{nb}: REFERENCE_TRAJECTORIES labels each problem's reference solution, which only "
-                       f"TASK = 'numina' rows hold (TASK = {p.get('TASK')!r}); set it false or use numina")
+        if p.get("REFERENCE_TRAJECTORIES") and reference_problem(p.get("TASK")):
+            out.append(f"{nb}: {reference_problem(p.get('TASK'))}")
         # REPORT_TO needs its package where the notebooks run (issue 34), known before any training
         if p.get("REPORT_TO", "none") != "none":
             try:
