@@ -7,13 +7,13 @@ PROCESSBENCH ?= $(abspath $(wildcard ../shared/data/processbench))
 # The real records beside the checkout (read by path, never copied in): MATH-500, GSM8K, ProcessBench.
 SHARED_DATA ?= ../shared/data
 
-.PHONY: help venv venv-vllm reproduce docs test test-real test-slow lab toy-base toy-processbench bench check-profiles clean standin smollm2 gpu-check label-workers
+.PHONY: help venv venv-vllm reproduce docs test test-real test-slow lab toy-base toy-processbench bench check-profiles clean standin smollm2 gpu-check label-workers workers
 
 help:
 	@echo "make reproduce [PROFILE=smoke|tiny|toy-full|colab|paper]  run every notebook headless (default: tiny)"
 	@echo "make reproduce PROFILE=paper DRY_RUN=1           validate and print the plan (models, data, GPU-hours)"
 	@echo "make reproduce PROFILE=paper LAUNCHER=configs/accelerate/zero2.yaml  multi-GPU training (DeepSpeed ZeRO-2)"
-	@echo "make label-workers PROFILE=paper WORKERS=8  notebook 02's labelling on 8 GPUs at once (then make reproduce merges)"
+	@echo "make workers STAGE=02 PROFILE=paper WORKERS=8  notebook 02's labelling (or 05, 06, 07's generation) on 8 GPUs at once (then make reproduce joins)"
 	@echo "make reproduce PROFILE=paper DRY_RUN=1 WORKERS=8 NODES=4  the plan's wall time for 4 x 8 GPUs (cluster: configs/slurm/reproduce.sbatch)"
 	@echo "make docs        executed read-only copies of the notebooks at tiny -> docs/tiny/ (reuses runs/tiny/; minutes after make reproduce)"
 	@echo "make test        unit tests + every notebook at the smoke and colab-smoke profiles (what CI runs first)"
@@ -74,10 +74,16 @@ reproduce: venv $(if $(filter colab-smoke real-smoke,$(PROFILE)),standin,) $(if 
 	$(if $(DRY_RUN),,$(PY) -m stepwiser_lib.tools.readme)
 	$(if $(DRY_RUN),,$(if $(filter tiny,$(PROFILE)),$(PY) -m stepwiser_lib.tools.docs --profile tiny --no-run,))
 
-# Notebook 02's labelling on WORKERS GPUs of this machine, one process and engine each, into one folder;
-# `make reproduce` then merges the shards (stepwiser_lib/tools/workers.py). Needs notebook 01's output.
+# A notebook's generation on WORKERS GPUs of this machine, one process and engine each, into one
+# folder: STAGE=02 labelling (needs 01's output), 05 ProcessBench judging, 06 chunk-reset runs, 07
+# RS-FT sampling and scoring (each needs 04's judges); `make reproduce` then joins the shards
+# (stepwiser_lib/tools/workers.py). label-workers is STAGE=02.
+STAGE ?= 02
+workers: venv
+	$(PY) -m stepwiser_lib.tools.workers --stage $(STAGE) --profile $(PROFILE) --workers $(WORKERS)
+
 label-workers: venv
-	$(PY) -m stepwiser_lib.tools.workers --profile $(PROFILE) --workers $(WORKERS)
+	$(PY) -m stepwiser_lib.tools.workers --stage 02 --profile $(PROFILE) --workers $(WORKERS)
 
 # The notebooks executed at tiny with their outputs, for a reader who runs nothing (docs/tiny/,
 # committed). Every stage resumes from runs/tiny/artifacts, so after `make reproduce` this takes

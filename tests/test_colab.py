@@ -18,7 +18,7 @@ ROOT = paths.ROOT
 #: our range), a pandas inside it, no trl, peft, math-verify, ...
 COLAB = {"torch": "2.8.0+cu126", "torchvision": "0.23.0+cu126", "ipykernel": "6.17.1", "ipython": "7.34.0",
          "jupyter-server": "2.14.0", "tornado": "6.4.2", "google-colab": "1.0.0",
-         "transformers": "4.57.1", "pandas": "2.2.2", "matplotlib": "3.10.0", "tqdm": "4.67.1"}
+         "transformers": "4.57.1", "pandas": "2.2.2", "matplotlib": "3.10.0", "tqdm": "4.67.1", "numpy": "2.0.2"}
 
 
 class FakeVM:
@@ -119,7 +119,7 @@ def test_bootstrap_cell_in_a_simulated_colab(fake_colab, monkeypatch, capsys):
     assert paths.artifacts("colab", "01_self_segmentation").is_relative_to(drive_dir)
     assert paths.results_dir("colab").parent.parent == drive_dir
     out = capsys.readouterr().out
-    assert "kept 3 of 15 dependencies" in out  # torch, pandas and tqdm (matplotlib 3.10 is below 3.11)
+    assert "kept 4 of 16 dependencies" in out  # torch, pandas, tqdm and numpy (matplotlib 3.10 is below 3.11)
     assert "installed 13 package(s) in" in out and "trl==1.16.0" in out
     assert f"kept on Google Drive: {drive_dir}" in out and "no GPU" in out
 

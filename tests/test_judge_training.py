@@ -123,6 +123,28 @@ def test_group_runs_reads_trl_group_layout():
     assert judge_train.group_runs([]) is None
 
 
+def test_group_seeds_depend_on_the_group_not_on_its_neighbours():
+    """Issue 34: a GRPO group's seed is fixed by the run's seed, the step and its prompt, so a
+    group split off to another process (fewer neighbours) keeps its stream; a repeated prompt in
+    one batch gets a stream of its own."""
+    both = judge_train.group_seeds(0, 5, [[1, 2], [3]])
+    assert judge_train.group_seeds(0, 5, [[3]]) == both[1:] and judge_train.group_seeds(0, 5, [[1, 2]]) == both[:1]
+    assert both[0] == int(judge_train.io.digest("grpo group", 0, 5, [1, 2], 0), 16) % 2**63
+    assert judge_train.group_seeds(0, 6, [[1, 2]]) != both[:1] and judge_train.group_seeds(1, 5, [[1, 2]]) != both[:1]
+    twice = judge_train.group_seeds(0, 5, [[1, 2], [1, 2]])
+    assert twice[0] == both[0] and twice[1] != twice[0]
+    assert all(0 <= x < 2**63 for x in both + twice)
+
+
+def test_a_reward_by_name_for_launched_runs():
+    assert judge_train.reward_function("stepwiser_lib.method.judge_train:verdict_reward") is judge_train.verdict_reward
+    assert judge_train.reward_function(len) is len
+    with pytest.raises(ValueError, match="has no function nope"):
+        judge_train.reward_function("stepwiser_lib.method.judge_train:nope")
+    with pytest.raises(ValueError, match="'module:function'"):
+        judge_train.reward_function("verdict_reward")
+
+
 def _grpo_trainer(toy_base_dir, examples, tmp_path, temperature):
     import torch
     from transformers import AutoModelForCausalLM

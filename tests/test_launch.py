@@ -58,14 +58,17 @@ def test_non_data_arguments_fail_clearly():
     assert launch._jsonable({"p": Path("/a")}, "x") == {"p": "/a"}
 
 
-@pytest.mark.parametrize("name", ["cpu.yaml", "cpu2.yaml", "ddp.yaml", "zero2.yaml"])
+@pytest.mark.parametrize("name", ["cpu.yaml", "cpu2.yaml", "ddp.yaml", "zero2.yaml", "zero2_multinode.yaml"])
 def test_shipped_configs_parse_with_accelerate(name):
     from accelerate.commands.config.config_args import load_config_from_file
 
     c = load_config_from_file(str(CONFIGS / name))
-    if name == "zero2.yaml":
+    if name.startswith("zero2"):
         assert str(c.distributed_type).endswith("DEEPSPEED")
         assert c.deepspeed_config["zero_stage"] == 2 and c.mixed_precision == "bf16"
+        assert launch.per_node_processes(str(CONFIGS / name)) == 8  # GPUs per box, for STEPWISER_NODES
+    if name == "zero2_multinode.yaml":
+        assert (c.num_machines, c.num_processes, c.main_process_port) == (2, 16, 29500)
     if name == "cpu.yaml":
         assert c.use_cpu and c.num_processes == 1
 
@@ -87,27 +90,37 @@ def test_sft_through_accelerate_launch_on_cpu(toy_base_dir, tmp_path, monkeypatc
 
 def test_two_processes_train_as_one_sft_and_grpo(toy_base_dir, tmp_path, monkeypatch):
     """Issue 34: the multi-process path on two CPU processes (``configs/accelerate/cpu2.yaml``,
-    gloo). SFT with one global batch of 8 split over 2 processes follows the 1-process loss curve
-    to float rounding (gloo sums in another order: measured differences below 1e-6). GRPO runs and
-    splits its completions; its curve is not compared value by value, because each process draws
-    its own groups (a per-process random stream: LAB_LOG.md, issue 34)."""
+    gloo) against one (``cpu.yaml``). SFT with one global batch of 8 split over 2 processes follows
+    the 1-process loss curve to float rounding (gloo sums in another order: measured differences
+    below 1e-6). GRPO samples each group from its own stream (``judge_train.group_seeds``), so 2
+    processes draw the completions 1 process draws: the same rewards at every step, and a loss
+    curve within 1e-4 (batches of other shapes round differently; measured in LAB_LOG.md)."""
     monkeypatch.delenv(launch.ENV_CHILD, raising=False)
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))  # the launched processes import fakes
     recs = [{"prompt": f"What is {a} + {a}?", "completion": f"{a} + {a} = {2 * a}."} for a in range(32)]
     s = SFTSettings(max_steps=6, global_batch=8, lr=1e-3, max_length=128)
-    curves = {}
-    for cfg in ("cpu.yaml", "cpu2.yaml"):
-        monkeypatch.setenv(launch.ENV_CONFIG, str(CONFIGS / cfg))
-        r = sft.sft(toy_base_dir, recs, tmp_path / cfg, s, progress=False)
-        curves[r["processes"]] = [loss for _, loss in r["loss_curve"]]
-    assert set(curves) == {1, 2} and len(curves[1]) == 6
-    assert curves[2] == pytest.approx(curves[1], rel=1e-5)
     from stepwiser_lib.engines.trainers import GRPOSettings
     from stepwiser_lib.toy import toyworld as tw
     ex = [{"problem": p.text, "history": [], "chunk": p.text.split(".")[0], "label": i % 2 == 0}
           for i, p in enumerate(tw.generate_problems("label", 8, seed=3))]
-    g = judge_train.train_grpo_judge(toy_base_dir, ex, tmp_path / "grpo", GRPOSettings(
-        steps=2, prompts_per_step=2, group_size=4, max_completion=8, eval_every=0), progress=False)
-    assert g["processes"] == 2 and g["steps"] == 2 and g["batches"]["per_device_train_batch_size"] == 4
+    curves, grpo = {}, {}
+    for cfg in ("cpu.yaml", "cpu2.yaml"):
+        monkeypatch.setenv(launch.ENV_CONFIG, str(CONFIGS / cfg))
+        r = sft.sft(toy_base_dir, recs, tmp_path / cfg, s, progress=False)
+        curves[r["processes"]] = [loss for _, loss in r["loss_curve"]]
+        g = judge_train.train_grpo_judge(toy_base_dir, ex, tmp_path / cfg / "grpo", GRPOSettings(
+            steps=3, prompts_per_step=2, group_size=4, max_completion=16, eval_every=0, lr=1e-3), progress=False,
+            reward_funcs=["fakes:length_reward"])  # a reward that varies, by name (the processes import it)
+        grpo[g["processes"]] = g
+    assert set(curves) == {1, 2} and len(curves[1]) == 6
+    assert curves[2] == pytest.approx(curves[1], rel=1e-5)
+    assert grpo[2]["steps"] == 3 and grpo[2]["batches"]["per_device_train_batch_size"] == 4
+    one, two = ([h for h in grpo[k]["log_history"] if "loss" in h] for k in (1, 2))
+    assert len(one) == len(two) == 3
+    print("GRPO 1 vs 2 processes:", [(a["loss"], b["loss"], a["reward"], b["reward"]) for a, b in zip(one, two)])
+    assert [h["reward"] for h in two] == pytest.approx([h["reward"] for h in one], abs=1e-6)  # the same completions
+    assert [h["completions/mean_length"] for h in two] == [h["completions/mean_length"] for h in one]
+    assert [h["loss"] for h in two] == pytest.approx([h["loss"] for h in one], abs=1e-4)
 
 
 def test_a_launch_on_several_nodes_is_one_srun_task_per_node(monkeypatch, tmp_path):
@@ -127,3 +140,61 @@ def test_a_launch_on_several_nodes_is_one_srun_task_per_node(monkeypatch, tmp_pa
     monkeypatch.delenv("SLURM_JOB_NODELIST", raising=False)
     with pytest.raises(ValueError, match="needs rank 0's address"):
         launch.command("c.yaml", "j.json", nodes=2, main_address=launch.main_address())
+
+
+def test_workers_run_each_generation_stage_and_07_in_two_rounds(monkeypatch, tmp_path, capsys):
+    """``make workers STAGE=S WORKERS=K`` (issue 34): the stage's worker CLI, once per worker, each
+    with its GPU; 07 in two rounds (its judges score once every sample is on disk); a failed worker
+    is named and stops the next round."""
+    import subprocess
+
+    from stepwiser_lib.core import paths
+    from stepwiser_lib.tools import workers
+    cmd = workers.worker_command("paper", 3, 8, stage="05")
+    assert cmd[1:] == ["-m", "stepwiser_lib.method.processbench", "--profile", "paper", "--worker", "3", "--workers", "8"]
+    assert workers.worker_command("smoke", 0, 2, out="x")[-2:] == ["--out", "x"]
+    with pytest.raises(SystemExit, match="no data-parallel stage '04'"):
+        workers.worker_command("smoke", 0, 2, stage="04")
+    with pytest.raises(SystemExit, match="stage 02 only"):
+        workers.worker_command("smoke", 0, 2, out="x", stage="07")
+    monkeypatch.setattr(paths, "run_dir", lambda p: tmp_path / p)
+    started = []
+
+    class Proc:
+        def __init__(self, cmd, env=None, **kw):
+            started.append((cmd[2], cmd[cmd.index("--worker") + 1], env.get("CUDA_VISIBLE_DEVICES")))
+            self.returncode = 1 if fail and cmd[cmd.index("--worker") + 1] == "1" else 0
+
+        def wait(self):
+            return self.returncode
+
+    fail = False
+    monkeypatch.setattr(subprocess, "Popen", Proc)
+    assert workers.run_workers("smoke", 2, ["4", "5"], stage="07") == 0
+    assert started == [("stepwiser_lib.method.rsft", "0", "4"), ("stepwiser_lib.method.rsft", "1", "5")] * 2
+    assert (tmp_path / "smoke" / "workers" / "07_worker_1.log").exists()
+    started.clear()
+    fail = True
+    assert workers.run_workers("smoke", 2, None, stage="07") == 1 and len(started) == 2  # no second round
+    assert "FAILED: worker(s) [1]" in capsys.readouterr().err
+
+
+def test_the_slurm_script_is_bash_and_names_what_exists():
+    """``configs/slurm/reproduce.sbatch`` cannot run here (no cluster): it parses as bash, every
+    module it starts is a worker CLI of :data:`stepwiser_lib.tools.workers.STAGES` (or the runner
+    and README writer), and every accelerate config it names is shipped."""
+    import importlib
+    import re
+    import subprocess
+
+    from stepwiser_lib.tools import workers
+    script = CONFIGS.parents[1] / "configs" / "slurm" / "reproduce.sbatch"
+    subprocess.run(["bash", "-n", str(script)], check=True)
+    text = script.read_text()
+    mods = {m for m in re.findall(r"-m (stepwiser_lib\.[\w.]+)", text) if not m.endswith(".")}
+    mods |= {f"stepwiser_lib.method.{m}" for m in re.findall(r"for module in ([\w ]+); do", text)[0].split()}
+    assert {m for m, _ in workers.STAGES.values()} <= mods
+    for m in mods:
+        importlib.import_module(m)
+    for cfg in re.findall(r"configs/accelerate/([\w.]+\.yaml)", text):
+        assert (CONFIGS / cfg).exists(), cfg

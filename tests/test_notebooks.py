@@ -208,7 +208,7 @@ def test_two_labelling_workers_give_the_labels_of_one(tmp_path):
                     "--out", str(tmp_path)], check=True, cwd=paths.ROOT, timeout=600)
     outs = []
     for w in (0, 1):
-        log = (paths.run_dir("smoke") / "workers" / f"worker_{w}.log").read_text()
+        log = (paths.run_dir("smoke") / "workers" / f"02_worker_{w}.log").read_text()
         outs.append(json.loads(log[log.index('{\n "worker"'):]))
     assert sorted(o["worker"] for o in outs) == [0, 1] and all(o["labelled_shards"] >= 1 for o in outs)
     cmd = [sys.executable, "-m", "stepwiser_lib.method.labelling", "--profile", "smoke", "--out", str(tmp_path)]
@@ -216,6 +216,87 @@ def test_two_labelling_workers_give_the_labels_of_one(tmp_path):
     res = json.loads(merge.stdout[merge.stdout.index("{"):])
     assert res["redone_shards"] == [] and res["resumed_shards"] == sum(o["labelled_shards"] for o in outs)
     assert (tmp_path / "labels.jsonl").read_bytes() == (nb_art / "labels.jsonl").read_bytes()
+
+
+@pytest.mark.slow  # about 2 minutes on 2 cores: four processes, each loading every smoke judge
+@pytest.mark.notebook
+def test_two_processbench_workers_judge_as_one(tmp_path):
+    """Issue 34, a third data-parallel stage: notebook 05's judge runs in shards of 2 solutions,
+    judged by two worker processes at once (``python -m stepwiser_lib.method.processbench --worker
+    I --workers 2``) and joined by a third, equal the runs one process judges alone, output for
+    output (the Maj@2 score run samples, so its shard seeds are compared too); the join judges
+    nothing itself."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    art = paths.run_dir("smoke") / "artifacts"
+    if not (art / "05_processbench" / "metrics.json").exists():
+        runner.run("smoke", only=["01", "02", "03", "04", "05"])
+    results = {}
+    for name, workers in (("one", [None]), ("two", [0, 1])):
+        root = tmp_path / name
+        for stage in ("03_balancing", "04_judge_grpo"):  # what 05 reads (and checks)
+            shutil.copytree(art / stage, root / "runs" / "smoke" / "artifacts" / stage)
+        env = {**os.environ, paths.OUTPUT_ROOT_ENV: str(root)}
+        cmd = [sys.executable, "-m", "stepwiser_lib.method.processbench", "--profile", "smoke", "--shard-size", "2"]
+        procs = [subprocess.Popen(cmd + ([] if w is None else ["--worker", str(w), "--workers", "2"]), cwd=paths.ROOT,
+                                  env=env, stdout=subprocess.PIPE, text=True) for w in workers]
+        outs = [json.loads(p.communicate(timeout=900)[0].strip().splitlines()[-1]) for p in procs]
+        assert all(p.returncode == 0 for p in procs)
+        if name == "two":
+            assert all(o["judged_shards"] >= 1 for o in outs)
+            join = subprocess.run(cmd, cwd=paths.ROOT, env=env, capture_output=True, text=True, check=True)
+            assert json.loads(join.stdout.strip().splitlines()[-1])["judged_shards"] == 0  # all on disk
+        folder = root / "runs" / "smoke" / "artifacts" / "05_processbench"
+        results[name] = {f.name: json.loads(f.read_text()) for f in folder.glob("*.json")}
+        assert not list(folder.glob("*.shards"))  # the join removed them
+    assert set(results["one"]) == set(results["two"]) and len(results["one"]) >= 4
+    for f, rec in results["one"].items():
+        assert rec["_key"] == results["two"][f]["_key"] and rec["outputs"] == results["two"][f]["outputs"], f
+
+
+@pytest.mark.notebook  # 45 s on 2 cores: five processes, each loading the smoke policy or judges
+def test_two_rsft_workers_sample_and_score_as_one(tmp_path):
+    """Issue 34, notebook 07: its sampling and judge scoring in shards of 2 prompts by two worker
+    processes at once (``python -m stepwiser_lib.method.rsft --worker I --workers 2``), in two
+    rounds as ``make workers STAGE=07`` runs them, then joined by one process, equal what one
+    process samples and scores alone, record for record."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    art = paths.run_dir("smoke") / "artifacts"
+    if not (art / "07_rsft" / "metrics.json").exists():
+        runner.run("smoke", only=["01", "02", "03", "04", "07"])
+    results = {}
+    for name, workers in (("one", [None]), ("two", [0, 1])):
+        root = tmp_path / name
+        for stage in ("01_self_segmentation", "03_balancing", "04_judge_grpo"):  # what 07 reads (and checks)
+            shutil.copytree(art / stage, root / "runs" / "smoke" / "artifacts" / stage)
+        env = {**os.environ, paths.OUTPUT_ROOT_ENV: str(root)}
+        cmd = [sys.executable, "-m", "stepwiser_lib.method.rsft", "--profile", "smoke", "--shard-size", "2"]
+        for _ in range(len(workers)):  # two workers: a sampling round, then a scoring round
+            procs = [subprocess.Popen(cmd + ([] if w is None else ["--worker", str(w), "--workers", "2"]), cwd=paths.ROOT,
+                                      env=env, stdout=subprocess.PIPE, text=True) for w in workers]
+            outs = [json.loads(p.communicate(timeout=900)[0].strip().splitlines()[-1]) for p in procs]
+            assert all(p.returncode == 0 for p in procs)
+        assert all(o["samples_whole"] for o in outs)  # round 2 found every worker's samples (and scored)
+        folder = root / "runs" / "smoke" / "artifacts" / "07_rsft"
+        if name == "two":
+            assert len(list(folder.rglob("shard_*.json"))) >= 8  # 4 sampling shards, 4 per judge
+            subprocess.run(cmd, cwd=paths.ROOT, env=env, capture_output=True, text=True, check=True)  # the join
+        results[name] = {"samples": io.read_jsonl(folder / "samples.jsonl"),
+                         **{f.name: json.loads(f.read_text()) for f in folder.glob("scores__*.json")}}
+        assert not list(folder.glob("*.shards"))  # the join removed them
+    assert set(results["one"]) == set(results["two"]) and len(results["one"]) >= 2
+    assert results["one"]["samples"] == results["two"]["samples"]
+    for f, rec in results["one"].items():
+        if f != "samples":
+            assert rec["_key"] == results["two"][f]["_key"] and rec["chunk_scores"] == results["two"][f]["chunk_scores"], f
+            assert rec["verdicts"] == results["two"][f]["verdicts"], f
 
 
 # ----------------------------------------------------------------------------- colab-smoke

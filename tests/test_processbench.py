@@ -332,3 +332,47 @@ def test_examples_show_a_found_error_a_missed_one_and_a_false_alarm():
     r = {"id": "4", "label": -1, "generator": "g", "problem": "P", "steps": ["a"]}
     text = PB.format_example("false alarm", "s", r, {"prediction": 0, "verdicts": ["Negative"], "analyses": ["why"]})
     assert "true first error = none (a correct solution), judge predicted 0" in text and "judge analysis: why" in text
+
+
+class _SeededJudge(_ScriptedJudge):
+    """The scripted judge, whose analysis also names the seed it was called with (so a test sees
+    which shard seed judged which solution)."""
+
+    def judge(self, triples, k=1, seed=0, **kw):
+        return [{**r, "analysis": f"{r['analysis']}|{seed}"} for r in super().judge(triples, k=k, seed=seed)]
+
+
+def test_judge_bench_in_shards_two_workers_and_the_join(tmp_path, monkeypatch):
+    """Issue 34: one judge's run in shards of 2 solutions; two workers (each judging its shards)
+    and the notebook's join give the outputs of one process, the join loading no judge; a run of
+    one shard is judged exactly as :func:`judge_solutions` judges it, with the run's own seed."""
+    from stepwiser_lib.core import shards
+    from stepwiser_lib.engines import models
+    monkeypatch.setattr(models, "release", lambda *a: None)
+    bench = {"a": [{"id": str(i), "problem": "P", "steps": ["ok", "bad" if i % 2 else "ok"], "label": 1 if i % 2 else -1}
+                   for i in range(5)], "b": [{"id": "9", "problem": "Q", "steps": ["bad"], "label": 0}]}
+    loads = []
+
+    def load(e):
+        loads.append(e["name"])
+        return _SeededJudge()
+
+    e = {"name": "stepwiser:rel_ratio", "style": "cot"}
+    kw = dict(load=load, k=1, stop=True, temperature=1.0, seed=3, shard_size=2)
+    one = PB.judge_bench(e, bench, path=tmp_path / "one.json", key="k", **kw)
+    assert [o["analyses"][0] for o in one["outputs"]["a"]] == ["a:ok|3"] * 2 + [f"a:ok|{shards.shard_seed(3, 1)}"] * 2 + [
+        f"a:ok|{shards.shard_seed(3, 2)}"]
+    assert one["outputs"]["b"] == PB.judge_solutions(_SeededJudge(), bench["b"], seed=3, progress=False)  # one shard
+    assert not (tmp_path / "one.shards").exists()  # the joined run is cached; its shards are gone
+    path = tmp_path / "two.json"
+    assert PB.judge_bench(e, bench, path=path, key="k", worker=0, workers=2, **kw) is None  # shard a/1 missing
+    whole = PB.judge_bench(e, bench, path=path, key="k", worker=1, workers=2, **kw)
+    assert whole["outputs"] == one["outputs"] and not path.exists()  # a worker never writes the join
+    n = len(loads)
+    joined = PB.judge_bench(e, bench, path=path, key="k", **kw)
+    assert len(loads) == n and joined["outputs"] == one["outputs"] and json.loads(path.read_text())["_key"] == "k"
+    assert PB.judge_bench(e, bench, path=path, key="k", **kw) == joined and len(loads) == n  # from the cache
+    keys = [PB.judge_key(e, bench, "toy", stop_at_first_negative=True, maj_k=1, maj_temperature=1.0, max_completion=8,
+                         seed=3, shard_size=size) for size in (2, 3, 5)]
+    assert keys[0] != keys[1] and keys[2] == PB.judge_key(e, bench, "toy", stop_at_first_negative=True, maj_k=1,
+                                                          maj_temperature=1.0, max_completion=8, seed=3, shard_size=6)

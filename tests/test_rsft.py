@@ -159,3 +159,49 @@ def test_select_all_releases_each_judge_after_scoring(tmp_path):
     d.model = object()
     d.close()
     assert d.model is None  # models.release can now free a discriminative judge too
+
+
+def test_sampling_and_scoring_in_shards_by_two_workers_equal_one_process(tmp_path, monkeypatch):
+    """Issue 34: notebook 07's sampling and judge scoring in shards of 2 prompts. Two workers (each
+    its shards; the scoring once every sample is on disk) then the notebook's join give the
+    records and scores of one process; the join loads no policy and no judge. One shard samples
+    with the run's own seed, as before sharding."""
+    from fakes import FakeToyPolicy, fake_items
+
+    from stepwiser_lib.core import paths, shards
+    from stepwiser_lib.engines import models
+    gens = []
+    monkeypatch.setattr(models, "make_generator", lambda *a, **k: gens.append(FakeToyPolicy()) or gens[-1])
+    monkeypatch.setattr(models, "release", lambda *a: None)
+    monkeypatch.setattr(paths, "model_fingerprint", lambda p: "fp")
+    items = fake_items(5)
+    kw = dict(samples=3, temperature=1.0, max_new_tokens=8, seed=4, shard_size=2)
+
+    class Seeded:  # a chunk's score depends on the seed it was judged with
+        def judge(self, triples, k=1, seed=0, **kw):
+            return [{"score": (hash((c, seed)) % 7) / 7, "verdict": None if "WRONG" in c else "Positive",
+                     "n_unparsed": int("WRONG" in c)} for _, _, c in triples]
+
+    loads = []
+    score = dict(judge_k=1, max_completion=8, seed=4, shard_size=2)
+    one, key = rsft.sample_responses("pol", items, "{problem}", tmp_path / "one", **kw)
+    assert gens[0].calls == [(2, 3), (2, 3), (1, 3)] and [r["problem_id"] for r in one[:3]] == ["fake-0"] * 3
+    s1 = rsft.score_judge("j", {"name": "j"}, rsft.group_items(items, one), tmp_path / "one", key,
+                          lambda e: loads.append(e) or Seeded(), **score)
+    two = tmp_path / "two"
+    assert rsft.sample_responses("pol", items, "{problem}", two, worker=0, workers=2, **kw)[0] is None
+    rows, key2 = rsft.sample_responses("pol", items, "{problem}", two, worker=1, workers=2, **kw)
+    assert rows == one and key2 == key and not (two / "samples.jsonl").exists()  # a worker never joins
+    grouped = rsft.group_items(items, rows)
+    assert rsft.score_judge("j", {"name": "j"}, grouped, two, key, lambda e: loads.append(e) or Seeded(),
+                            worker=1, workers=2, **score) is None
+    rsft.score_judge("j", {"name": "j"}, grouped, two, key, lambda e: loads.append(e) or Seeded(), worker=0, workers=2, **score)
+    n_gens, n_loads = len(gens), len(loads)
+    joined, _ = rsft.sample_responses("pol", items, "{problem}", two, **kw)
+    s2 = rsft.score_judge("j", {"name": "j"}, grouped, two, key, lambda e: loads.append(e) or Seeded(), **score)
+    assert joined == one and (len(gens), len(loads)) == (n_gens, n_loads)  # the join computed nothing
+    assert s2["chunk_scores"] == s1["chunk_scores"] and s2["verdicts"] == s1["verdicts"] and s1["verdicts"]["unparsed"] > 0
+    assert not (two / "samples.shards").exists() and not (two / "scores__j.shards").exists()
+    # one shard: the run's own seed, the key of an unsharded run
+    alone, key1 = rsft.sample_responses("pol", items[:2], "{problem}", tmp_path / "alone", **kw)
+    assert alone == [r for r in one if r["problem_id"] in ("fake-0", "fake-1")] and shards.layout(2, 2) == []

@@ -268,11 +268,13 @@ def test_the_paper_plan_knows_workers_and_nodes(monkeypatch, capsys):
         monkeypatch.setenv("STEPWISER_NODES", str(nodes))
         assert r.main(["--profile", "paper", "--dry-run"]) == 0
         out = capsys.readouterr().out
-        assert f"labelling_gpus={8 * nodes}" in out and f"labelling (02) on {8 * nodes} GPU(s)" in out
+        assert f"labelling_gpus={8 * nodes}" in out and f"02, 05, 06 and 07 on {8 * nodes} GPU(s)" in out
         assert f"{8 * nodes} processes" in out
         walls[nodes] = {m[0]: (float(m[1]), float(m[2])) for m in re.findall(
             r"(\d\d)_\w+ +.*a100_hours=([\d.]+), wall_hours=([\d.]+)", out)}
     assert walls[4]["02"][1] == pytest.approx(walls[1]["02"][1] / 4, rel=0.01)  # labelling: 4x the GPUs
+    assert walls[1]["05"][1] == pytest.approx(walls[1]["05"][0] / 8, abs=0.06)  # judging on every worker (printed to 0.1 h)
+    assert walls[4]["07"][1] < walls[1]["07"][1] and walls[4]["07"][0] == walls[1]["07"][0]  # sampling and scoring too
     assert walls[4]["04"][1] < walls[1]["04"][1] and walls[4]["02"][0] == walls[1]["02"][0]
     monkeypatch.setenv("STEPWISER_NODES", "0")
     assert r.main(["--profile", "paper", "--dry-run"]) == 2

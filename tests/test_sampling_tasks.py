@@ -108,3 +108,25 @@ def test_numina_pool_from_a_local_file(tmp_path):
     f.write_text(f.read_text() + json.dumps({"source": "t", "problem": "New?", "solution": "\\boxed{1}"}) + "\n")
     tasks.numina_pool("sft", path=str(f), cache_dir=tmp_path / "cache")  # a changed file: a new key
     assert len(list((tmp_path / "cache").glob("sft-*.jsonl"))) == 2
+
+
+def test_check_many_answers_as_is_correct_in_a_process_pool(monkeypatch):
+    """Issue 34: real-math answer checks go to a process pool (``STEPWISER_CHECK_WORKERS``) and
+    give exactly :func:`is_correct`'s answers, in order; toy checks and short lists stay here."""
+    from stepwiser_lib.method import tasks
+    gold = {"id": "g", "problem": "?", "answer": "\\frac{1}{2}"}
+    toy = tasks.load_problems("toy", "eval", 2, seed=0)[0]
+    pairs = [(gold, "so \\boxed{0.5}"), (gold, "\\boxed{1/2}"), (gold, "\\boxed{2}"), (gold, None), (gold, "no box 1/2"),
+             (toy, f"\\boxed{{{toy['answer']}}}")] * 50
+    want = [tasks.is_correct(it, r) for it, r in pairs]
+    assert want[:6] == [True, True, False, False, False, True]
+    monkeypatch.setattr(tasks, "POOL_MIN_CHECKS", 10)
+    assert tasks.check_many(pairs, workers=2) == want and tasks._POOL["workers"] == 2  # through the pool
+    assert tasks.check_many(pairs, workers=1) == want
+    monkeypatch.setenv(tasks.ENV_CHECK_WORKERS, "3")
+    assert tasks.check_workers() == 3
+    monkeypatch.setenv(tasks.ENV_CHECK_WORKERS, "many")
+    with pytest.raises(ValueError, match="STEPWISER_CHECK_WORKERS='many'"):
+        tasks.check_workers()
+    tasks._POOL["pool"].shutdown()
+    tasks._POOL.clear()

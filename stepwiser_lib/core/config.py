@@ -313,3 +313,15 @@ def resolve(namespace: dict, notebook: str, profiles_dir: Path = PROFILES_DIR,
         if why:
             raise ConfigError(f"{notebook}: {k} = {v!r} {why} (declared `{k}: {declared[k].spec.text}`)")
     return Config(notebook, values)
+
+
+def for_notebook(profile: str, notebook: str, profiles_dir: Path = PROFILES_DIR,
+                 notebooks_dir: Path = NOTEBOOKS_DIR) -> Config:
+    """The checked :class:`Config` a notebook would run with under ``profile`` (its cell's
+    defaults, then the profile's values), for the same work outside a kernel: the data-parallel
+    workers of notebooks 02, 05, 06 and 07. ``notebook``: its stem (``"05_processbench"``)."""
+    nb = Path(notebooks_dir) / f"{notebook}.ipynb"
+    if not nb.exists():
+        raise ConfigError(f"no notebook {nb.name} in {notebooks_dir}")
+    values = with_defaults([nb], checked_parameters(profile, [nb], profiles_dir))[nb.stem]
+    return Config(nb.stem, {**values, "PROFILE": profile})

@@ -316,6 +316,17 @@ def cached_jsonl(path: str | Path, key: str, compute) -> list[dict]:
     notebook 07's ``samples.jsonl``): the records at ``path`` if ``path.meta.json`` (beside it,
     ``samples.meta.json`` for ``samples.jsonl``) holds the same ``key``; otherwise ``compute()``'s,
     written first, then the key (an interrupted write leaves no key, so it is recomputed)."""
+    rows = cached_rows(path, key)
+    if rows is not None:
+        return rows
+    rows = compute()
+    write_jsonl(path, rows)
+    write_json(Path(path).with_suffix(".meta.json"), {"key": key})
+    return rows
+
+
+def cached_rows(path: str | Path, key: str) -> list[dict] | None:
+    """The records :func:`cached_jsonl` would return from disk for ``key``, else None."""
     path = Path(path)
     meta = path.with_suffix(".meta.json")
     if path.exists() and meta.exists():
@@ -324,10 +335,7 @@ def cached_jsonl(path: str | Path, key: str, compute) -> list[dict]:
                 return read_jsonl(path)
         except (OSError, ValueError):  # damaged: recomputed
             pass
-    rows = compute()
-    write_jsonl(path, rows)
-    write_json(meta, {"key": key})
-    return rows
+    return None
 
 
 def markdown_table(rows: list[dict], columns: list[str]) -> str:

@@ -78,10 +78,12 @@ def command(config_file: str, job_file: str | Path, num_processes: int | None = 
 
 
 def per_node_processes(config_file: str) -> int:
-    """``num_processes`` of an accelerate config: the processes (GPUs) of one machine."""
+    """The processes (GPUs) of one machine in an accelerate config: ``num_processes``, which
+    accelerate counts over every machine, divided by ``num_machines``."""
     import yaml
 
-    return int(yaml.safe_load(Path(config_file).read_text()).get("num_processes", 1))
+    c = yaml.safe_load(Path(config_file).read_text())
+    return int(c.get("num_processes", 1)) // max(1, int(c.get("num_machines", 1)))
 
 
 def main_address() -> str:

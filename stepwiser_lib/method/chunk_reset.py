@@ -28,11 +28,10 @@ import json
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from types import SimpleNamespace
 
 from ..core import inputs, io, paths, prompts
 from ..core.chunks import CHUNK_CLOSE, SEPARATOR, first_chunk
-from ..core.config import ConfigError, checked_parameters, with_defaults
+from ..core.config import ConfigError, for_notebook
 from ..core.io import markdown_table
 from ..core.verdicts import RULE_VERSION, describe, informative, uninformative_comparison
 from ..core.vocab import variant_slug
@@ -445,10 +444,8 @@ def main(argv: list[str] | None = None, profiles_dir=None) -> int:
     try:
         if not 0 <= a.worker < a.workers:
             raise ConfigError(f"--worker {a.worker} --workers {a.workers}: want 0 <= worker < workers")
-        p = with_defaults([nb], checked_parameters(a.profile, [nb], **({"profiles_dir": profiles_dir}
-                                                                       if profiles_dir else {})))[nb.stem]
-        p["PROFILE"] = a.profile
-        cfg = SimpleNamespace(**p, notebook=nb.stem, as_dict=lambda: dict(p))
+        cfg = for_notebook(a.profile, nb.stem, **({"profiles_dir": profiles_dir} if profiles_dir else {}))
+        p = cfg.as_dict()
         inputs.check(cfg)
         registry = judge_runs.read_registry(a.profile, cfg.JUDGES)
         policy_path = resolve_model(cfg.POLICY_MODEL, a.profile)

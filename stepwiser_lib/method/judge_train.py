@@ -157,6 +157,21 @@ def group_runs(prompt_ids: list[list[int]]) -> tuple[list[list[int]], int] | Non
     return heads, n
 
 
+def group_seeds(seed: int, step: int, heads: list[list[int]]) -> list[int]:
+    """One sampling seed per GRPO group (issue 34): a hash of the run's ``seed``, the optimizer
+    ``step`` the group is generated for, the group's prompt token ids and how many identical
+    prompts came before it in this batch. It does not depend on which process samples the group
+    or on the other groups beside it, so 2 processes draw the completions 1 process draws, and a
+    run resumed from a checkpoint draws the groups it would have drawn."""
+    seen: dict[tuple, int] = {}
+    out = []
+    for h in heads:
+        t = tuple(int(x) for x in h)
+        seen[t] = seen.get(t, -1) + 1
+        out.append(int(io.digest("grpo group", int(seed), int(step), list(t), seen[t]), 16) % 2**63)
+    return out
+
+
 def loop_generation_trainer():
     """TRL's ``GRPOTrainer`` whose group sampling goes through :mod:`stepwiser_lib.engines.decoding`
     instead of ``model.generate`` (issue 16): each prompt is prefilled once for its group, and a
@@ -180,10 +195,10 @@ def loop_generation_trainer():
                 return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
                                                      has_tool_images)
             heads, n = runs
-            # a fresh stream per generation and process, fixed by the run's seed and the optimizer step
-            # it generates for (not a call counter: a run resumed from a checkpoint draws the same groups)
-            # (one generation per GRPO step: steps_per_generation covers the step's updates)
-            seed = (self.args.seed * 1_000_003 + self.state.global_step) * 64 + self.accelerator.process_index
+            # each group its own random stream, fixed by the run's seed, the optimizer step it
+            # generates for and its prompt (group_seeds): a run resumed from a checkpoint draws the
+            # same groups, and so does a run whose groups are spread over more processes
+            seeds = group_seeds(self.args.seed, self.state.global_step, heads)
             self._loop_calls += 1
             with (unwrap_model_for_generation(self.model_wrapped, self.accelerator,
                                               gather_deepspeed3_params=self.args.ds3_gather_for_generation,
@@ -192,10 +207,26 @@ def loop_generation_trainer():
                 rows = decoding.sample(for_sampling(model), heads, n, half=sampling_half(model),
                                        max_new_tokens=self.max_completion_length,
                                        temperature=self.temperature, top_p=self.top_p if self.top_p is not None else 1.0,
-                                       eos=list(self.eos_token_ids), seed=seed, batch_size=len(prompt_ids))
+                                       eos=list(self.eos_token_ids), seeds=seeds, batch_size=len(prompt_ids))
             return [r.tokens for group in rows for r in group], None
 
     return LoopGenerationGRPOTrainer
+
+
+def reward_function(f):
+    """A GRPO reward: a function as it is, or a ``"module:function"`` name imported here (what a
+    launched job can carry: :func:`stepwiser_lib.engines.launch.launchable` passes JSON only)."""
+    if callable(f):
+        return f
+    if not isinstance(f, str) or f.count(":") != 1:
+        raise ValueError(f"reward {f!r}: want a function or a 'module:function' name")
+    import importlib
+
+    mod, name = f.split(":")
+    fn = getattr(importlib.import_module(mod), name, None)
+    if not callable(fn):
+        raise ValueError(f"reward {f!r}: {mod} has no function {name}")
+    return fn
 
 
 @launchable
@@ -263,10 +294,10 @@ def train_grpo_judge(model_dir: str, train: list[dict], out_dir, settings: dict,
                 validate(trainer.model, state.global_step // s.updates_per_step)
 
     # A direct-verdict ("no CoT") judge gets the paper's format penalty (§4.3); a CoT judge the
-    # plain verdict reward. ``reward_funcs`` overrides both (in-process runs only: a launched
-    # job cannot carry functions).
-    rewards = reward_funcs or ([make_direct_reward(format_penalty)] if style == "direct"
-                               else [verdict_reward])
+    # plain verdict reward. ``reward_funcs`` overrides both: functions in-process, or
+    # "module:function" names, which also travel to launched processes.
+    rewards = [reward_function(f) for f in reward_funcs] if reward_funcs else (
+        [make_direct_reward(format_penalty)] if style == "direct" else [verdict_reward])
     trainer_cls = loop_generation_trainer() if s.loss_tokens == "all" else verdict_loss_trainer(tok)
     trainer = trainer_cls(model=model, reward_funcs=rewards, args=args,
                           train_dataset=grpo_dataset(train, family, style), processing_class=tok,
@@ -321,7 +352,12 @@ def recipe_key(kind: str, recipe: dict) -> dict:
         return {"disc": recipe["disc"]}
     if kind == "rsft":  # samples from the warm-up with the RL judge's temperature and output limit
         return {k: recipe[k] for k in ("rl", "rsft", "rsft_samples", "rsft_per_example")}
-    return {k: recipe[k] for k in ("rl", "direct_max_completion", "format_penalty")}
+    return {**{k: recipe[k] for k in ("rl", "direct_max_completion", "format_penalty")}, "sampling": GRPO_SAMPLING}
+
+
+#: How a GRPO judge's groups are sampled, in its cache key: a judge trained before a change is
+#: retrained. "group seeds": one random stream per group (:func:`group_seeds`, issue 34).
+GRPO_SAMPLING = "group seeds"
 
 
 def train_variant(name: str, data: dict, out_dir, *, base_model: str, warmups: dict,

@@ -54,7 +54,7 @@ from ..core.vocab import RULES
 from ..engines.checkpoints import resolve_model
 from . import tasks
 from .sampling import chunk_format_ok
-from .tasks import is_correct
+from .tasks import check_many, is_correct
 
 # ----------------------------------------------------------------------------- label rules
 
@@ -342,7 +342,11 @@ def _rollout_round(generator, todo: list[tuple[dict, str]], n: int, cfg: LabelCo
     if st is not None:
         st.skipped_rollouts += sum(c.skipped for cs in outs for c in cs)
         st.truncated_rollouts += sum(not c.finished and not c.skipped for cs in outs for c in cs)
-    return [sum(not c.skipped and is_correct(it, p + c.text) for c in cs) for (it, p), cs in zip(todo, outs)]
+    ok = check_many([(it, p + c.text) for (it, p), cs in zip(todo, outs) for c in cs])  # a pool for real math
+    starts = [0]
+    for cs in outs:
+        starts.append(starts[-1] + len(cs))
+    return [sum(not c.skipped and ok[s + j] for j, c in enumerate(cs)) for s, cs in zip(starts, outs)]
 
 
 def label_shard(generator, items: list[dict], template: str, cfg: LabelConfig, shard_id: int
@@ -359,8 +363,9 @@ def label_shard(generator, items: list[dict], template: str, cfg: LabelConfig, s
     # Rollouts continue from each prefix; cut where the tokenizer has a boundary (chunks.SEPARATOR).
     cut = prefix_ends if getattr(generator, "cut_after_separator", False) else chunk_ends
     trajs = []  # (item, q0, response, correct, traj index)
+    checked = iter(check_many([(it, c.text) for it, cands in zip(items, pre) for c in cands]))
     for it, cands in zip(items, pre):
-        res = [(c.text, bool(is_correct(it, c.text))) for c in cands]
+        res = [(c.text, next(checked)) for c in cands]
         q0 = sum(ok for _, ok in res) / len(res)
         st.prefilter_samples += len(res)
         st.prefilter_boxed += sum(last_boxed(t) is not None for t, _ in res)

@@ -15,20 +15,35 @@
 
 from __future__ import annotations
 
+import json
 import os
-import time
+import sys
 import warnings
 from pathlib import Path
 
-from ..core import io
+from ..core import inputs, io, paths, shards
+from ..core.config import ConfigError
 from ..core.io import RecordError, iter_jsonl, markdown_table
 from ..core.paths import ROOT
-from ..core.schemas import TOY_DIR_DEFAULT, TOY_SPLITS, ProcessBenchError, validate_record
-from ..core.verdicts import RULE_VERSION, describe, informative, mask, tally, uninformative_comparison
+from ..core.schemas import (
+    TOY_DIR_DEFAULT,
+    TOY_SPLITS,
+    ProcessBenchError,
+    validate_record,
+)
+from ..core.verdicts import (
+    RULE_VERSION,
+    describe,
+    informative,
+    mask,
+    tally,
+    uninformative_comparison,
+)
 from ..core.vocab import variant_slug
 from ..evals.claims import judge_orderings
 from ..evals.paper_results import paper_row
 from ..evals.stats import stratified_bootstrap, stratified_difference
+from . import judge, judge_runs
 from .calculator import predict
 from .judge import stored_entry
 
@@ -326,6 +341,97 @@ def bench_summary(bench: dict[str, list[dict]]) -> dict:
                 "mean steps": round(sum(len(x["steps"]) for x in r) / len(r), 2)} for s, r in bench.items()}
 
 
+#: Solutions per shard of one judge's run on one split (:mod:`stepwiser_lib.core.shards`): data-parallel
+#: workers take whole shards, and a dead worker loses at most one. Fixed, so the results do not
+#: depend on the number of workers; 256 keeps a vLLM batch full, and every toy split is one shard.
+SHARD_SOLUTIONS = 256
+
+
+def judge_key(e: dict, bench: dict[str, list[dict]], bench_kind: str, *, stop_at_first_negative: bool, maj_k: int,
+              maj_temperature: float, max_completion: int, seed: int, shard_size: int = SHARD_SOLUTIONS) -> str:
+    """The cache key of one judge's run (:func:`run_judges`): its stored entry, the solutions, the
+    settings and, when a split needs more than one shard, the shard size (it decides the seeds)."""
+    sharded = shards.layout(max((len(rs) for rs in bench.values()), default=0), shard_size)
+    return io.digest(stored_entry(e), bench_kind, {s: [r["id"] for r in rs] for s, rs in bench.items()},
+                     stop_at_first_negative, maj_k, maj_temperature, max_completion, seed, RULE_VERSION, *sharded)
+
+
+def shards_to_judge(bench: dict[str, list[dict]], *, path, key: str, worker: int = 0, workers: int = 1,
+                    shard_size: int = SHARD_SOLUTIONS, **_) -> int:
+    """How many shards :func:`judge_bench` would judge in this process (0: its run is on disk)."""
+    path = Path(path)
+    if io.has_cached(path, key):
+        return 0
+    return sum(len(shards.todo(len(rs), shard_size, path.with_suffix(".shards") / s, io.digest(key, s),
+                               worker=worker, workers=workers)) for s, rs in bench.items())
+
+
+def judge_bench(e: dict, bench: dict[str, list[dict]], *, path, key: str, load, k: int, stop: bool,
+                temperature: float, seed: int, stop_at_zero: bool = False, worker: int = 0, workers: int = 1,
+                shard_size: int = SHARD_SOLUTIONS) -> dict | None:
+    """One judge (registry entry ``e``; ``load``: entry -> judge, called only when a shard is not
+    on disk) over every split of ``bench`` with :func:`judge_solutions`, cached in ``path`` under
+    ``key``: ``{"outputs": split -> judged solutions, "seconds"}``.
+
+    The solutions of a split go in shards of ``shard_size`` (:func:`stepwiser_lib.core.shards.run`,
+    shard ``i`` sampled with :func:`~stepwiser_lib.core.shards.shard_seed`), kept beside ``path``
+    until the run is whole. With ``workers`` K > 1 (``python -m stepwiser_lib.method.processbench
+    --worker I --workers K``, one process per GPU) this process judges only its shards and returns
+    None while another worker's are missing (a worker never writes ``path``: the notebook, one
+    process, joins the shards). The outputs are the same for any K."""
+    path = Path(path)
+    if io.has_cached(path, key):
+        return io.read_json(path)
+    folder = path.with_suffix(".shards")
+    holder: dict = {}
+
+    def compute(split):
+        def one(recs, sid):
+            if "judge" not in holder:
+                holder["judge"] = load(e)
+            return judge_solutions(holder["judge"], recs, stop_at_first_negative=stop, k=k,
+                                   seed=shards.shard_seed(seed, sid), stop_at_zero_score=stop_at_zero,
+                                   temperature=temperature if k > 1 else None, progress=False)
+        return one
+
+    outs, seconds, whole = {}, 0.0, True
+    for s, rs in bench.items():
+        outs[s], secs = shards.run(rs, shard_size, compute(s), folder / s, io.digest(key, s), worker=worker, workers=workers)
+        seconds += secs
+        whole = whole and outs[s] is not None
+    if "judge" in holder:
+        from ..engines.models import release  # lazy: torch
+
+        release(holder["judge"])  # the next judge needs the memory
+    if not whole:
+        return None
+    rec = {"outputs": outs, "seconds": round(seconds, 1), "_key": key}
+    if workers == 1:  # the join: only the notebook (one process) writes it and removes the shards
+        io.write_json(path, rec)
+        shards.clear(folder)
+    return rec
+
+
+def bench_runs(e: dict, bench: dict[str, list[dict]], art, bench_kind: str, *, stop_at_first_negative: bool,
+               maj_k: int, maj_temperature: float, max_completion: int, maj_k_score: int,
+               maj_k_score_judges: list[str], seed: int, shard_size: int = SHARD_SOLUTIONS) -> list[dict]:
+    """The runs :func:`run_judges` makes of judge ``e``, as :func:`judge_bench` arguments (``path``,
+    ``key``, ``k``, ``stop``, ``stop_at_zero``): its verdicts (a discriminative judge on every step,
+    so any threshold can be applied afterwards), and for a generative judge in
+    ``maj_k_score_judges`` its Maj@``maj_k_score`` score on every step up to a 0 (a 0 flags at
+    every threshold). The notebook and the data-parallel workers (:func:`main`) make the same."""
+    disc = e["style"] == "disc"
+    key = judge_key(e, bench, bench_kind, stop_at_first_negative=stop_at_first_negative, maj_k=maj_k,
+                    maj_temperature=maj_temperature, max_completion=max_completion, seed=seed, shard_size=shard_size)
+    slug = variant_slug(e["name"])
+    runs = [{"path": Path(art) / f"{slug}.json", "key": key, "k": 1 if disc else maj_k,
+             "stop": stop_at_first_negative and not disc}]
+    if not disc and e["name"] in maj_k_score_judges:
+        runs.append({"path": Path(art) / f"{slug}__maj{maj_k_score}.json", "stop": False, "stop_at_zero": True,
+                     "key": io.digest(key, "maj_k_score", maj_k_score, "stop_at_zero_score"), "k": maj_k_score})
+    return runs
+
+
 def run_judges(judges: list[dict], bench: dict[str, list[dict]], art, load, *, bench_kind: str,
                stop_at_first_negative: bool, maj_k: int, maj_temperature: float, max_completion: int,
                maj_k_score: int, maj_k_score_judges: list[str], seed: int) -> dict:
@@ -349,17 +455,6 @@ def run_judges(judges: list[dict], bench: dict[str, list[dict]], art, load, *, b
         out["records"].extend(prediction_records(row, bench, preds))
         out["cis"][row] = average_f1_ci(labels, preds)
 
-    def run(e, k, stop, stop_at_zero=False):
-        j = load(e)
-        t = time.time()
-        outs = {s: judge_solutions(j, rs, stop_at_first_negative=stop, k=k, seed=seed, stop_at_zero_score=stop_at_zero,
-                                   temperature=maj_temperature if k > 1 else None, progress=False)
-                for s, rs in bench.items()}
-        from ..engines.models import release  # lazy: torch
-
-        release(j)
-        return {"outputs": outs, "seconds": round(time.time() - t, 1)}
-
     def threshold(name, outs, k=1):
         silent = {s: [[n >= k for n in o.get("n_unparsed", [])] for o in outs[s]] for s in bench}  # no sample parsed
         t, thr = thresholded(labels, {s: [o["scores"] for o in outs[s]] for s in bench}, silent)
@@ -369,24 +464,20 @@ def run_judges(judges: list[dict], bench: dict[str, list[dict]], art, load, *, b
         out["tallies"][name] = out["tallies"][row] = judged_tally(outs, k)
 
     for e in judges:
-        key = io.digest(stored_entry(e), bench_kind, {s: [r["id"] for r in rs] for s, rs in bench.items()}, stop_at_first_negative,
-                        maj_k, maj_temperature, max_completion, seed, RULE_VERSION)
         disc = e["style"] == "disc"
-        # a scalar-score judge is run on every step, so any threshold can be applied afterwards
-        rec = io.cached_json(art / f"{variant_slug(e['name'])}.json", key,
-                             lambda: run(e, 1 if disc else maj_k, stop_at_first_negative and not disc))
+        rec, *more = [judge_bench(e, bench, load=load, temperature=maj_temperature, seed=seed, **r)
+                       for r in bench_runs(e, bench, art, bench_kind, stop_at_first_negative=stop_at_first_negative,
+                                           maj_k=maj_k, maj_temperature=maj_temperature, max_completion=max_completion,
+                                           maj_k_score=maj_k_score, maj_k_score_judges=maj_k_score_judges, seed=seed)]
         out["outputs"][e["name"]], out["seconds"][e["name"]] = rec["outputs"], rec["seconds"]
         preds = {s: [o["prediction"] for o in rec["outputs"][s]] for s in bench}
         out["first_error"][e["name"]] = preds
         add_row(e["name"], preds)
         t = out["tallies"][e["name"]] = judged_tally(rec["outputs"], 1 if disc else maj_k)
-        if disc:
+        if disc:  # a scalar-score judge is run on every step, so any threshold can be applied afterwards
             threshold(e["name"], rec["outputs"])
-        elif e["name"] in maj_k_score_judges:  # a generative judge's Maj@k score, thresholded the same way
-            key_k = io.digest(key, "maj_k_score", maj_k_score, "stop_at_zero_score")
-            rec_k = io.cached_json(art / f"{variant_slug(e['name'])}__maj{maj_k_score}.json", key_k,
-                                   lambda: run(e, maj_k_score, False, stop_at_zero=True))  # a 0 flags at every threshold
-            threshold(f"{e['name']} Maj@{maj_k_score} score", rec_k["outputs"], maj_k_score)
+        elif more:  # a generative judge's Maj@k score, thresholded the same way
+            threshold(f"{e['name']} Maj@{maj_k_score} score", more[0]["outputs"], maj_k_score)
         print(f"{e['name']:34s} avg F1 {average_f1(out['results'][e['name']]):5.1f}   ({rec['seconds']} s; {describe(t)})")
     return out
 
@@ -538,3 +629,40 @@ def paper_rows(entries: list[dict]) -> list[dict]:
             out.append({"judge": f"PAPER 1.5B-chunk: {p['row']} / {p['signal']}", "source": "paper Table 5/6", "avg f1": p["avg"],
                         **{f"{s} f1": p[k] for s, k in zip(SPLITS, ("gsm8k", "math", "olympiadbench", "omnimath"))}})
     return out
+
+
+def main(argv: list[str] | None = None, profiles_dir=None) -> int:
+    """Notebook 05's judge runs outside a kernel, one worker of K (issue 34): ``python -m
+    stepwiser_lib.method.processbench --profile P --worker I --workers K``, one process per GPU,
+    each judging its shards (:func:`judge_bench`) of every judge's run; then notebook 05 finds
+    them on disk and joins them. Checks the profile and the inputs first (exit 2)."""
+    a = shards.worker_args("ProcessBench judging of notebook 05, as one of K data-parallel workers", argv,
+                           SHARD_SOLUTIONS, "solutions", "05")
+    try:
+        cfg = shards.worker_config(a, "05_processbench", profiles_dir)
+        judges = list(judge_runs.read_registry(cfg.PROFILE, cfg.JUDGES, allow_all=True).values())
+        pb_dir = cfg.PROCESSBENCH_DIR or os.environ.get("STEPWISER_PROCESSBENCH_DIR") or None
+        bench = load_bench(cfg.BENCH, ROOT / cfg.TOY_DIR, pb_dir, cfg.FIX_MATH_688, cfg.LIMIT)
+    except (ConfigError, FileNotFoundError, inputs.StaleInputs, ProcessBenchError, ValueError) as e:
+        print(f"[processbench] configuration error: {e}", file=sys.stderr)
+        return 2
+    art, load = paths.artifacts(cfg.PROFILE, "05_processbench"), judge.loader(cfg)
+    runs = [(e, {**r, "shard_size": a.shard_size}) for e in judges
+            for r in bench_runs(e, bench, art, cfg.BENCH, stop_at_first_negative=cfg.STOP_AT_FIRST_NEGATIVE,
+                                maj_k=cfg.MAJ_K, maj_temperature=cfg.MAJ_TEMPERATURE, max_completion=cfg.MAX_COMPLETION,
+                                maj_k_score=cfg.MAJ_K_SCORE, maj_k_score_judges=cfg.MAJ_K_SCORE_JUDGES, seed=cfg.SEED,
+                                shard_size=a.shard_size)]
+    todo = sum(shards_to_judge(bench, worker=a.worker, workers=a.workers, **r) for _, r in runs)
+    print(f"[processbench] worker {a.worker} of {a.workers}: {todo} shard(s) of {a.shard_size} solutions to judge "
+          f"over {len(runs)} run(s)", flush=True)
+    done = []
+    for e, r in runs:
+        rec = judge_bench(e, bench, load=load, temperature=cfg.MAJ_TEMPERATURE, seed=cfg.SEED,
+                          worker=a.worker, workers=a.workers, **r)
+        done += [r["path"].name] if rec is not None else []
+    print(json.dumps({"worker": a.worker, "workers": a.workers, "judged_shards": todo, "whole_runs": done}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -10,19 +10,29 @@ then fine-tuned on each selected set with the recipe of notebook 01 and evaluate
 
 from __future__ import annotations
 
+import json
 import random
-import time
+import sys
 from pathlib import Path
 
-from ..core import io, paths
+from ..core import inputs, io, paths, prompts, shards
 from ..core.chunks import chunk_ends, parse_chunks
+from ..core.config import ConfigError
 from ..core.io import markdown_table
-from ..core.verdicts import RULE_VERSION, describe, informative, tally, uninformative_comparison
+from ..core.verdicts import (
+    RULE_VERSION,
+    describe,
+    informative,
+    merge,
+    tally,
+    uninformative_comparison,
+)
 from ..core.vocab import variant_slug
+from ..engines.checkpoints import resolve_model
 from ..engines.sft import sft
 from ..evals.evaluation import compare_rates, mean_sd, problem_predictions
 from ..evals.paper_results import TABLE8
-from . import sampling
+from . import judge, judge_runs, sampling, tasks
 from .judge import stored_entry
 
 
@@ -61,7 +71,7 @@ def score_responses(judge, items: list[dict], k: int = 1, seed: int = 0,
     for ``items[i]["problem"]``; all chunks of all responses go to the judge in one batch. A chunk's
     score is the fraction of its ``k`` judge outputs that say Positive, so an output without a
     parsable verdict counts 0 (:data:`stepwiser_lib.core.verdicts.RULE`). ``with_tally``: also return
-    :func:`stepwiser_lib.core.verdicts.tally` of the judge's outputs."""
+    :func:`stepwiser_lib.core.verdicts.tally` of the judge's outputs; ``"per_item"``: one per item."""
 
     triples, where = [], []
     for i, it in enumerate(items):
@@ -72,32 +82,64 @@ def score_responses(judge, items: list[dict], k: int = 1, seed: int = 0,
                 where.append((i, r))
     res = judge.judge(triples, k=k, seed=seed, progress=progress) if triples else []
     out = [[[] for _ in it["responses"]] for it in items]
+    judged: list[list[dict]] = [[] for _ in items]
     for (i, r), x in zip(where, res):
         out[i][r].append(float(x["score"]))
+        judged[i].append(x)
+    if with_tally == "per_item":
+        return out, [tally(j, k) for j in judged]
     return (out, tally(res, k)) if with_tally else out
+
+
+#: Training prompts per shard of notebook 07's sampling and judge scoring
+#: (:mod:`stepwiser_lib.core.shards`): data-parallel workers take whole shards, and a dead worker
+#: loses at most one. Fixed, so the results do not depend on the number of workers; every toy
+#: profile's prompts are one shard.
+SHARD_PROMPTS = 256
 
 
 def sample_responses(policy: str, items: list[dict], template: str, art, *, samples: int, temperature: float,
                      max_new_tokens: int, seed: int, backend: str = "hf", gen_batch: int = 128,
-                     engine: dict | None = None, reference: bool = False) -> tuple[list[dict], str]:
+                     engine: dict | None = None, reference: bool = False, worker: int = 0, workers: int = 1,
+                     shard_size: int = SHARD_PROMPTS) -> tuple[list[dict] | None, str]:
     """Notebook 07, section 1: ``samples`` responses per training prompt from the chunk policy
     (one record per response, ``data/README.md``), cached in ``art/samples.jsonl`` under a key of
     the policy's weights, the prompts and the sampling settings; ``reference`` adds each prompt's
     reference solution (colab-smoke's shortcut). Returns the records and the key, which the
-    later caches of the notebook build on."""
+    later caches of the notebook build on.
+
+    The prompts are sampled in shards of ``shard_size`` (shard ``i`` with
+    :func:`~stepwiser_lib.core.shards.shard_seed`, so one shard samples as an unsharded run), kept in
+    ``art/samples.shards`` until the notebook joins them. With ``workers`` K > 1 (``python -m
+    stepwiser_lib.method.rsft --worker I --workers K``, one process per GPU) this process samples
+    only its shards and returns None for the records while another worker's are missing."""
     from ..engines.models import make_generator, release  # lazy: torch
 
     key = io.digest(paths.model_fingerprint(policy), [i["id"] for i in items], samples, temperature, max_new_tokens,
-                    seed, *(["reference"] if reference else []))
+                    seed, *(["reference"] if reference else []), *shards.layout(len(items), shard_size))
+    path = Path(art) / "samples.jsonl"
+    rows = io.cached_rows(path, key)
+    if rows is not None:
+        return rows, key
+    holder: dict = {}
 
-    def sample():
-        gen = make_generator(policy, backend=backend, batch_size=gen_batch, **(engine or {}))
-        out = sampling.sample_solutions(gen, items, template, samples, temperature, max_new_tokens, seed=seed,
-                                        progress="sample")
-        release(gen)  # one engine at a time on a GPU
-        return out + (sampling.reference_samples(items, chunked=True) if reference else [])
+    def one(part, sid):
+        if "gen" not in holder:
+            holder["gen"] = make_generator(policy, backend=backend, batch_size=gen_batch, **(engine or {}))
+        recs = sampling.sample_solutions(holder["gen"], part, template, samples, temperature, max_new_tokens,
+                                         seed=shards.shard_seed(seed, sid), progress="sample")
+        return [recs[i * samples:(i + 1) * samples] for i in range(len(part))]  # one list per prompt
 
-    return io.cached_jsonl(Path(art) / "samples.jsonl", key, sample), key
+    per_prompt, _ = shards.run(items, shard_size, one, Path(art) / "samples.shards", key, worker=worker, workers=workers)
+    if "gen" in holder:
+        release(holder["gen"])  # one engine at a time on a GPU
+    if per_prompt is None:
+        return None, key
+    rows = [r for rs in per_prompt for r in rs] + (sampling.reference_samples(items, chunked=True) if reference else [])
+    if workers == 1:  # the join: only the notebook (one process) writes it and removes the shards
+        rows = io.cached_jsonl(path, key, lambda: rows)
+        shards.clear(Path(art) / "samples.shards")
+    return rows, key
 
 
 def sft_records(items: list[dict], picks: list[int | None], template: str) -> list[dict]:
@@ -131,6 +173,42 @@ def group_items(train_items: list[dict], rows: list[dict]) -> list[dict]:
              "correct": [r["correct"] for r in by_prompt[it["id"]]]} for it in train_items]
 
 
+def score_judge(name: str, entry: dict, items: list[dict], art, key: str, load, *, judge_k: int, max_completion: int,
+                seed: int, worker: int = 0, workers: int = 1, shard_size: int = SHARD_PROMPTS) -> dict | None:
+    """One judge's chunk scores of every response (:func:`score_responses`), cached in
+    ``art/scores__<judge>.json`` under the samples' ``key`` and the judge's settings:
+    ``chunk_scores`` (per prompt, per response), ``verdicts`` (the tally of its outputs) and
+    ``seconds``. ``load``: entry -> judge, called only when a shard is not on disk, released once it
+    has scored. The prompts go in shards as :func:`sample_responses`'s do; with ``workers`` K > 1
+    this process scores only its shards and returns None while another worker's are missing."""
+    from ..engines.models import release  # lazy: torch
+
+    path = Path(art) / f"scores__{variant_slug(name)}.json"
+    rkey = io.digest(key, stored_entry(entry), judge_k, max_completion, RULE_VERSION, *shards.layout(len(items), shard_size))
+    if io.has_cached(path, rkey):
+        return io.read_json(path)
+    holder: dict = {}
+
+    def one(part, sid):
+        if "judge" not in holder:
+            holder["judge"] = load(entry)
+        sc, tl = score_responses(holder["judge"], part, k=judge_k, seed=shards.shard_seed(seed, sid), with_tally="per_item")
+        return [{"chunk_scores": c, "verdicts": t} for c, t in zip(sc, tl)]
+
+    folder = path.with_suffix(".shards")
+    rows, seconds = shards.run(items, shard_size, one, folder, rkey, worker=worker, workers=workers)
+    if "judge" in holder:
+        release(holder["judge"])  # the next engine (the next judge, the policy's evaluation) needs the memory
+    if rows is None:
+        return None
+    rec = {"chunk_scores": [r["chunk_scores"] for r in rows], "verdicts": merge(*(r["verdicts"] for r in rows)),
+           "seconds": seconds, "_key": rkey}
+    if workers == 1:  # the join: only the notebook writes it and removes the shards
+        io.write_json(path, rec)
+        shards.clear(folder)
+    return rec
+
+
 def select_all(items: list[dict], registry: dict[str, dict], load, art, key: str, *, judge_k: int,
                max_completion: int, seed: int) -> tuple[dict, dict, dict]:
     """Notebook 07, section 2: outcome-based selection, then each judge of ``registry`` scoring
@@ -138,19 +216,11 @@ def select_all(items: list[dict], registry: dict[str, dict], load, art, key: str
     judge, released once it has scored) and picking the correct response with the best average
     chunk score (:func:`select_best`). Returns method -> one pick per prompt (None: no correct
     response), judge -> chunk scores, judge -> how its outputs parsed (:func:`stepwiser_lib.core.verdicts.tally`)."""
-    from ..engines.models import release  # lazy: torch
-
     picks = {"outcome": [select_best([{"correct": c} for c in it["correct"]], "outcome", seed, it["id"]) for it in items]}
     scores, tallies = {}, {}
     n_ok = max(1, sum(any(it["correct"]) for it in items))
     for name, entry in registry.items():
-        def run():
-            j, t = load(entry), time.time()
-            sc, tl = score_responses(j, items, k=judge_k, seed=seed, with_tally=True)
-            release(j)  # the next engine (the next judge, the policy's evaluation) needs the memory
-            return {"chunk_scores": sc, "verdicts": tl, "seconds": round(time.time() - t, 1)}
-        rec = io.cached_json(art / f"scores__{variant_slug(name)}.json",
-                             io.digest(key, stored_entry(entry), judge_k, max_completion, RULE_VERSION), run)
+        rec = score_judge(name, entry, items, art, key, load, judge_k=judge_k, max_completion=max_completion, seed=seed)
         scores[name], tallies[name] = rec["chunk_scores"], rec.get("verdicts")
         picks[name] = [select_best([{"correct": c, "score": response_score(s)} for c, s in zip(it["correct"], sc)])
                        for it, sc in zip(items, rec["chunk_scores"])]
@@ -277,3 +347,48 @@ def train_all(picks: dict[str, list], items: list[dict], template: str, policy: 
             results[(method, k)] = io.cached_json(d / "record.json", io.digest(paths.model_fingerprint(policy), recs, ss, base_key), run)
             print(f"{method:26s} seed {k}: {results[(method, k)]['acc']} ({len(recs)} records)")
     return results
+
+
+def main(argv: list[str] | None = None, profiles_dir=None) -> int:
+    """Notebook 07's sampling and judge scoring outside a kernel, one worker of K (issue 34):
+    ``python -m stepwiser_lib.method.rsft --profile P --worker I --workers K``, one process per GPU.
+    A worker samples its shards of the training prompts (:func:`sample_responses`); once every
+    worker's samples are on disk, it scores its shards with each judge (:func:`score_judge`). So
+    the workers run twice (``make workers STAGE=07`` does): the first round samples, the second
+    scores what the first sampled; then notebook 07 joins the shards and trains. Checks the
+    profile and the inputs first (exit 2)."""
+    a = shards.worker_args("RS-FT sampling and judge scoring of notebook 07, as one of K workers", argv,
+                           SHARD_PROMPTS, "prompts", "07")
+    try:
+        cfg = shards.worker_config(a, "07_rsft", profiles_dir)
+        policy = resolve_model(cfg.POLICY_MODEL, cfg.PROFILE)
+        registry = judge_runs.read_registry(cfg.PROFILE, cfg.JUDGES)
+        train_items = tasks.load_problems(cfg.TASK, "rsft", cfg.N_PROMPTS, seed=cfg.SEED,
+                                          **tasks.file_kw(cfg.DATA_FILES, cfg.TASK))
+    except (ConfigError, FileNotFoundError, inputs.StaleInputs, ValueError) as e:
+        print(f"[rsft] configuration error: {e}", file=sys.stderr)
+        return 2
+    from ..engines.models import engine_settings  # lazy: torch
+
+    art = paths.artifacts(cfg.PROFILE, "07_rsft")
+    w = {"worker": a.worker, "workers": a.workers, "shard_size": a.shard_size}
+    rows, key = sample_responses(policy, train_items, prompts.get(cfg.PROMPT_FAMILY, "chunk_policy"), art,
+                                 samples=cfg.SAMPLES, temperature=cfg.TEMPERATURE, max_new_tokens=cfg.MAX_NEW_TOKENS,
+                                 seed=cfg.SEED, backend=cfg.BACKEND, gen_batch=cfg.GEN_BATCH, engine=engine_settings(cfg),
+                                 reference=cfg.REFERENCE_SAMPLES, **w)
+    scored = []
+    if rows is None:
+        print(f"[rsft] worker {a.worker}: its samples are on disk; another worker's are not yet, so the judges "
+              "score in the next round (run the same command again once every worker has finished)", flush=True)
+    else:
+        items, load = group_items(train_items, rows), judge.loader(cfg)
+        for name in cfg.JUDGES:
+            rec = score_judge(name, registry[name], items, art, key, load, judge_k=cfg.JUDGE_K,
+                              max_completion=cfg.MAX_COMPLETION, seed=cfg.SEED, **w)
+            scored += [name] if rec is not None else []
+    print(json.dumps({**w, "samples_whole": rows is not None, "judges_whole": scored}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

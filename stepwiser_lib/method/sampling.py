@@ -16,7 +16,7 @@ from ..core.chunks import (
     split_paragraphs,
     strip_tags,
 )
-from .tasks import is_correct
+from .tasks import check_many, is_correct
 
 
 def sample_solutions(generator, items: list[dict], template: str, n: int, temperature: float,
@@ -26,10 +26,11 @@ def sample_solutions(generator, items: list[dict], template: str, n: int, temper
     outs = generator.generate(prompts, n=n, temperature=temperature, max_new_tokens=max_new_tokens,
                               seed=seed, progress=progress)
     recs = []
+    ok = iter(check_many([(it, c.text) for it, cands in zip(items, outs) for c in cands]))  # a pool for real math
     for it, cands in zip(items, outs):
         for j, c in enumerate(cands):
             recs.append({"problem_id": it["id"], "problem": it["problem"], "sample": j,
-                         "response": c.text, "correct": bool(is_correct(it, c.text)),
+                         "response": c.text, "correct": next(ok),
                          "n_tokens": c.n_tokens, "finished": c.finished})
     return recs
 

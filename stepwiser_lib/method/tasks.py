@@ -117,6 +117,54 @@ def is_correct(item: dict, response: str) -> bool:
     return math_verify_correct(item["answer"], response)
 
 
+#: Environment variable: processes that check real-math answers (Math-Verify) beside the engine;
+#: unset: one fewer than the CPU cores, at most 8; 0 or 1: in this process.
+ENV_CHECK_WORKERS = "STEPWISER_CHECK_WORKERS"
+#: Fewer real-math checks than this run in this process (starting a pool costs about a second).
+POOL_MIN_CHECKS = 256
+_POOL: dict = {}
+
+
+def check_workers() -> int:
+    """How many processes :func:`check_many` checks real-math answers with (``STEPWISER_CHECK_WORKERS``)."""
+    import os
+
+    v = os.environ.get(ENV_CHECK_WORKERS, "").strip()
+    if not v:
+        return max(1, min(8, (os.cpu_count() or 1) - 1))
+    if not v.isdigit():
+        raise ValueError(f"{ENV_CHECK_WORKERS}={v!r}: want a whole number of processes (0 or 1: none)")
+    return max(1, int(v))
+
+
+def _check_pair(pair: tuple[dict, str]) -> bool:
+    return bool(is_correct(*pair))
+
+
+def check_many(pairs: list[tuple[dict, str]], workers: int | None = None) -> list[bool]:
+    """:func:`is_correct` of many ``(item, response)`` pairs, in order (issue 34: answer checking
+    must not hold the GPU). A toy check takes microseconds and runs here; real-math checks
+    (Math-Verify: milliseconds each, 16 rollouts of every prefix at paper scale) go to a pool of
+    ``workers`` processes (default :func:`check_workers`) when there are at least
+    :data:`POOL_MIN_CHECKS` of them. The pool is started once (``spawn``: the engine's threads and
+    CUDA state are not forked) and kept for the next round. The answers do not depend on the pool."""
+    workers = check_workers() if workers is None else max(1, workers)
+    real = [i for i, (it, r) in enumerate(pairs) if isinstance(it, dict) and "toy" not in it and isinstance(r, str)]
+    if workers == 1 or len(real) < POOL_MIN_CHECKS:
+        return [bool(is_correct(it, r)) for it, r in pairs]
+    import concurrent.futures as cf
+    import multiprocessing as mp
+
+    if _POOL.get("workers") != workers:
+        if _POOL.get("pool"):
+            _POOL["pool"].shutdown()
+        _POOL.update(workers=workers, pool=cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")))
+    out = [None] * len(pairs)
+    for i, ok in zip(real, _POOL["pool"].map(_check_pair, [pairs[i] for i in real], chunksize=64)):
+        out[i] = ok
+    return [bool(is_correct(*pairs[i])) if o is None else o for i, o in enumerate(out)]
+
+
 def _bare(answer: str) -> str:
     """An answer as Math-Verify should read it: a boxed gold's last box, without ``$`` wrappers
     or escaped dollar signs (MATH-500 golds such as ``\\$32,\\!348`` otherwise parse to nothing)."""

@@ -164,10 +164,11 @@ ENV_WORKERS = "STEPWISER_WORKERS"
 
 
 def scale() -> tuple[int, int]:
-    """(labelling workers per node, nodes): ``make reproduce DRY_RUN=1 WORKERS=K NODES=N``
-    (``STEPWISER_WORKERS``, ``STEPWISER_NODES``); 1 and 1 when unset. Notebook 02's labelling
-    runs on ``K x N`` GPUs (:mod:`stepwiser_lib.tools.workers`, ``configs/slurm/reproduce.sbatch``);
-    training on the launcher's processes times ``N``; the other generation stages on one GPU."""
+    """(generation workers per node, nodes): ``make reproduce DRY_RUN=1 WORKERS=K NODES=N``
+    (``STEPWISER_WORKERS``, ``STEPWISER_NODES``); 1 and 1 when unset. The generation of notebooks
+    02, 05, 06 and 07 runs on ``K x N`` GPUs (:mod:`stepwiser_lib.tools.workers`,
+    ``configs/slurm/reproduce.sbatch``); training on the launcher's processes times ``N``; the rest
+    (01's sampling, 04's judge evaluation and RS-FT sampling, 07's evaluation) on one GPU."""
     def read(name):
         v = os.environ.get(name, "1") or "1"
         if not v.isdigit() or int(v) < 1:
@@ -259,6 +260,7 @@ def dry_run(profile: str, params: dict[str, dict]) -> dict:
             judges = _judges(params, stem)
             st.update(solutions=n, judges_scored=judges, judge_calls=calls * judges * p["MAJ_K"])
             gen_h = _cost(calls * p["MAJ_K"] * judges, policy_b)
+            gen_gpus = st["generation_gpus"] = scale()[0] * scale()[1]  # data-parallel judging (tools/workers.py)
         elif stem.startswith("06"):
             models.append(describe_model(p.get("POLICY_MODEL", "artifact"), "chunk policy (06)"))
             datasets |= set(p["EVAL_TASKS"])
@@ -266,6 +268,7 @@ def dry_run(profile: str, params: dict[str, dict]) -> dict:
             calls = n * CHUNKS_PER_SOLUTION * 2  # chunks plus resets, judge calls about as many
             st.update(problems_x_runs_x_judges=n, sequences=int(calls * 2))
             gen_h = _cost(calls * 2, policy_b)
+            gen_gpus = st["generation_gpus"] = scale()[0] * scale()[1]  # data-parallel runs (tools/workers.py)
         elif stem.startswith("07"):
             models.append(describe_model(p.get("POLICY_MODEL", "artifact"), "chunk policy (07)"))
             datasets |= {p.get("TASK", "toy"), *p["EVAL_TASKS"]}
@@ -275,6 +278,7 @@ def dry_run(profile: str, params: dict[str, dict]) -> dict:
             gen_h = _cost(samples + calls, policy_b)
             train_h = _train_hours(p["N_PROMPTS"] * sft_runs, POLICY_RECORD_TOKENS, policy_b, p.get("SFT_EPOCHS", 1.0))
             st.update(samples=samples, judge_calls=int(calls), sft_runs=sft_runs)
+            gen_gpus = st["generation_gpus"] = scale()[0] * scale()[1]  # data-parallel sampling and scoring
         else:
             stages.append(st)
             continue
@@ -540,9 +544,10 @@ def render(plan: dict) -> str:
             lines.append(f"  {r['stage']:22s} {r['phase']:28s} {gib}{flag}")
     lines.append(f"estimated A100-hours in all: {plan['estimated_a100_hours']} ({plan['note']})")
     lines.append(f"estimated wall-clock time as launched: {plan['estimated_wall_hours']} hours "
-                 f"({plan['estimated_wall_hours'] / 24:.1f} days): labelling (02) on {_labelling_gpus(plan)} GPU(s) "
-                 f"(WORKERS x NODES), other generation on one engine per stage (one GPU, the teacher on "
-                 f"TEACHER_VLLM_TP), training {plan['training_launch'].split(':')[0]}")
+                 f"({plan['estimated_wall_hours'] / 24:.1f} days): the generation of 02, 05, 06 and 07 on "
+                 f"{_labelling_gpus(plan)} GPU(s) (WORKERS x NODES: make workers STAGE=...), the rest of the "
+                 f"generation on one engine (one GPU, the teacher on TEACHER_VLLM_TP), training "
+                 f"{plan['training_launch'].split(':')[0]}")
     t4 = [(s["notebook"], s["t4_minutes"]) for s in plan["stages"] if "t4_minutes" in s]
     if t4:
         lines.append(f"estimated time on one T4 (A100-hours x {T4_PER_A100}, not measured): "

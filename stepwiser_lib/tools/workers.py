@@ -1,12 +1,16 @@
-"""Data-parallel labelling on one machine (issue 34): ``WORKERS`` processes of the labelling CLI,
-one per GPU, each with its own engine and its share of the shards, all writing one folder; notebook
-02 (or the CLI without ``--worker``) then merges them into ``labels.jsonl``. The paper's labelling
+"""Data-parallel generation on one machine (issue 34): ``WORKERS`` processes of a stage's worker
+CLI, one per GPU, each with its own engine and its share of the work, all writing one folder; the
+notebook (``make reproduce``) then finds the shards on disk and joins them. The paper's labelling
 (about 14 days on 8 A100) runs one engine per GPU this way instead of one engine on GPU 0::
 
-    make label-workers PROFILE=paper WORKERS=8     # then: make reproduce PROFILE=paper
+    make workers STAGE=02 PROFILE=paper WORKERS=8     # then: make reproduce PROFILE=paper
 
+The stages and their CLIs (:data:`STAGES`): 02 labelling (``stepwiser_lib.method.labelling``), 05
+ProcessBench judging (``processbench``), 06 chunk-reset runs (``chunk_reset``) and 07 RS-FT
+sampling and judge scoring (``rsft``, two rounds: the judges score once every sample is on disk).
 On a cluster, ``configs/slurm/reproduce.sbatch`` starts the same workers as SLURM tasks over every
-node. The labels do not depend on the number of workers (a test compares 1 and 2 processes).
+node. The results do not depend on the number of workers (tests compare 1 and 2 processes for
+02, 05 and 06, and 1 and 2 in-process workers for 07).
 """
 
 from __future__ import annotations
@@ -16,35 +20,55 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from ..core import paths
 
 
-def worker_command(profile: str, worker: int, workers: int, out: str | None = None) -> list[str]:
-    """One worker: the labelling CLI with its index (``stepwiser_lib.method.labelling``)."""
-    cmd = [sys.executable, "-m", "stepwiser_lib.method.labelling", "--profile", profile,
-           "--worker", str(worker), "--workers", str(workers)]
+#: stage -> (its worker CLI module, how many rounds of workers it takes). 07's judges score the
+#: samples of every worker, so its workers run twice: the first round samples, the second scores.
+STAGES = {"02": ("stepwiser_lib.method.labelling", 1), "05": ("stepwiser_lib.method.processbench", 1),
+          "06": ("stepwiser_lib.method.chunk_reset", 1), "07": ("stepwiser_lib.method.rsft", 2)}
+
+
+def worker_command(profile: str, worker: int, workers: int, out: str | None = None, stage: str = "02") -> list[str]:
+    """One worker: the stage's CLI with its index (:data:`STAGES`); ``out`` (02 only): its folder."""
+    if stage not in STAGES:
+        raise SystemExit(f"[workers] no data-parallel stage {stage!r}; stages: {', '.join(STAGES)}")
+    if out and stage != "02":
+        raise SystemExit("[workers] --out is for stage 02 only (the others write notebook folders)")
+    cmd = [sys.executable, "-m", STAGES[stage][0], "--profile", profile, "--worker", str(worker), "--workers", str(workers)]
     return cmd + (["--out", str(out)] if out else [])
 
 
-def run_workers(profile: str, workers: int, gpus: list[str] | None = None, out: str | None = None) -> int:
-    """Start ``workers`` labelling processes (worker ``i`` sees GPU ``gpus[i]`` when given), each
-    logging to ``runs/<profile>/workers/worker_<i>.log``; wait for all. Returns 0 when every one
-    finished, else 1 after naming the failed workers and their logs (the shards they finished
-    stay; a rerun labels only what is missing)."""
+def run_workers(profile: str, workers: int, gpus: list[str] | None = None, out: str | None = None,
+                stage: str = "02") -> int:
+    """Start ``workers`` processes of ``stage``'s worker CLI (worker ``i`` sees GPU ``gpus[i]``
+    when given), each logging to ``runs/<profile>/workers/<stage>_worker_<i>.log``; wait for all
+    (twice for a stage of two rounds). Returns 0 when every one finished, else 1 after naming the
+    failed workers and their logs (the shards they finished stay; a rerun computes only what is
+    missing)."""
+    for r in range(STAGES[stage][1] if stage in STAGES else 1):
+        rc = _round(profile, workers, gpus, out, stage, r)
+        if rc:
+            return rc
+    print(f"[workers] stage {stage}: make reproduce PROFILE={profile} now joins the shards", flush=True)
+    return 0
+
+
+def _round(profile, workers, gpus, out, stage, r) -> int:
     if gpus and len(gpus) < workers:
         raise SystemExit(f"[workers] {workers} workers but only GPUs {gpus}: give one GPU per worker")
+    cmds = [worker_command(profile, i, workers, out, stage) for i in range(workers)]
     logs = paths.run_dir(profile) / "workers"
     logs.mkdir(parents=True, exist_ok=True)
     procs = []
     t0 = time.time()
     for i in range(workers):
         env = {**os.environ, **({"CUDA_VISIBLE_DEVICES": gpus[i]} if gpus else {})}
-        log = open(logs / f"worker_{i}.log", "w")  # noqa: SIM115 - closed below, after the process ends
-        procs.append((i, subprocess.Popen(worker_command(profile, i, workers, out), cwd=paths.ROOT, env=env,
-                                          stdout=log, stderr=subprocess.STDOUT), log))
-        print(f"[workers] worker {i} of {workers} started" + (f" on GPU {gpus[i]}" if gpus else ""), flush=True)
+        log = open(logs / f"{stage}_worker_{i}.log", "a" if r else "w")  # noqa: SIM115 - closed below
+        procs.append((i, subprocess.Popen(cmds[i], cwd=paths.ROOT, env=env, stdout=log, stderr=subprocess.STDOUT), log))
+        print(f"[workers] stage {stage}, round {r + 1}: worker {i} of {workers} started"
+              + (f" on GPU {gpus[i]}" if gpus else ""), flush=True)
     failed = []
     for i, p, log in procs:
         p.wait()
@@ -53,27 +77,27 @@ def run_workers(profile: str, workers: int, gpus: list[str] | None = None, out: 
             failed.append(i)
         print(f"[workers] worker {i} exited {p.returncode} after {time.time() - t0:.0f} s", flush=True)
     if failed:
-        print(f"[workers] FAILED: worker(s) {failed}; see {logs}/worker_<i>.log. Their finished shards are kept: "
-              "run the same command again to label the rest", file=sys.stderr)
+        print(f"[workers] FAILED: worker(s) {failed}; see {logs}/{stage}_worker_<i>.log. Their finished shards are "
+              "kept: run the same command again to compute the rest", file=sys.stderr)
         return 1
-    print(f"[workers] all {workers} done in {time.time() - t0:.0f} s; notebook 02 (make reproduce PROFILE={profile}) "
-          "merges the shards into labels.jsonl", flush=True)
+    print(f"[workers] stage {stage}, round {r + 1}: all {workers} done in {time.time() - t0:.0f} s", flush=True)
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description="Data-parallel labelling: one labelling process per GPU (notebook 02)")
+    ap = argparse.ArgumentParser(description="Data-parallel generation: one process per GPU for notebook 02, 05, 06 or 07")
+    ap.add_argument("--stage", default="02", choices=sorted(STAGES), help="the notebook whose generation to run")
     ap.add_argument("--profile", default="tiny")
     ap.add_argument("--workers", type=int, default=1, help="processes, one per GPU")
     ap.add_argument("--gpus", default="", help="comma-separated GPU ids, one per worker (default: "
                     "CUDA_VISIBLE_DEVICES split, or none on a CPU machine)")
-    ap.add_argument("--out", default=None, help="output folder (default: notebook 02's artifact folder)")
+    ap.add_argument("--out", default=None, help="stage 02 only: output folder (default: notebook 02's artifact folder)")
     a = ap.parse_args(argv)
     if a.workers < 1:
         print("[workers] --workers must be at least 1", file=sys.stderr)
         return 2
     gpus = [g for g in (a.gpus or os.environ.get("CUDA_VISIBLE_DEVICES", "")).split(",") if g.strip()]
-    return run_workers(a.profile, a.workers, gpus[: a.workers] if gpus else None, a.out)
+    return run_workers(a.profile, a.workers, gpus[: a.workers] if gpus else None, a.out, a.stage)
 
 
 if __name__ == "__main__":
