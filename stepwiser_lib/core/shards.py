@@ -42,6 +42,11 @@ def layout(n: int, size: int) -> list:
     return [] if n <= size else ["shards of", size]
 
 
+def _where(folder: str | Path, key: str, sid: int, size: int) -> tuple[Path, str]:
+    """Shard ``sid``'s file and its cache key."""
+    return Path(folder) / f"shard_{sid:05d}.json", io.digest(key, sid, size)
+
+
 def run(units: Sequence, size: int, compute: Callable[[list, int], list], folder: str | Path, key: str, *,
         worker: int = 0, workers: int = 1) -> tuple[list | None, float]:
     """``compute(units[sid*size:(sid+1)*size], sid)`` for every shard ``sid``, one result per unit,
@@ -56,7 +61,7 @@ def run(units: Sequence, size: int, compute: Callable[[list, int], list], folder
     out: list | None = []
     seconds = 0.0
     for sid in range(n_shards(len(units), size)):
-        path, skey = folder / f"shard_{sid:05d}.json", io.digest(key, sid, size)
+        path, skey = _where(folder, key, sid, size)
         part = list(units[sid * size:(sid + 1) * size])
         if sid % workers != worker and not io.has_cached(path, skey):
             out = None  # another worker's, not done yet
@@ -80,7 +85,7 @@ def run(units: Sequence, size: int, compute: Callable[[list, int], list], folder
 def todo(n: int, size: int, folder: str | Path, key: str, *, worker: int = 0, workers: int = 1) -> list[int]:
     """The shards :func:`run` would compute in this process: this worker's that are not on disk."""
     return [sid for sid in range(n_shards(n, size)) if sid % workers == worker
-            and not io.has_cached(Path(folder) / f"shard_{sid:05d}.json", io.digest(key, sid, size))]
+            and not io.has_cached(*_where(folder, key, sid, size))]
 
 
 def clear(folder: str | Path) -> None:
@@ -91,7 +96,7 @@ def clear(folder: str | Path) -> None:
 def worker_args(description: str, argv: list[str] | None, shard_size: int, unit: str,
                 notebook: str) -> argparse.Namespace:
     """The command line of a stage's worker CLI (``--profile``, ``--worker``, ``--workers``,
-    ``--shard-size``), parsed; :func:`check_worker_args` checks it."""
+    ``--shard-size``), parsed; :func:`worker_config` checks it."""
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--profile", default="tiny")
     ap.add_argument("--worker", type=int, default=0)
