@@ -25,7 +25,7 @@ help:
 	@echo "make lab         JupyterLab on notebooks/"
 	@echo "make bench       labelling speed: naive vs batched vs adaptive -> results/bench/labelling.json"
 	@echo "make toy-base    rebuild the committed toy base model data/toy_base (~60 min on 2 cores)"
-	@echo "make toy-processbench  rebuild data/toy_processbench from the toy base model (~2 min)"
+	@echo "make toy-processbench  rebuild data/toy_processbench (four test splits and the dev split) from the toy base model (~2 min)"
 	@echo "make check-profiles  validate every shipped profile against every notebook (seconds)"
 	@echo "make clean       remove the smoke and real-smoke outputs (runs/, results/, figures/)"
 
@@ -146,6 +146,7 @@ toy-base: venv
 
 toy-processbench: venv
 	$(PY) -m stepwiser_lib.toy.processbench_build --out data/toy_processbench --per-split 200 --seed 0
+	$(PY) -m stepwiser_lib.toy.processbench_build --out data/toy_processbench --dev --seed 0
 
 bench: venv
 	$(PY) -m stepwiser_lib.tools.bench --profile $(if $(filter smoke,$(PROFILE)),smoke,tiny)

@@ -41,13 +41,13 @@ def test_split_by_problem_has_no_shared_problem():
     assert sum(map(len, parts.values())) == len(ex)
     pids = {s: {e["problem_id"] for e in xs} for s, xs in parts.items()}
     assert not pids["train"] & pids["dev"] and not pids["train"] & pids["test"] and not pids["dev"] & pids["test"]
-    # exact problem counts: round(40 * 0.45) = 18 test, round(40 * 0.15) = 6 dev, 16 train
-    assert {s: len(p) for s, p in pids.items()} == {"train": 16, "dev": 6, "test": 18}
     assert B.split_by_problem(ex, 0.15, 0.45, seed=0) == parts  # deterministic
-    # test holds the highest hash quantiles; quantiles below 0.2 (the old validation side) stay in train
+    # fixed ranges: test holds quantiles >= 1 - 0.45, dev [0.2, 0.35); quantiles below 0.2 (the old
+    # validation side) stay in train
     q = {s: sorted(B.problem_quantile(p) for p in ps) for s, ps in pids.items()}
-    assert q["test"][0] > q["dev"][-1] and q["dev"][0] > q["train"][-1]
-    assert all(B.problem_quantile(p) >= 0.2 for p in pids["dev"] | pids["test"])
+    assert q["test"][0] >= 0.55 and 0.2 <= q["dev"][0] and q["dev"][-1] < 0.35
+    assert all(x < 0.2 or 0.35 <= x < 0.55 for x in q["train"])
+    assert {s: len(p) for s, p in pids.items()} == {"train": 16, "dev": 4, "test": 20}  # this hash's draw of 40 problems
     assert B.problem_quantile("label-0-3") == 0.8118  # a literal: the hash must not drift
     assert B.split_by_problem(ex, 0.15, 0.45, seed=1) != parts  # the seed draws another split
     # a larger test fraction only moves problems from dev/train into test (the hash order is fixed)
@@ -107,3 +107,22 @@ def test_results_markdown_one_row_per_rule(tmp_path):
     s = stats["abs_q"]
     assert lines[-1] == (f"| abs_q | 50.0 | {s['train_balanced']['n']} | {s['dev_balanced']['n']} | {s['test_balanced']['n']} | "
                          f"{s['train_problems']} / {s['dev_problems']} / {s['test_problems']} |")
+
+
+def test_no_toy_profile_tests_on_another_profiles_dev_problems():
+    """Issue 35: tiny's prompts are a prefix of toy-full's, so a problem can sit in both; with the
+    fixed quantile ranges, no shipped profile's dev range meets another's test range, and the
+    nested prompt sets of tiny (112) and toy-full (160) split accordingly."""
+    from stepwiser_lib.core import config
+
+    fr = {p: config.for_notebook(p, "03_balancing") for p in ("smoke", "tiny", "toy-full")}
+    ranges = {p: ((B.DEV_FROM, B.DEV_FROM + c.DEV_FRACTION), (1 - c.TEST_FRACTION, 1.0)) for p, c in fr.items()}
+    for p, (dev, _) in ranges.items():
+        for o, (_, test) in ranges.items():
+            assert dev[1] <= test[0], (p, dev, o, test)
+    ex = [{"problem_id": f"label-0-{i}", "label": i % 2 == 0} for i in range(160)]
+    tiny = B.split_by_problem(ex[:112], fr["tiny"].DEV_FRACTION, fr["tiny"].TEST_FRACTION)
+    full = B.split_by_problem(ex, fr["toy-full"].DEV_FRACTION, fr["toy-full"].TEST_FRACTION)
+    ids = lambda part: {e["problem_id"] for e in part}  # noqa: E731
+    assert not ids(tiny["dev"]) & ids(full["test"]) and not ids(full["dev"]) & ids(tiny["test"])
+    assert ids(tiny["test"]) <= ids(full["test"]) and len(ids(full["test"])) > 60

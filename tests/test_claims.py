@@ -66,3 +66,114 @@ def test_rows_of_one_results_file(tmp_path):
     assert [r["file"] for r in claims.rows(tmp_path)] == ["self_segmentation"]
     assert claims.rows(tmp_path, files=["rsft"]) == []
     assert claims.rows(tmp_path, files=["self_segmentation"])[0]["question"] == c["claim"]
+
+
+# ----------------------------------------------------------------------------- the seeded claims table (issue 35)
+
+import numpy as np  # noqa: E402
+
+from stepwiser_lib.evals import paper_results as P  # noqa: E402
+from stepwiser_lib.evals import seeds  # noqa: E402
+
+
+def _judge_preds(name, verdicts, labels, problems, rule="rel_ratio"):
+    return [{"judge": name, "rule": rule, "split": "test", "problem_id": q, "chunk_id": f"{q}#{i}", "label": lab,
+             "verdict": v, "score": float(bool(v)), "truth": lab}
+            for i, (v, lab, q) in enumerate(zip(verdicts, labels, problems))]
+
+
+def _write(path, recs):
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+
+
+def test_the_paper_noise_estimates():
+    assert round(P.pb_avg_f1_se(), 3) == 1.025  # delta method on Table 10's 1.5B Gen + CoT + RL, Rel-Ratio
+    assert round(P.pb_avg_f1_se([(50.0, 50.0)] * 4, [(100, 100)] * 4), 3) == 1.768  # E = C = 0.5: 100 * sqrt(4 * 2 * 0.5**2 * 0.25 / 100) / 4
+    assert round(P.accuracy_se(50.0, 100), 6) == 5.0
+    assert round(P.mean_accuracy_se(50.0, 50.0), 4) == round(0.5 * (25 / 500 * 100 ** 2 / 100 + 25 / 1000 * 100) ** 0.5, 4)
+
+
+def test_verdict_rules():
+    base = {"uninformative": None, "paper_significant": True, "paper_diff": 12.1, "estimate": 3.0, "p_holm": 0.01}
+    assert claims.verdict(base) == "same direction"
+    assert claims.verdict({**base, "estimate": -3.0}) == "opposite direction"
+    assert claims.verdict({**base, "p_holm": 0.2}) == "undetermined"
+    assert claims.verdict({**base, "paper_significant": False}) == "no paper effect"
+    assert claims.verdict({**base, "uninformative": "rsft: constant"}) == "uninformative"
+    assert claims.verdict({**base, "equivalence": {}, "p_holm": 0.01}) == "equivalent"
+    assert claims.verdict({**base, "equivalence": {}, "p_holm": 0.3}) == "not shown equivalent"
+
+
+def test_claims_table_resamples_seeds_names_directions_and_marks_arms_that_never_left_their_start(tmp_path):
+    rng = np.random.default_rng(0)
+    problems = [f"label-0-{i // 4}" for i in range(160)]  # 40 problems, 4 chunks each
+    labels = [bool(i % 2) for i in range(160)]
+    preds = _judge_preds("warm-up (before RL)", [False] * 160, labels, problems)
+    for s, run in enumerate(["", "@seed1", "@seed2"]):
+        good = [lab if rng.random() < 0.8 else not lab for lab in labels]  # about 80% right
+        fair = [lab if rng.random() < 0.6 else not lab for lab in labels]  # about 60% right
+        preds += _judge_preds(f"stepwiser:rel_ratio{run}", good, labels, problems)
+        preds += _judge_preds(f"disc_sft:rel_ratio{run}", fair, labels, problems)
+        preds += _judge_preds(f"rsft:rel_ratio{run}", [False] * 159 + [True], labels, problems)  # the warm-up's verdicts
+    _write(tmp_path / "judge_predictions.jsonl", preds)
+    rows = claims.table(tmp_path, n_boot=2000)
+    by = {(r["a"], r["b"]): r for r in rows}
+    gen = by[("stepwiser:rel_ratio", "disc_sft:rel_ratio")]
+    assert set(claims.CLAIM_FIELDS) <= set(gen)
+    assert gen["seeds"] == {"stepwiser:rel_ratio": 3, "disc_sft:rel_ratio": 3} and gen["items"] == 40
+    assert gen["paper_diff"] == 12.1 and gen["paper_significant"] is True  # 36.2 - 24.1 at 1.5B, z about 8
+    assert 10 < gen["estimate"] < 30 and gen["ci_low"] > 0 and gen["direction"] == "same"
+    assert gen["verdict"] == "same direction" and gen["p_holm"] >= gen["p"]
+    rs = by[("stepwiser:rel_ratio", "rsft:rel_ratio")]
+    assert rs["verdict"] == "uninformative" and rs["p_holm"] is None and "3 of 3 runs" in rs["uninformative"]
+    assert claims.degenerate(preds, "rsft:rel_ratio", "rel_ratio") and not claims.degenerate(preds, "stepwiser:rel_ratio", "rel_ratio")
+    # the estimate is the mean over seeds of each arm's balanced accuracy, its difference
+    arm = lambda v: claims.judge_arm(preds, claims._runs({p["judge"] for p in preds}, v), "rel_ratio",  # noqa: E731
+                                     sorted(set(problems)))
+    want = seeds.arm_estimate(arm("stepwiser:rel_ratio"), seeds.balanced_accuracy_stat) - \
+        seeds.arm_estimate(arm("disc_sft:rel_ratio"), seeds.balanced_accuracy_stat)
+    assert abs(gen["estimate"] - want) < 0.01
+    doc = claims.write(tmp_path, "unit", n_boot=500)
+    assert json.loads((tmp_path / "claims.json").read_text())["claims"][0]["claim"] == doc["claims"][0]["claim"]
+    md = claims.table_markdown(doc)
+    assert md[0].startswith("| paper claim |") and len(md) == 2 + len(doc["claims"]) and "**uninformative**" in "\n".join(md)
+
+
+def test_claim_text_follows_the_papers_sign_and_the_label_rule_rows_are_not_established_at_1p5b(tmp_path):
+    preds = []
+    for j, v in (("stepwiser:rel_effective", "rel_effective"), ("stepwiser:abs_q", "abs_q")):
+        for i in range(40):
+            preds.append({"judge": j, "split": "toy_2step", "id": f"toy_2step-{i}", "label": -1 if i % 2 else 1,
+                          "prediction": -1 if (i % 3) else 1})
+    _write(tmp_path / "processbench_predictions.jsonl", preds)
+    (row,) = claims.table(tmp_path, n_boot=500)
+    # the paper's 1.5B difference is -1.3 (34.8 - 36.1): the row says "worse", and that is inside the paper's noise
+    assert row["claim"] == "Rel-Effective labels train a worse judge than Abs-Q labels"
+    assert row["paper_diff"] == -1.3 and row["paper_significant"] is False and "7B: +8.1" in row["paper_source"]
+    assert row["verdict"] == "no paper effect" and row["estimate"] == 0.0
+
+
+def test_keeps_accuracy_is_an_equivalence_test(tmp_path):
+    recs = [{"method": m, "task": "toy", "seed": s, "problem_id": f"eval-0-{q}", "sample": k,
+             "correct": (q + k) % 3 != 0, "steps": 5 if m == "base" else 3}
+            for m in ("base", "chunk") for s in (1,) for q in range(300) for k in range(4)]
+    _write(tmp_path / "self_segmentation_predictions.jsonl", recs)
+    steps, keeps = claims.table(tmp_path, n_boot=1000)
+    assert steps["estimate"] == -2.0 and steps["paper_diff"] == -3.6 and steps["verdict"] == "same direction"
+    assert keeps["equivalence"]["margin"] == claims.KEEPS_MARGIN and keeps["estimate"] == 0.0
+    assert keeps["verdict"] == "equivalent" and keeps["paper_significant"] is False  # 44.7 vs 44.2: +0.5
+
+
+def test_ratio_stat():
+    assert seeds.ratio_stat(np.array([[10.0, 4.0]])).tolist() == [2.5]
+
+
+def test_chunk_reset_arms_that_share_sampling_seeds_are_resampled_together(tmp_path):
+    recs = [{"method": m, "task": "toy", "seed": s, "problem_id": f"toy/eval-0-{q}", "correct": (q + s) % 3 != 0}
+            for m in ("chunk policy (no judge)", "stepwiser:rel_ratio") for s in (0, 1) for q in range(64)]
+    _write(tmp_path / "chunk_reset_predictions.jsonl", recs)
+    (row,) = claims.table(tmp_path, n_boot=500)
+    # identical arms on shared seeds: every replicate draws the same seeds and problems for both, so 0 exactly
+    assert row["estimate"] == 0.0 and row["ci_low"] == 0.0 == row["ci_high"]
+    assert set(row["seed_units"].values()) == {"sampling seeds (shared)"} and row["seeds"] == {
+        "stepwiser:rel_ratio": 2, "chunk policy (no judge)": 2}

@@ -121,6 +121,10 @@ def test_rsft_select_keeps_label_matching_outputs():
                                               "w \\boxed{Positive}", "v \\boxed{Positive}"]  # duplicates dropped
     with pytest.raises(ValueError):
         rsft_select(ex, samples[:2])
+    # with the RL judge's verdict-only loss, the analysis moves into the prompt: only the verdict is trained on
+    v = rsft_select(ex, samples, per_example=1, loss_tokens="verdict")
+    assert [r["completion"] for r in v] == ["Positive}", "Positive}"]
+    assert v[0]["prompt"] == one[0]["prompt"] + "y \\boxed{" and v[0]["prompt"] + v[0]["completion"] == one[0]["prompt"] + one[0]["completion"]
 
 
 def test_parse_variant_and_truth():

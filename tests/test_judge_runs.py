@@ -7,15 +7,14 @@ def _ex(problem, chunk="c", history=()):
     return {"problem": problem, "history": list(history), "chunk": chunk, "label": True, "problem_id": problem}
 
 
-def test_training_runs_repeat_only_the_main_pair():
+def test_training_runs_repeat_every_variant_at_every_seed():
     variants = ["disc_sft:rel_ratio", "stepwiser:rel_ratio", "stepwiser:abs_q", "no_cot_rl:rel_ratio"]
     assert jr.main_variants(variants) == ("stepwiser:rel_ratio", "disc_sft:rel_ratio")
     assert jr.main_variants(["disc_sft:abs_q", "stepwiser:rel_ratio"]) == ("stepwiser:rel_ratio", None)
     assert jr.main_variants(["disc_sft:abs_q"]) == (None, None)
     runs = jr.training_runs(variants, 0, [1, 0, 2, 1])  # the SEED itself and duplicates add nothing
-    assert [r for _, _, r in runs] == variants + ["stepwiser:rel_ratio@seed1", "stepwiser:rel_ratio@seed2",
-                                                  "disc_sft:rel_ratio@seed1", "disc_sft:rel_ratio@seed2"]
-    assert runs[-1] == ("disc_sft:rel_ratio", 2, "disc_sft:rel_ratio@seed2")
+    assert [r for _, _, r in runs] == variants + [f"{v}@seed{s}" for s in (1, 2) for v in variants]
+    assert runs[-1] == ("no_cot_rl:rel_ratio", 2, "no_cot_rl:rel_ratio@seed2")
     assert jr.seeds_of([r for _, _, r in runs], "stepwiser:rel_ratio") == [
         "stepwiser:rel_ratio", "stepwiser:rel_ratio@seed1", "stepwiser:rel_ratio@seed2"]
 

@@ -376,3 +376,27 @@ def test_judge_bench_in_shards_two_workers_and_the_join(tmp_path, monkeypatch):
                          seed=3, shard_size=size) for size in (2, 3, 5)]
     assert keys[0] != keys[1] and keys[2] == PB.judge_key(e, bench, "toy", stop_at_first_negative=True, maj_k=1,
                                                           maj_temperature=1.0, max_completion=8, seed=3, shard_size=6)
+
+
+def test_toy_processbench_dev_split_is_disjoint_from_the_reported_splits():
+    """Issue 35: every judge's threshold is chosen on toy_dev, whose problems no reported split holds."""
+    from stepwiser_lib.core.paths import ROOT
+
+    dev = PB.load_dev(ROOT / schemas.TOY_DIR_DEFAULT)[schemas.TOY_DEV_SPLIT]
+    test = {r["problem"] for s in schemas.TOY_SPLITS for r in PB.load_toy(s)}
+    assert len(dev) == 200 and sum(r["label"] == -1 for r in dev) == 100
+    assert not {r["problem"] for r in dev} & test
+    assert len({r["problem"] for r in dev}) == len(dev)  # one solution per problem
+
+
+def test_dev_threshold_is_chosen_on_the_dev_split_only():
+    # dev: the erroneous solution's bad step scores 0.3, the correct one's steps 0.6 -> a threshold in (0.3, 0.6]
+    scores = {"toy_dev": [[0.9, 0.3], [0.6, 0.7]], "toy_2step": [[0.5, 0.9], [0.9, 0.95]]}
+    silent = {s: [[False] * len(x) for x in v] for s, v in scores.items()}
+    t, preds = PB.dev_thresholded({"toy_dev": [1, -1]}, scores, silent, ["toy_2step"])
+    assert 0.3 < t <= 0.6 and list(preds) == ["toy_2step"]
+    # on the reported split a threshold of 0.4 would do better (its error is at step 1, scored 0.9);
+    # the dev one flags step 0 (0.5 < t) or nothing, whichever t is: chosen without looking
+    assert preds["toy_2step"] == PB.threshold_predictions(scores["toy_2step"], t)
+    s, q = PB.step_scores({"x": [{"p_positive": [0.8, None], "scores": [1.0, 0.0]}]}, "p_positive")
+    assert s == {"x": [[0.8, 0.0]]} and q == {"x": [[False, True]]}

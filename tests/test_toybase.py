@@ -84,3 +84,12 @@ def test_chunk_documents_tag_paragraphs_never_the_teacher_segmentation():
     assert any(toyworld.teacher_segment(chunks.strip_tags(b)) != b for _, b in chunked)  # the teacher would merge
     assert toybase.corpus(7, 400, 0.5) == toybase.corpus(7, 400, 0.5, 0.0)
     assert all(not a.startswith("Solve step by step") for a, _ in toybase.corpus(7, 400, 0.5))
+
+
+def test_evaluate_reads_the_policy_dev_split_never_the_reported_one():
+    """Issue 35: a choice between toy bases reads eval_dev; the eval split holds Tables 4, 7 and 8's problems."""
+    from stepwiser_lib.toy import toybase, toyworld
+
+    assert toybase.EVALUATE_SPLIT == "eval_dev"
+    dev = {p.text for p in toyworld.generate_problems(toybase.EVALUATE_SPLIT, 256, seed=0)}
+    assert not dev & {p.text for p in toyworld.generate_problems("eval", 400, seed=0)}

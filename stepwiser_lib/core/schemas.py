@@ -58,3 +58,6 @@ def validate_record(rec, split: str, line: int) -> dict:
 TOY_SPLITS = {"toy_2step": ((2, 2), (0, 1)), "toy_3step": ((3, 3), (0, 2)),
               "toy_4step": ((4, 4), (1, 2)), "toy_5step": ((5, 5), (0, 1))}
 TOY_DIR_DEFAULT = "data/toy_processbench"
+#: toy-ProcessBench's dev split: every judge's threshold is chosen on it, and it is never reported
+#: (issue 35). Its problems are none of the four test splits' (a test checks).
+TOY_DEV_SPLIT = "toy_dev"

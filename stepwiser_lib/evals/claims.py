@@ -1,10 +1,19 @@
-"""The claims table: each paper claim our runs test, the paper's difference beside ours with its
-95% interval, and a verdict computed by :func:`stepwiser_lib.evals.stats.claim_verdict`.
+"""The claims table: each paper claim our runs test, the paper's difference beside ours.
 
-Ours come from the paired comparisons the notebooks write (``comparisons`` in
-``results/<profile>/{self_segmentation,judges,processbench,chunk_reset,rsft}.json``, :mod:`stepwiser_lib.evals.evaluation`); the
-paper's from :mod:`stepwiser_lib.evals.paper_results`. A claim whose comparison a profile did not run
-is left out; the results pages (docs/) say which are missing.
+Two readings of the same claims live here:
+
+- :func:`table` (issue 35), the claims table a profile reports (``results/<profile>/claims.json``,
+  :func:`write`): every arm a set of training seeds, each difference with a hierarchical-bootstrap
+  interval (seeds, then problems: :mod:`stepwiser_lib.evals.seeds`) computed from the committed
+  per-item predictions, raw and Holm-adjusted p over the whole table, "keeps accuracy" as an
+  equivalence test, the paper's own difference against its noise, directions instead of
+  "reproduced", and arms that never left their start marked uninformative;
+- :func:`rows`, what one notebook's run says of the claims it touches (its closing cell): the
+  paired comparisons it wrote (``comparisons`` in ``results/<profile>/<file>.json``), items
+  resampled within that one run.
+
+The paper's numbers come from :mod:`stepwiser_lib.evals.paper_results`. A claim whose arms a profile
+did not run is left out; the results pages (docs/) say which are missing.
 """
 
 from __future__ import annotations
@@ -12,9 +21,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+
+from ..core import io, paths
 from ..core.verdicts import UNINFORMATIVE
-from ..core.vocab import KINDS, RULES
+from ..core.vocab import KINDS, RULES, WARMUP_NAME
 from . import paper_results as P
+from . import seeds
 from .stats import claim_verdict
 
 #: The paper's judge orderings (Tables 5 and 6) as (claim, a, b) templates over judge variants:
@@ -142,3 +155,415 @@ def markdown(results_dir: str | Path) -> list[str]:
     lines += [f"| {r['claim']} | {r['paper']:+.1f} | {r['paper_source']} | {_num(r['ours'])} | "
               f"{_interval(r)} | {r['test']} | **{r['verdict']}** |" for r in rs]
     return lines
+
+
+# ----------------------------------------------------------------------------- the seeded claims table
+
+#: Equivalence margin (points of accuracy) of a "keeps accuracy" claim (Table 4), fixed before the
+#: run that tests it (LAB_LOG.md, "Verdicts that survive a rerun, part 2"): the paper's own Table 4
+#: differences are within ±0.5, and 3 points is about the smallest change a reader of its table
+#: would call a loss; narrower margins than the toy's own interval (about ±3) cannot be shown.
+KEEPS_MARGIN = 3.0
+
+#: A judge run is degenerate when at least this share of its test verdicts equals its start's
+#: (the format warm-up's, before any label) or is one constant verdict: it never left its start,
+#: so a comparison with it asks nothing of its training (``toy_results_review_2.md`` §1.4).
+DEGENERATE_SHARE = 0.98
+
+#: Family-wise level of the table's verdicts (Holm over every informative row).
+ALPHA = 0.05
+
+#: The paper's judge orderings with the model whose number a claim row uses: the smaller model
+#: (1.5B, nearer our toy) wherever the paper reports it, else 7B; both numbers are kept.
+CLAIM_FIELDS = ("claim", "paper_diff", "paper_significant", "estimate", "ci_low", "ci_high", "seeds", "p",
+                "p_holm", "direction", "verdict")
+
+
+def _read(results_dir: Path, stem: str) -> list[dict] | None:
+    path = results_dir / f"{stem}_predictions.jsonl"
+    if not path.exists():
+        return None
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _runs(names, variant: str) -> list[str]:
+    """The run ids of ``variant`` among ``names``: the variant itself and its ``@seedN`` repeats."""
+    return sorted({n for n in names if n == variant or n.startswith(variant + "@seed")},
+                  key=lambda n: (n != variant, n))
+
+
+def judge_arm(preds: list[dict], run_ids: list[str], rule: str, problems: list[str]) -> np.ndarray:
+    """Counts ``(runs, problems, 4)``: per problem, the (correct Positives, Positives, correct
+    Negatives, Negatives) of each run's test verdicts against the labels (balanced accuracy)."""
+    idx = {q: i for i, q in enumerate(problems)}
+    out = np.zeros((len(run_ids), len(problems), 4))
+    for s, run in enumerate(run_ids):
+        for p in preds:
+            if p["judge"] == run and p["rule"] == rule and p["split"] == "test":
+                ok = p["verdict"] is not None and p["verdict"] == p["label"]
+                i = idx[p["problem_id"]]
+                out[s, i, 0 if p["label"] else 2] += ok
+                out[s, i, 1 if p["label"] else 3] += 1
+    return out
+
+
+def degenerate(preds: list[dict], run: str, rule: str) -> bool:
+    """Whether judge run ``run`` never left its start on the test chunks of ``rule``: at least
+    :data:`DEGENERATE_SHARE` of its verdicts equal the format warm-up's on the same chunks, or
+    are one constant verdict."""
+    mine = {p["chunk_id"]: p["verdict"] for p in preds if p["judge"] == run and p["rule"] == rule and p["split"] == "test"}
+    if not mine:
+        return False
+    warm = {p["chunk_id"]: p["verdict"] for p in preds
+            if p["judge"] == WARMUP_NAME and p["rule"] == rule and p["split"] == "test"}
+    same = sum(warm.get(c, object()) == v for c, v in mine.items()) / len(mine)
+    top = max(sum(v is x for v in mine.values()) for x in (True, False, None)) / len(mine)
+    return max(same, top) >= DEGENERATE_SHARE
+
+
+def uninformative_arms(preds: list[dict] | None) -> dict[str, str]:
+    """Variant -> why, for every judge variant of notebook 04's predictions most of whose runs are
+    :func:`degenerate` (on its own rule's test chunks)."""
+    if not preds:
+        return {}
+    out = {}
+    names = {(p["judge"], p["rule"]) for p in preds if p["split"] == "test" and ":" in p["judge"]}
+    for variant in sorted({n.split("@")[0] for n, _ in names}):
+        rule = variant.split(":")[1]
+        runs = _runs({n for n, r in names if r == rule}, variant)
+        bad = [r for r in runs if degenerate(preds, r, rule)]
+        if runs and len(bad) * 2 > len(runs):
+            out[variant] = (f"{len(bad)} of {len(runs)} runs give the same test verdict as the untrained warm-up, or "
+                            f"one constant verdict, on at least {DEGENERATE_SHARE:.0%} of the chunks")
+    return out
+
+
+def pb_arm(preds: list[dict], rows_: list[str], splits: list[str], ids: list[str]) -> np.ndarray:
+    """Counts ``(runs, solutions, 4 * splits)`` for toy-ProcessBench's average F1
+    (:func:`stepwiser_lib.evals.seeds.f1_stat`): each solution adds (first error found, 1) in its
+    split's erroneous slots or (kept as correct, 1) in its correct slots."""
+    idx = {i: n for n, i in enumerate(ids)}
+    out = np.zeros((len(rows_), len(ids), 4 * len(splits)))
+    for s, row in enumerate(rows_):
+        for p in preds:
+            if p["judge"] == row:
+                k, n = 4 * splits.index(p["split"]), idx[p["id"]]
+                slot = k if p["label"] != -1 else k + 2
+                out[s, n, slot] += p["prediction"] == p["label"]
+                out[s, n, slot + 1] += 1
+    return out
+
+
+def pb_rows(names, variant: str) -> list[str]:
+    """The toy-ProcessBench prediction rows of ``variant``'s runs: each run's row at its threshold
+    chosen on the dev split (``"<run> (dev threshold t)"``) where there is one, else its own
+    verdicts. A row thresholded on a reported split is never read."""
+    out = []
+    for run in _runs({n.split(" (")[0] for n in names if ":" in n}, variant):
+        dev = [n for n in names if n.startswith(f"{run} (dev threshold")]
+        out.append(dev[0] if dev else run)
+    return [r for r in out if r in names]
+
+
+def rate_arm(preds: list[dict], method: str, problems: list[str], field: str = "correct") -> tuple[np.ndarray, str]:
+    """Counts ``(units, problems, 2)`` of (sum of ``field``, outputs) for ``method``'s outputs, and
+    what a unit is: the runs of a judge trained with several seeds (each summed over its sampling or
+    SFT seeds), else the ``seed`` field (SFT or sampling seeds)."""
+    runs = _runs({p["method"] for p in preds}, method)
+    if len(runs) > 1:
+        unit, units, what = (lambda p: p["method"]), runs, "judge training seeds"
+    else:
+        mine = [p for p in preds if p["method"] == method]
+        unit, units, what = (lambda p: p["seed"]), sorted({p["seed"] for p in mine}), "seeds"
+    idx, uid = {q: i for i, q in enumerate(problems)}, {u: i for i, u in enumerate(units)}
+    out = np.zeros((len(units), len(problems), 2))
+    for p in preds:
+        if (p["method"] in runs) if len(runs) > 1 else p["method"] == method:
+            out[uid[unit(p)], idx[p["problem_id"]]] += (float(p[field]), 1)
+    return out, what
+
+
+def _pb_paper(a: str, b: str) -> tuple[float, float, str, float | None] | None:
+    """(paper a, paper b, model, the other model's a − b) of a Table 5/6 ordering of variants."""
+    (ka, ra), (kb, rb) = (v.split(":") for v in (a, b))
+    rows_ = {m: [P.paper_row(KINDS.get(k, ""), r, m) for k, r in ((ka, ra), (kb, rb))] for m in ("1.5B", "7B")}
+    have = [m for m in ("1.5B", "7B") if None not in rows_[m]]
+    if not have:
+        return None
+    m, other = have[0], next((x for x in have[1:]), None)
+    o = round(rows_[other][0]["avg"] - rows_[other][1]["avg"], 1) if other else None
+    return rows_[m][0]["avg"], rows_[m][1]["avg"], m, o
+
+
+def _ordering_text(a: str, b: str, sign: int) -> str:
+    """A Table 5/6 ordering in words, in the direction the paper found (``sign`` of a − b)."""
+    better = "better" if sign > 0 else "worse"
+    ka, ra = a.split(":")
+    kb, rb = b.split(":")
+    rule = RULES_NAME.get(ra, ra)
+    if ka == kb:  # label rules
+        return f"{RULES_NAME.get(ra, ra)} labels train a {better} judge than {RULES_NAME.get(rb, rb)} labels"
+    what = {"disc_sft": "the discriminative SFT judge", "no_cot_rl": "RL without a chain of thought",
+            "rsft": "RS-FT instead of RL", "no_balance_rl": "RL without prompt balancing",
+            "restate_rl": "RL from a warm-up without the oracle derivation"}
+    if ka == "restate_rl":
+        return f"RL from the Monte-Carlo labels alone (a warm-up that derives nothing) is {better} than {what[kb]} ({rule})"
+    return f"the generative CoT + RL judge is {better} than {what.get(kb, kb)} ({rule})"
+
+
+RULES_NAME = {"abs_q": "Abs-Q", "rel_effective": "Rel-Effective", "rel_ratio": "Rel-Ratio"}
+
+#: Orderings of judge variants the table asks (a, b, the paper's (a, b) variants when they differ:
+#: the oracle-free arm stands for the paper's StepWiser judge).
+TABLE_ORDERINGS = [
+    ("stepwiser:{rule}", "disc_sft:{rule}", None),
+    ("restate_rl:{rule}", "disc_sft:{rule}", ("stepwiser:{rule}", "disc_sft:{rule}")),
+    ("stepwiser:rel_ratio", "no_cot_rl:rel_ratio", None),
+    ("stepwiser:rel_ratio", "rsft:rel_ratio", None),
+    ("stepwiser:rel_ratio", "no_balance_rl:rel_ratio", None),
+    ("stepwiser:rel_ratio", "stepwiser:abs_q", None),
+    ("stepwiser:rel_effective", "stepwiser:abs_q", None),
+]
+
+
+def _orderings(variants: set[str], same_rule: bool) -> list[tuple[str, str, tuple[str, str]]]:
+    out = []
+    for a, b, paper in TABLE_ORDERINGS:
+        for rule in (RULES if "{rule}" in a else [None]):
+            x, y = a.format(rule=rule), b.format(rule=rule)
+            if x in variants and y in variants and (not same_rule or x.split(":")[1] == y.split(":")[1]):
+                out.append((x, y, tuple(v.format(rule=rule) for v in paper) if paper else (x, y)))
+    return out
+
+
+def _spec(claim, file, metric, a, b, arms, stat, strata, units, paper, *, equivalence=False, uninformative=None,
+          paired_seeds=False):
+    return {"claim": claim, "file": file, "metric": metric, "a": a, "b": b, "arms": arms, "stat": stat,
+            "strata": strata, "units": units, "paper": paper, "equivalence": equivalence,
+            "uninformative": uninformative, "paired_seeds": paired_seeds}
+
+
+def _paper_effect(diff_a: float, diff_b: float, se: float | None, source: str, noise: str, other: str = "") -> dict:
+    diff = round(diff_a - diff_b, 1)
+    z = None if se is None else round(diff / se, 1)
+    return {"paper_diff": diff, "paper_z": z, "paper_significant": None if z is None else abs(z) >= 1.96,
+            "paper_source": source + (f"; {other}" if other else ""), "paper_noise": noise}
+
+
+def specs(results_dir: str | Path) -> list[dict]:
+    """Every claim the predictions in ``results_dir`` can test, with its two arms' counts, the
+    statistic, the strata items are resampled in, and the paper's difference and noise."""
+    R = Path(results_dir)
+    out = []
+    se_pb = round(2 ** 0.5 * P.pb_avg_f1_se(), 2)
+    pb_noise = (f"item noise of a ProcessBench avg-F1 difference, about ±{se_pb} (delta method on Table 10's "
+                f"1.5B rates and the subset sizes; the paper gives no interval or seeds)")
+    seg = _read(R, "self_segmentation")
+    if seg:
+        problems = sorted({p["problem_id"] for p in seg})
+        base, chunk = (next(r for r in P.TABLE4 if r["generator"] == f"Qwen2.5-1.5B-{g}") for g in ("it", "chunk"))
+        for field, text in (("steps", "self-segmentation gives fewer steps per solution"),
+                            ("correct", "self-segmentation keeps accuracy")):
+            (ca, ua), (cb, ub) = (rate_arm(seg, m, problems, field) for m in ("chunk", "base"))
+            if field == "steps":
+                paper = _paper_effect(chunk["steps"], base["steps"], None, "Table 4, 1.5B, steps per solution",
+                               "no spread reported; a 3.6-step drop of a 9.6-step mean over 10K prompts is taken as "
+                               "established")
+                paper["paper_significant"] = True
+                stat, metric = seeds.ratio_stat, "toy steps per solution, chunk policy − base"
+            else:
+                se = (P.accuracy_se(chunk["avg_acc"], 500) ** 2 + P.accuracy_se(base["avg_acc"], 500) ** 2) ** 0.5
+                paper = _paper_effect(chunk["avg_acc"], base["avg_acc"], se, "Table 4, 1.5B, MATH500 Avg@32",
+                               f"item noise of a MATH500 accuracy difference, about ±{se:.1f}")
+                stat, metric = seeds.mean_stat, f"toy Avg@k accuracy, chunk policy − base; equivalence within ±{KEEPS_MARGIN:g}"
+            out.append(_spec(text, "self_segmentation", metric, "chunk", "base", [ca, cb], stat, None, [ua, ub],
+                             paper, equivalence=field == "correct"))
+    jp = _read(R, "judge")
+    bad = uninformative_arms(jp)
+    if jp:
+        tests = [p for p in jp if p["split"] == "test"]
+        variants = {p["judge"].split("@")[0] for p in tests if ":" in p["judge"]}
+        for a, b, (pa_v, pb_v) in _orderings(variants, same_rule=True):
+            rule = a.split(":")[1]
+            pap = _pb_paper(pa_v, pb_v)
+            if pap is None:
+                continue
+            problems = sorted({p["problem_id"] for p in tests if p["rule"] == rule})
+            ra, rb = _runs({p["judge"] for p in tests}, a), _runs({p["judge"] for p in tests}, b)
+            pa, pbb, model, other = pap
+            out.append(_spec(_ordering_text(a, b, 1 if pa - pbb > 0 else -1), "judges",
+                             f"balanced step accuracy, {rule} test chunks (paper: ProcessBench avg F1)", a, b,
+                             [judge_arm(jp, ra, rule, problems), judge_arm(jp, rb, rule, problems)],
+                             seeds.balanced_accuracy_stat, None, ["judge training seeds"] * 2,
+                             _paper_effect(pa, pbb, se_pb, f"Tables 5/6, {model}, ProcessBench avg F1", pb_noise,
+                                    f"{'7B' if model == '1.5B' else '1.5B'}: {other:+.1f}" if other is not None else ""),
+                             uninformative=_why(bad, a, b)))
+    pbp = _read(R, "processbench")
+    if pbp:
+        names = {p["judge"] for p in pbp}
+        splits = sorted({p["split"] for p in pbp})
+        sols = sorted({p["id"] for p in pbp})
+        lab = {p["id"]: (p["split"], p["label"] == -1) for p in pbp}
+        strata = [f"{lab[i][0]}/{'correct' if lab[i][1] else 'erroneous'}" for i in sols]
+        variants = {n.split(" (")[0].split("@")[0] for n in names if ":" in n}
+        for a, b, (pa_v, pb_v) in _orderings(variants, same_rule=False):
+            pap = _pb_paper(pa_v, pb_v)
+            ra, rb = pb_rows(names, a), pb_rows(names, b)
+            if pap is None or not ra or not rb:
+                continue
+            pa, pbb, model, other = pap
+            out.append(_spec(_ordering_text(a, b, 1 if pa - pbb > 0 else -1), "processbench",
+                             "toy-ProcessBench avg F1" + (" (dev-chosen thresholds)" if any("dev threshold" in r for r in ra + rb) else ""),
+                             a, b, [pb_arm(pbp, ra, splits, sols), pb_arm(pbp, rb, splits, sols)],
+                             seeds.f1_stat(len(splits)), strata, ["judge training seeds"] * 2,
+                             _paper_effect(pa, pbb, se_pb, f"Tables 5/6, {model}, ProcessBench avg F1", pb_noise,
+                                    f"{'7B' if model == '1.5B' else '1.5B'}: {other:+.1f}" if other is not None else ""),
+                             uninformative=_why(bad, a, b)))
+    for stem, base_method, table in (("chunk_reset", "chunk policy (no judge)", "7"), ("rsft", "outcome-based selection", "8")):
+        rp = _read(R, stem)
+        if not rp:
+            continue
+        problems = sorted({p["problem_id"] for p in rp})
+        methods = {p["method"].split("@")[0] for p in rp}
+        pairs = []
+        if stem == "rsft" and {"outcome-based selection", "chunk policy (greedy, no RS-FT)"} <= methods:
+            pairs.append(("RS-FT with outcome-based selection beats the policy before it", "outcome-based selection",
+                          "chunk policy (greedy, no RS-FT)", P.TABLE8, ("Outcome-based selection", "-"),
+                          ("Qwen2.5-7B-chunk (greedy, no RS-FT)", "-"), "7B"))
+        for v in sorted(m for m in methods if ":" in m and m.split(":")[0] in ("stepwiser", "disc_sft")):
+            kind, rule = v.split(":")
+            text = (f"chunk-reset with the {kind} judge beats the plain chunk policy ({rule})" if stem == "chunk_reset"
+                    else f"RS-FT data chosen by the {kind} judge beats outcome-based selection ({rule})")
+            pairs.append((text, v, base_method, P.TABLE7 if stem == "chunk_reset" else P.TABLE8, (KINDS[kind], rule),
+                          ("Qwen2.5-1.5B-chunk (no judge)", "-") if stem == "chunk_reset" else ("Outcome-based selection", "-"),
+                          "1.5B" if stem == "chunk_reset" else "7B"))
+        for text, a, b, tab, (row_a, sig_a), (row_b, sig_b), model in pairs:
+            if b not in methods:
+                continue
+            xa, xb = _table_row(tab, row_a, sig_a, model), _table_row(tab, row_b, sig_b, model)
+            se = (P.mean_accuracy_se(xa["math500"], xa["heldout"]) ** 2 + P.mean_accuracy_se(xb["math500"], xb["heldout"]) ** 2) ** 0.5
+            (ca, ua), (cb, ub) = rate_arm(rp, a, problems), rate_arm(rp, b, problems)
+            # chunk-reset's arms share their sampling seeds (common random numbers): when both arms'
+            # units are those seeds, one seed draw serves both, which keeps the pairing
+            crn = stem == "chunk_reset" and ua == ub == "seeds" and ca.shape[0] == cb.shape[0]
+            out.append(_spec(text, stem, "toy accuracy" + (" (greedy)" if stem == "rsft" else ""), a, b, [ca, cb],
+                             seeds.mean_stat, None, [ua if not crn else "sampling seeds (shared)", ub if not crn else "sampling seeds (shared)"],
+                             _paper_effect(xa["avg"], xb["avg"], se, f"Table {table}, {model}, avg accuracy",
+                                    f"item noise of a difference of MATH500/Heldout-1K means, about ±{se:.1f}"),
+                             uninformative=_why(bad, a, b), paired_seeds=crn))
+    return out
+
+
+def _table_row(tab: list[dict], row: str, signal: str, model: str) -> dict:
+    """A Table 7 or 8 row (Table 8 has only 7B rows, without a model field)."""
+    return next(r for r in tab if r["row"] == row and r["signal"] == signal and r.get("model", "7B") == model)
+
+
+def _why(bad: dict, a: str, b: str) -> str | None:
+    why = [f"{v}: {bad[v]}" for v in (a, b) if v in bad]
+    return "; ".join(why) or None
+
+
+def table(results_dir: str | Path, n_boot: int = seeds.N_BOOT, seed: int = 0) -> list[dict]:
+    """The claims table of ``results_dir`` (:func:`specs`), one record per claim with
+    :data:`CLAIM_FIELDS` and more: our a − b (each arm the mean over its seeds) with its 95%
+    hierarchical-bootstrap interval (:func:`stepwiser_lib.evals.seeds.difference`), the seeds of
+    each arm, the two-sided p (for an equivalence claim the TOST p within ±:data:`KEEPS_MARGIN`),
+    Holm's adjustment over every informative row, ``direction`` (the raw interval against the
+    paper's sign: same / opposite / undetermined) and ``verdict``:
+
+    - *uninformative*: an arm never left its start (:func:`uninformative_arms`); decides nothing;
+    - *equivalent* / *not shown equivalent*: a "keeps" claim, by its Holm-adjusted TOST p;
+    - *no paper effect*: the paper's own difference is inside its noise (``paper_significant``
+      false), so there is no direction to reproduce; ours is still reported;
+    - *same direction* / *opposite direction*: Holm-adjusted p below :data:`ALPHA`, by sign;
+    - *undetermined*: otherwise.
+    """
+    out = []
+    for k, s in enumerate(specs(results_dir)):
+        d = seeds.difference(*s["arms"], s["stat"], s["strata"], n_boot=n_boot, seed=seed + k, paired_seeds=s["paired_seeds"])
+        reps = d.pop("reps")
+        sign = 1 if s["paper"]["paper_diff"] > 0 else -1 if s["paper"]["paper_diff"] < 0 else 0
+        rec = {"claim": s["claim"], **s["paper"], "estimate": d["estimate"], "ci_low": d["ci_low"],
+               "ci_high": d["ci_high"], "seeds": {s["a"]: d["seeds"][0], s["b"]: d["seeds"][1]},
+               "seed_units": {s["a"]: s["units"][0], s["b"]: s["units"][1]}, "items": d["items"],
+               "p": d["p"], "test": d["test"], "metric": s["metric"], "file": s["file"], "a": s["a"], "b": s["b"],
+               "direction": seeds.direction(d["ci_low"], d["ci_high"], sign) if sign else "undetermined",
+               "uninformative": s["uninformative"]}
+        if s["equivalence"]:
+            t = seeds.tost(reps, KEEPS_MARGIN)
+            rec.update(p=t["p"], test=f"TOST within ±{KEEPS_MARGIN:g} on the {d['test']}", equivalence=t)
+        out.append(rec)
+    family = [i for i, r in enumerate(out) if not r["uninformative"]]
+    adj = seeds.holm([out[i]["p"] for i in family]) if family else []
+    for r in out:
+        r["p_holm"] = None
+    for i, a in zip(family, adj):
+        out[i]["p_holm"] = round(a, 5)
+    for r in out:
+        r["verdict"] = verdict(r)
+    return out
+
+
+def verdict(r: dict) -> str:
+    """A claim record's verdict (see :func:`table`)."""
+    if r["uninformative"]:
+        return "uninformative"
+    if "equivalence" in r:
+        return "equivalent" if r["p_holm"] < ALPHA else "not shown equivalent"
+    if r["paper_significant"] is False:
+        return "no paper effect"
+    if r["p_holm"] < ALPHA:
+        same = (r["estimate"] > 0) == (r["paper_diff"] > 0)
+        return "same direction" if same else "opposite direction"
+    return "undetermined"
+
+
+def write(results_dir: str | Path, profile: str, n_boot: int = seeds.N_BOOT) -> dict:
+    """``results_dir/claims.json``: :func:`table`'s records with how they were computed."""
+    rows_ = table(results_dir, n_boot)
+    doc = {"profile": profile, "n_boot": n_boot, "alpha": ALPHA, "keeps_margin": KEEPS_MARGIN,
+           "degenerate_share": DEGENERATE_SHARE,
+           "method": ("hierarchical bootstrap: each arm's seeds drawn with replacement, then items (problems; "
+                      "toy-ProcessBench solutions within split and erroneous/correct group) with one draw shared by "
+                      "both arms; p two-sided; Holm over every informative row"),
+           "claims": rows_}
+    io.write_json(Path(results_dir) / "claims.json", doc)
+    return doc
+
+
+def table_markdown(doc: dict | None) -> list[str]:
+    """The claims table of a ``claims.json`` document as Markdown lines (empty without claims)."""
+    if not doc or not doc.get("claims"):
+        return []
+    lines = [("| paper claim | paper: a − b (z; outside its noise?) | where | ours: a − b [95%] | seeds a / b | p | "
+              "p (Holm) | direction | verdict |"), "|---|---|---|---|---|---|---|---|---|"]
+    for r in doc["claims"]:
+        z = "no interval" if r["paper_z"] is None else f"z {r['paper_z']:+.1f}"
+        sig = {True: "yes", False: "no", None: "?"}[r["paper_significant"]]
+        seeds_ = " / ".join(str(v) for v in r["seeds"].values())
+        ph = "–" if r["p_holm"] is None else f"{r['p_holm']:.3g}"
+        lines.append(f"| {r['claim']} | {r['paper_diff']:+.1f} ({z}; {sig}) | {r['paper_source']}; ours: {r['metric']} | "
+                     f"{r['estimate']:+.1f} [{r['ci_low']:+.1f}, {r['ci_high']:+.1f}] | {seeds_} | {r['p']:.3g} | {ph} | "
+                     f"{r['direction']} | **{r['verdict']}** |")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m stepwiser_lib.evals.claims --profile P``: write ``results/P/claims.json``."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("--profile", required=True)
+    ap.add_argument("--results", default=None, help="results folder (default: results/<profile>)")
+    ap.add_argument("--n-boot", type=int, default=seeds.N_BOOT)
+    a = ap.parse_args(argv)
+    res = Path(a.results) if a.results else paths.output_root() / "results" / a.profile
+    doc = write(res, a.profile, a.n_boot)
+    for r in doc["claims"]:
+        print(f"{r['verdict']:22s} {r['estimate']:+6.1f} [{r['ci_low']:+6.1f}, {r['ci_high']:+6.1f}]  {r['claim']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

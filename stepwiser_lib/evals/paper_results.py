@@ -90,3 +90,40 @@ Generative CoT + RL (StepWiser)|rel_effective|79.4|46.7|63.0
 Generative CoT + RL (StepWiser)|rel_ratio|79.0|46.8|62.9
 """
 TABLE8 = _rows(_T8, ("row", "signal", "math500", "heldout", "avg"), 2)
+
+
+# ----------------------------------------------------------------------------- the paper's own noise
+
+#: ProcessBench subset sizes (erroneous, correct): GSM8K, MATH, OlympiadBench, Omni-MATH
+#: (ProcessBench paper, Table 1; the same as the files in ``shared/data``).
+PROCESSBENCH_SIZES = [(207, 193), (594, 406), (661, 339), (759, 241)]
+
+#: Table 10, 1.5B-chunk, Generative CoT + RL, Rel-Ratio: (error %, correct %) per subset, in the
+#: order of :data:`PROCESSBENCH_SIZES`. The rates behind :func:`pb_avg_f1_se`'s estimate of the
+#: paper's item noise on a judge's average F1.
+TABLE10_GEN_RL_1P5B = [(35.0, 71.0), (37.8, 50.8), (27.0, 25.6), (28.0, 28.8)]
+
+
+def pb_avg_f1_se(rates=TABLE10_GEN_RL_1P5B, sizes=PROCESSBENCH_SIZES) -> float:
+    """Standard error (F1 points) of a ProcessBench average F1 from its items alone, by the delta
+    method on F1 = 2EC / (E + C) per subset (E, C: accuracy on the erroneous and the correct
+    solutions, binomial over the subset's items), averaged over the subsets. The paper reports no
+    interval; this is what its benchmark's size alone implies (``toy_results_review_2.md`` §1.3:
+    about 1.0 per judge)."""
+    var = 0.0
+    for (e, c), (n_e, n_c) in zip(rates, sizes, strict=True):
+        e, c = e / 100, c / 100
+        de, dc = 2 * c * c / (e + c) ** 2, 2 * e * e / (e + c) ** 2  # dF1/dE, dF1/dC
+        var += de * de * e * (1 - e) / n_e + dc * dc * c * (1 - c) / n_c
+    return 100 * var ** 0.5 / len(rates)
+
+
+def accuracy_se(p: float, n: int) -> float:
+    """Standard error (points) of an accuracy of ``p`` % over ``n`` problems (binomial)."""
+    return 100 * ((p / 100) * (1 - p / 100) / n) ** 0.5
+
+
+def mean_accuracy_se(p_math500: float, p_heldout: float) -> float:
+    """Standard error (points) of Tables 7/8's "avg": the mean of MATH500 (500 problems) and
+    NuminaMath Heldout-1K (1,000) accuracies."""
+    return 0.5 * (accuracy_se(p_math500, 500) ** 2 + accuracy_se(p_heldout, 1000) ** 2) ** 0.5

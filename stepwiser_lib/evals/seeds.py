@@ -11,8 +11,8 @@ So an arm is a set of training seeds, and an interval resamples both levels:
    same draw for every arm, so the comparison stays paired on items.
 
 Each arm is an array of per-seed, per-item *counts* ``(seeds, items, C)``; a statistic maps summed
-counts ``(..., C)`` to a number (:func:`mean_stat`, :func:`balanced_accuracy_stat`,
-:func:`f1_stat`). A bootstrap replicate is then one weighted sum per seed (item weights from a
+counts ``(..., C)`` to a number (:func:`mean_stat`, :func:`ratio_stat`,
+:func:`balanced_accuracy_stat`, :func:`f1_stat`). A bootstrap replicate is then one weighted sum per seed (item weights from a
 multinomial draw), so 10,000 replicates are a few array operations, not 10,000 Python loops.
 
 Also here: :func:`holm` (family-wise adjusted p-values), :func:`tost` (equivalence, for a claim
@@ -32,6 +32,11 @@ N_BOOT = 10_000
 def mean_stat(counts: np.ndarray) -> np.ndarray:
     """Percent of a rate from counts ``(successes, trials)``."""
     return 100 * counts[..., 0] / counts[..., 1]
+
+
+def ratio_stat(counts: np.ndarray) -> np.ndarray:
+    """A mean from counts ``(sum, n)`` (steps per solution)."""
+    return counts[..., 0] / counts[..., 1]
 
 
 def balanced_accuracy_stat(counts: np.ndarray) -> np.ndarray:

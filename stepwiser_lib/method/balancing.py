@@ -72,27 +72,38 @@ def problem_quantile(problem_id: str, seed: int = 0) -> float:
 
 def split_by_problem(examples: list[dict], dev_fraction: float, test_fraction: float, seed: int = 0
                      ) -> dict[str, list[dict]]:
-    """Train / dev / test by ``problem_id``: problems are ranked by a seeded hash quantile
-    (:func:`problem_quantile`), the highest ``round(n * test_fraction)`` go to test, the next
-    ``round(n * dev_fraction)`` to dev, the rest to train (each non-empty fraction gets at least
-    one problem). Every chunk of a problem lands on one side; the original order is kept within
-    each split. The lowest quantiles stay in train: the earlier two-way split held out quantiles
-    below 0.2 as its validation set, which the recipe searches in ``LAB_LOG.md`` read, so none of
-    those problems reaches dev or test."""
+    """Train / dev / test by ``problem_id``, each problem by its seeded hash quantile
+    (:func:`problem_quantile`) against fixed ranges: test takes quantiles at or above
+    ``1 - test_fraction``, dev those in ``[DEV_FROM, DEV_FROM + dev_fraction)``, train the rest.
+    Fixed ranges, not ranks, so a problem's side does not move with the number of problems: two
+    profiles whose prompt sets nest (tiny's inside toy-full's) keep one's dev problems out of the
+    other's test as long as their ranges do not meet (issue 35: 5 toy-full test problems were in
+    tiny's dev split under the rank rule; a test checks every shipped profile). With so few
+    problems that a non-empty range catches none, the nearest problem joins it. Every chunk of a
+    problem lands on one side; the original order is kept within each split. Quantiles below
+    :data:`DEV_FROM` stay in train: an earlier two-way split held them out as its validation set,
+    which the recipe searches in ``LAB_LOG.md`` read."""
     for name, f in (("dev_fraction", dev_fraction), ("test_fraction", test_fraction)):
         if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 <= f < 1:
             raise ValueError(f"split_by_problem: {name} = {f!r} must be in [0, 1)")
-    if dev_fraction + test_fraction >= 1:
+    if dev_fraction + test_fraction >= 1 - DEV_FROM:
         raise ValueError(f"split_by_problem: dev_fraction + test_fraction = {dev_fraction + test_fraction:g} "
-                         "leaves no problem to train on; want a sum below 1")
-    pids = sorted({e["problem_id"] for e in examples}, key=lambda pid: (-problem_quantile(pid, seed), pid))
-    n = len(pids)
-    n_test = max(1, round(n * test_fraction)) if test_fraction and n else 0
-    n_dev = max(1, round(n * dev_fraction)) if dev_fraction and n else 0
-    if n and n_test + n_dev >= n:
-        raise ValueError(f"split_by_problem: {n} problem(s) cannot fill dev ({n_dev}), test ({n_test}) and "
-                         "train; label more prompts (notebook 02) or lower the fractions")
-    side = {pid: "test" if i < n_test else "dev" if i < n_test + n_dev else "train" for i, pid in enumerate(pids)}
+                         f"leaves no problem to train on (quantiles below {DEV_FROM} always train); want a sum "
+                         f"below {1 - DEV_FROM:g}")
+    q = {e["problem_id"]: problem_quantile(e["problem_id"], seed) for e in examples}
+    pids = sorted(q, key=lambda pid: (-q[pid], pid))
+    test = {p for p in pids if test_fraction and q[p] >= 1 - test_fraction}
+    dev = {p for p in pids if dev_fraction and DEV_FROM <= q[p] < DEV_FROM + dev_fraction}
+    if test_fraction and not test and pids:  # too few problems for the range: the highest one
+        test = {pids[0]}
+    if dev_fraction and not dev:  # the one nearest above DEV_FROM, else the next below test
+        rest = [p for p in pids if p not in test]
+        above = [p for p in rest if q[p] >= DEV_FROM]
+        dev = {min(above, key=lambda p: q[p])} if above else set(rest[:1])
+    if pids and len(test) + len(dev) >= len(pids):
+        raise ValueError(f"split_by_problem: {len(pids)} problem(s) cannot fill dev ({len(dev)}), test ({len(test)}) "
+                         "and train; label more prompts (notebook 02) or lower the fractions")
+    side = {pid: "test" if pid in test else "dev" if pid in dev else "train" for pid in pids}
     return {s: [e for e in examples if side[e["problem_id"]] == s] for s in SPLITS}
 
 
@@ -106,6 +117,8 @@ def class_stats(examples: list[dict], label_key: str = "label") -> dict:
 #: The hash quantiles an earlier two-way split held out (the recipe searches of LAB_LOG.md read
 #: them): none of those problems may reach dev or test.
 EARLIER_VALIDATION_QUANTILE = 0.2
+#: Where the dev range of :func:`split_by_problem` starts (just above the held-out quantiles).
+DEV_FROM = EARLIER_VALIDATION_QUANTILE
 
 
 def build_splits(records: list[dict], rules: list[str], out_dir, *, min_chars: int = 0, max_chars: int = 10**9,

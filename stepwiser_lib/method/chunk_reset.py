@@ -447,7 +447,7 @@ def main(argv: list[str] | None = None, profiles_dir=None) -> int:
         cfg = for_notebook(a.profile, nb.stem, **({"profiles_dir": profiles_dir} if profiles_dir else {}))
         p = cfg.as_dict()
         inputs.check(cfg)
-        registry = judge_runs.read_registry(a.profile, cfg.JUDGES)
+        registry = judge_runs.read_registry(a.profile, cfg.JUDGES, every_seed=cfg.EVERY_SEED)
         policy_path = resolve_model(cfg.POLICY_MODEL, a.profile)
     except (ConfigError, FileNotFoundError, inputs.StaleInputs, ValueError) as e:
         print(f"[chunk_reset] configuration error: {e}", file=sys.stderr)

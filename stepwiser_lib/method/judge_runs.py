@@ -73,12 +73,13 @@ def main_variants(variants: list[str]) -> tuple[str | None, str | None]:
 
 
 def training_runs(variants: list[str], seed: int, repeat_seeds: list[int]) -> list[tuple[str, int, str]]:
-    """(variant, seed, run id) for every run to train: each variant at ``seed``, then the main
-    judge and its discriminative baseline at every other seed of ``repeat_seeds``. A variant or
-    seed named twice is one run (review 2, A14)."""
+    """(variant, seed, run id) for every run to train: each variant at ``seed``, then every
+    variant at every other seed of ``repeat_seeds`` (issue 35: an arm of the claims table is a
+    set of training seeds, for every variant a claim reads). A variant or seed named twice is one
+    run (review 2, A14)."""
     runs = [(v, seed, v) for v in dict.fromkeys(variants)]
-    for v in (v for v in main_variants(variants) if v):
-        runs += [(v, s, f"{v}@seed{s}") for s in dict.fromkeys(repeat_seeds) if s != seed]
+    for s in (s for s in dict.fromkeys(repeat_seeds) if s != seed):
+        runs += [(v, s, f"{v}@seed{s}") for v in dict.fromkeys(variants)]
     return runs
 
 
@@ -292,9 +293,10 @@ def write_registry(path, entries: list[dict], *, family: str, data_hash: dict) -
     io.write_json(path, [{**stored_entry(e), **provenance(e)} for e in entries])
 
 
-def read_registry(profile: str, names: list[str], allow_all: bool = False) -> dict[str, dict]:
+def read_registry(profile: str, names: list[str], allow_all: bool = False, every_seed: bool = False) -> dict[str, dict]:
     """Notebook 04's registry entries for ``names`` (every entry when ``allow_all`` and ``names``
-    holds ``"all"``), in registry order; raises naming the judges it lacks."""
+    holds ``"all"``), in registry order; with ``every_seed`` also each named judge's repeat-seed
+    runs (``<name>@seedN``: the claims table's arms). Raises naming the judges it lacks."""
     path = paths.judge_registry(profile)
     if not path.exists():
         raise FileNotFoundError(f"no judge registry at {path}: run notebook 04 at profile {profile!r} first "
@@ -310,7 +312,7 @@ def read_registry(profile: str, names: list[str], allow_all: bool = False) -> di
     if unknown:
         raise ValueError(f"unknown judge(s) {unknown}; the notebook 04 registry has {list(registry)}")
     every = allow_all and "all" in names
-    return {n: e for n, e in registry.items() if every or n in wanted}
+    return {n: e for n, e in registry.items() if every or n in wanted or (every_seed and n.split("@seed")[0] in wanted)}
 
 
 # ----------------------------------------------------------------------------- evaluation records

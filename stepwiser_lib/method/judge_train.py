@@ -28,10 +28,17 @@ from .judge import Judge, judge_prompt_of, make_direct_reward, step_accuracy, tr
 
 
 def rsft_select(examples: list[dict], samples: list[list[str]], per_example: int = 1,
-                family: str = "toy", style: str = "cot") -> list[dict]:
+                family: str = "toy", style: str = "cot", loss_tokens: str = "all") -> list[dict]:
     """Rejection-sampling fine-tuning data for the "ablate RL" judge (paper §4.3): keep sampled
     judge outputs whose verdict matches the label; at most ``per_example`` distinct ones per
-    example, in sample order (deterministic). Returns prompt/completion SFT records."""
+    example, in sample order (deterministic). Returns prompt/completion SFT records.
+
+    ``loss_tokens="verdict"`` moves the analysis up to the last ``\\boxed{`` into the prompt, so
+    that only the verdict and what follows are trained on, as the GRPO judge's toy loss does.
+    [not in paper] Tried for issue 35 (the toy-full RS-FT judge kept its warm-up's verdicts on
+    every test chunk) and not used: on tiny's dev chunks it left the judge with no parsable
+    verdict at all (``LAB_LOG.md``, "Verdicts that survive a rerun, part 2"); notebook 04 trains on
+    every token (``recipe["rsft_loss_tokens"]``, "all")."""
     out = []
     for e, cands in zip(examples, samples, strict=True):
         kept: list[str] = []
@@ -41,8 +48,10 @@ def rsft_select(examples: list[dict], samples: list[list[str]], per_example: int
                 kept.append(c)
             if len(kept) == per_example:
                 break
-        out += [{"prompt": judge_prompt(family, e["problem"], e["history"], e["chunk"], style),
-                 "completion": c.strip()} for c in kept]
+        prompt = judge_prompt(family, e["problem"], e["history"], e["chunk"], style)
+        for c in (c.strip() for c in kept):
+            cut = c.rfind("\\boxed{") + len("\\boxed{") if loss_tokens == "verdict" and "\\boxed{" in c else 0
+            out.append({"prompt": prompt + c[:cut], "completion": c[cut:]})
     return out
 
 
@@ -351,7 +360,8 @@ def recipe_key(kind: str, recipe: dict) -> dict:
     if STYLE[kind] == "disc":
         return {"disc": recipe["disc"]}
     if kind == "rsft":  # samples from the warm-up with the RL judge's temperature and output limit
-        return {k: recipe[k] for k in ("rl", "rsft", "rsft_samples", "rsft_per_example")}
+        key = {k: recipe[k] for k in ("rl", "rsft", "rsft_samples", "rsft_per_example")}
+        return key if recipe.get("rsft_loss_tokens", "all") == "all" else {**key, "loss_tokens": recipe["rsft_loss_tokens"]}
     return {**{k: recipe[k] for k in ("rl", "direct_max_completion", "format_penalty")}, "sampling": GRPO_SAMPLING}
 
 
@@ -419,7 +429,7 @@ def train_variant(name: str, data: dict, out_dir, *, base_model: str, warmups: d
         del model
         release(j.gen)  # the sampling judge's weights leave the GPU before SFT (finding 23)
         recs = rsft_select(train, [[c.text for c in o] for o in outs], recipe["rsft_per_example"],
-                           family, "cot")
+                           family, "cot", loss_tokens=recipe.get("rsft_loss_tokens", "all"))
         unparsed = sum(parse_verdict(c.text) is None for o in outs for c in o)  # never kept (verdicts.RULE)
         if not recs:
             raise RuntimeError(f"{name}: no sampled judge output matched a label ({unparsed} of "

@@ -26,6 +26,7 @@ from ..core.config import ConfigError
 from ..core.io import RecordError, iter_jsonl, markdown_table
 from ..core.paths import ROOT
 from ..core.schemas import (
+    TOY_DEV_SPLIT,
     TOY_DIR_DEFAULT,
     TOY_SPLITS,
     ProcessBenchError,
@@ -181,7 +182,7 @@ def best_threshold(labels: list[int], step_scores: list[list[float]],
 
 def judge_solutions(judge, records: list[dict], stop_at_first_negative: bool = True, k: int = 1,
                     seed: int = 0, progress: bool = True, stop_at_zero_score: bool = False,
-                    temperature: float | None = None) -> list[dict]:
+                    temperature: float | None = None, probs: bool = False) -> list[dict]:
     """Run a stepwise judge over ProcessBench-style records (notes §4.7, §8.3).
 
     Step ``i`` is judged with history ``steps[:i]``. Solutions advance together, one step index
@@ -194,11 +195,16 @@ def judge_solutions(judge, records: list[dict], stop_at_first_negative: bool = T
     toy-full this skips about a quarter of the steps). ``temperature``: of the ``k`` samples
     (None: the judge's default, greedy for one and 1.0 for more). Returns, per record:
     ``prediction`` (:func:`first_error_index`: first Negative, else -1, None after a step without a
-    verdict), ``verdicts``, ``scores``, ``analyses`` and ``n_unparsed`` of the judged steps.
+    verdict), ``verdicts``, ``scores``, ``analyses`` and ``n_unparsed`` of the judged steps; with
+    ``probs`` (a generative judge) also ``p_positive``, its verdict's p(Positive) after its own
+    analysis (:meth:`stepwiser_lib.method.judge.Judge.verdict_probs`; None without a box): the
+    scalar score a threshold chosen on the dev split reads (issue 35).
     """
     from tqdm.auto import tqdm
 
-    out = [{"prediction": -1, "verdicts": [], "scores": [], "analyses": [], "n_unparsed": []} for _ in records]
+    probs = probs and hasattr(judge, "verdict_probs")
+    out = [{"prediction": -1, "verdicts": [], "scores": [], "analyses": [], "n_unparsed": [],
+            **({"p_positive": []} if probs else {})} for _ in records]
     active = list(range(len(records)))
     depth = max((len(r["steps"]) for r in records), default=0)
     bar = tqdm(total=sum(len(r["steps"]) for r in records), desc="judging steps", disable=not progress)
@@ -206,9 +212,11 @@ def judge_solutions(judge, records: list[dict], stop_at_first_negative: bool = T
         todo = [j for j in active if i < len(records[j]["steps"])]
         if not todo:
             break
-        res = judge.judge([(records[j]["problem"], records[j]["steps"][:i], records[j]["steps"][i])
-                           for j in todo], k=k, seed=seed + i,
-                          **({"temperature": temperature} if temperature is not None else {}))
+        triples = [(records[j]["problem"], records[j]["steps"][:i], records[j]["steps"][i]) for j in todo]
+        res = judge.judge(triples, k=k, seed=seed + i, **({"temperature": temperature} if temperature is not None else {}))
+        if probs:
+            for j, p in zip(todo, judge.verdict_probs(triples, [r["analysis"] for r in res])):
+                out[j]["p_positive"].append(p)
         for j, r in zip(todo, res):
             o = out[j]
             o["verdicts"].append(r["verdict"])
@@ -247,9 +255,10 @@ def error_kinds(labels: list[int], predictions: list[int | None]) -> dict[str, i
 
 
 def load_toy(split: str, toy_dir: str | None = None) -> list[dict]:
-    """A toy-ProcessBench split, validated like the real one."""
-    if split not in TOY_SPLITS:
-        raise ProcessBenchError(f"unknown toy-ProcessBench split {split!r}; valid: {', '.join(TOY_SPLITS)}")
+    """A toy-ProcessBench split (one of the four reported ones, or the dev split
+    :data:`~stepwiser_lib.core.schemas.TOY_DEV_SPLIT`), validated like the real one."""
+    if split not in (*TOY_SPLITS, TOY_DEV_SPLIT):
+        raise ProcessBenchError(f"unknown toy-ProcessBench split {split!r}; valid: {', '.join((*TOY_SPLITS, TOY_DEV_SPLIT))}")
     d = Path(toy_dir) if toy_dir else ROOT / TOY_DIR_DEFAULT
     path = d / f"{split}.jsonl"
     if not path.exists():
@@ -368,7 +377,7 @@ def shards_to_judge(bench: dict[str, list[dict]], *, path, key: str, worker: int
 
 def judge_bench(e: dict, bench: dict[str, list[dict]], *, path, key: str, load, k: int, stop: bool,
                 temperature: float, seed: int, stop_at_zero: bool = False, worker: int = 0, workers: int = 1,
-                shard_size: int = SHARD_SOLUTIONS) -> dict | None:
+                shard_size: int = SHARD_SOLUTIONS, probs: bool = False) -> dict | None:
     """One judge (registry entry ``e``; ``load``: entry -> judge, called only when a shard is not
     on disk) over every split of ``bench`` with :func:`judge_solutions`, cached in ``path`` under
     ``key``: ``{"outputs": split -> judged solutions, "seconds"}``.
@@ -391,7 +400,7 @@ def judge_bench(e: dict, bench: dict[str, list[dict]], *, path, key: str, load, 
                 holder["judge"] = load(e)
             return judge_solutions(holder["judge"], recs, stop_at_first_negative=stop, k=k,
                                    seed=shards.shard_seed(seed, sid), stop_at_zero_score=stop_at_zero,
-                                   temperature=temperature if k > 1 else None, progress=False)
+                                   temperature=temperature if k > 1 else None, progress=False, probs=probs)
         return one
 
     outs, seconds, whole = {}, 0.0, True
@@ -414,18 +423,22 @@ def judge_bench(e: dict, bench: dict[str, list[dict]], *, path, key: str, load, 
 
 def bench_runs(e: dict, bench: dict[str, list[dict]], art, bench_kind: str, *, stop_at_first_negative: bool,
                maj_k: int, maj_temperature: float, max_completion: int, maj_k_score: int,
-               maj_k_score_judges: list[str], seed: int, shard_size: int = SHARD_SOLUTIONS) -> list[dict]:
+               maj_k_score_judges: list[str], seed: int, shard_size: int = SHARD_SOLUTIONS,
+               dev_thresholds: bool = False) -> list[dict]:
     """The runs :func:`run_judges` makes of judge ``e``, as :func:`judge_bench` arguments (``path``,
-    ``key``, ``k``, ``stop``, ``stop_at_zero``): its verdicts (a discriminative judge on every step,
-    so any threshold can be applied afterwards), and for a generative judge in
+    ``key``, ``k``, ``stop``, ``stop_at_zero``, ``probs``): its verdicts (a discriminative judge on
+    every step, so any threshold can be applied afterwards; with ``dev_thresholds`` a generative
+    greedy judge too, with its verdict probability on every step), and for a generative judge in
     ``maj_k_score_judges`` its Maj@``maj_k_score`` score on every step up to a 0 (a 0 flags at
     every threshold). The notebook and the data-parallel workers (:func:`main`) make the same."""
     disc = e["style"] == "disc"
-    key = judge_key(e, bench, bench_kind, stop_at_first_negative=stop_at_first_negative, maj_k=maj_k,
+    probs = dev_thresholds and not disc and maj_k == 1
+    key = judge_key(e, bench, bench_kind, stop_at_first_negative=stop_at_first_negative and not probs, maj_k=maj_k,
                     maj_temperature=maj_temperature, max_completion=max_completion, seed=seed, shard_size=shard_size)
+    key = io.digest(key, "p_positive on every step") if probs else key
     slug = variant_slug(e["name"])
     runs = [{"path": Path(art) / f"{slug}.json", "key": key, "k": 1 if disc else maj_k,
-             "stop": stop_at_first_negative and not disc}]
+             "stop": stop_at_first_negative and not disc and not probs, "probs": probs}]
     if not disc and e["name"] in maj_k_score_judges:
         runs.append({"path": Path(art) / f"{slug}__maj{maj_k_score}.json", "stop": False, "stop_at_zero": True,
                      "key": io.digest(key, "maj_k_score", maj_k_score, "stop_at_zero_score"), "k": maj_k_score})
@@ -434,7 +447,7 @@ def bench_runs(e: dict, bench: dict[str, list[dict]], art, bench_kind: str, *, s
 
 def run_judges(judges: list[dict], bench: dict[str, list[dict]], art, load, *, bench_kind: str,
                stop_at_first_negative: bool, maj_k: int, maj_temperature: float, max_completion: int,
-               maj_k_score: int, maj_k_score_judges: list[str], seed: int) -> dict:
+               maj_k_score: int, maj_k_score_judges: list[str], seed: int, dev: dict | None = None) -> dict:
     """Notebook 05, section 2: every judge of the registry on every split (:func:`judge_solutions`),
     each run cached in ``art/<slug>.json``; ``load``: registry entry -> a judge.
 
@@ -445,9 +458,16 @@ def run_judges(judges: list[dict], bench: dict[str, list[dict]], art, load, *, b
     ``results`` (row -> split -> :func:`score`), ``outputs`` (judge -> split -> judged
     solutions), ``cis`` (row -> average F1 with its 95% interval), ``records`` (one per row and
     solution, :func:`prediction_records`), ``first_error`` (judge -> split -> the predictions its
-    paired orderings use: the thresholded ones for a scalar score) and ``seconds`` per judge."""
+    paired orderings use: the thresholded ones for a scalar score) and ``seconds`` per judge.
+
+    With ``dev`` (split -> solutions: toy-ProcessBench's dev split, issue 35) every judge also
+    judges it, and every score, a generative judge's verdict probability included, is thresholded
+    at the best-F1 threshold of the dev split (:func:`dev_thresholded`), never of a reported one:
+    rows ``<judge> (dev threshold t)``. The dev split enters no row, interval or comparison."""
 
     labels = {s: [r["label"] for r in rs] for s, rs in bench.items()}
+    dev = dev or {}
+    full = {**bench, **dev}
     out = {"results": {}, "outputs": {}, "cis": {}, "records": [], "first_error": {}, "seconds": {}, "tallies": {}}
 
     def add_row(row, preds):
@@ -455,28 +475,37 @@ def run_judges(judges: list[dict], bench: dict[str, list[dict]], art, load, *, b
         out["records"].extend(prediction_records(row, bench, preds))
         out["cis"][row] = average_f1_ci(labels, preds)
 
-    def threshold(name, outs, k=1):
-        silent = {s: [[n >= k for n in o.get("n_unparsed", [])] for o in outs[s]] for s in bench}  # no sample parsed
-        t, thr = thresholded(labels, {s: [o["scores"] for o in outs[s]] for s in bench}, silent)
-        out["first_error"][name] = thr  # a scalar score enters the orderings at its threshold (ProcessBench's rule)
-        row = f"{name} (threshold {t:.2f})"
+    def threshold(name, outs, k=1, field="scores"):
+        if dev:  # chosen on the dev split, applied to the reported ones
+            scores, silent = step_scores(outs, field, k)
+            t, thr = dev_thresholded({s: [r["label"] for r in rs] for s, rs in dev.items()}, scores, silent, list(bench))
+            row = f"{name} (dev threshold {t:.2f})"
+        else:
+            silent = {s: [[n >= k for n in o.get("n_unparsed", [])] for o in outs[s]] for s in bench}  # no sample parsed
+            t, thr = thresholded(labels, {s: [o["scores"] for o in outs[s]] for s in bench}, silent)
+            row = f"{name} (threshold {t:.2f})"
+        out["first_error"][name] = thr  # a scalar score enters the orderings at its threshold
         add_row(row, thr)
-        out["tallies"][name] = out["tallies"][row] = judged_tally(outs, k)
+        out["tallies"][name] = out["tallies"][row] = judged_tally({s: outs[s] for s in bench}, k)
 
     for e in judges:
         disc = e["style"] == "disc"
-        rec, *more = [judge_bench(e, bench, load=load, temperature=maj_temperature, seed=seed, **r)
-                       for r in bench_runs(e, bench, art, bench_kind, stop_at_first_negative=stop_at_first_negative,
+        rec, *more = [judge_bench(e, full, load=load, temperature=maj_temperature, seed=seed, **r)
+                       for r in bench_runs(e, full, art, bench_kind, stop_at_first_negative=stop_at_first_negative,
                                            maj_k=maj_k, maj_temperature=maj_temperature, max_completion=max_completion,
-                                           maj_k_score=maj_k_score, maj_k_score_judges=maj_k_score_judges, seed=seed)]
-        out["outputs"][e["name"]], out["seconds"][e["name"]] = rec["outputs"], rec["seconds"]
+                                           maj_k_score=maj_k_score, maj_k_score_judges=maj_k_score_judges, seed=seed,
+                                           dev_thresholds=bool(dev))]
+        out["outputs"][e["name"]], out["seconds"][e["name"]] = {s: rec["outputs"][s] for s in bench}, rec["seconds"]
         preds = {s: [o["prediction"] for o in rec["outputs"][s]] for s in bench}
         out["first_error"][e["name"]] = preds
         add_row(e["name"], preds)
-        t = out["tallies"][e["name"]] = judged_tally(rec["outputs"], 1 if disc else maj_k)
+        t = out["tallies"][e["name"]] = judged_tally({s: rec["outputs"][s] for s in bench}, 1 if disc else maj_k)
         if disc:  # a scalar-score judge is run on every step, so any threshold can be applied afterwards
             threshold(e["name"], rec["outputs"])
-        elif more:  # a generative judge's Maj@k score, thresholded the same way
+        elif dev and any(p is not None for os_ in rec["outputs"].values() for o in os_ for p in o.get("p_positive", [])):
+            # its verdict probability, thresholded (a vLLM judge has none: its verdicts only)
+            threshold(e["name"], rec["outputs"], field="p_positive")
+        if more:  # a generative judge's Maj@k score, thresholded the same way
             threshold(f"{e['name']} Maj@{maj_k_score} score", more[0]["outputs"], maj_k_score)
         print(f"{e['name']:34s} avg F1 {average_f1(out['results'][e['name']]):5.1f}   ({rec['seconds']} s; {describe(t)})")
     return out
@@ -618,6 +647,41 @@ def thresholded(labels: dict[str, list[int]], step_scores: dict[str, list[list[f
     return t, {s: threshold_predictions(step_scores[s], t, sil.get(s)) for s in labels}
 
 
+def step_scores(outputs: dict[str, list[dict]], field: str = "scores", k: int = 1) -> tuple[dict, dict]:
+    """Per split, each solution's step scores (``field``: ``scores``, or a generative judge's
+    ``p_positive``, whose None, a step without a box, scores 0) and which steps are silent (no
+    sample parsed: :func:`threshold_predictions`)."""
+    if field == "p_positive":
+        scores = {s: [[0.0 if p is None else p for p in o["p_positive"]] for o in os_] for s, os_ in outputs.items()}
+        silent = {s: [[p is None for p in o["p_positive"]] for o in os_] for s, os_ in outputs.items()}
+    else:
+        scores = {s: [o["scores"] for o in os_] for s, os_ in outputs.items()}
+        silent = {s: [[n >= k for n in o.get("n_unparsed", [])] for o in os_] for s, os_ in outputs.items()}
+    return scores, silent
+
+
+def dev_thresholded(dev_labels: dict[str, list[int]], step_scores_: dict[str, list[list[float]]],
+                    silent: dict[str, list[list[bool]]], reported: list[str]) -> tuple[float, dict]:
+    """The threshold with the best F1 on the dev split(s) (``dev_labels``: split -> labels; the
+    scores of every split in ``step_scores_``), and the first-error predictions it gives on each
+    ``reported`` split: no reported solution is read to choose it (issue 35)."""
+    dev_split = next(iter(dev_labels))
+    t, _ = best_threshold(dev_labels[dev_split], step_scores_[dev_split], silent=silent.get(dev_split))
+    return t, {s: threshold_predictions(step_scores_[s], t, silent.get(s)) for s in reported}
+
+
+def dev_split(cfg) -> dict[str, list[dict]]:
+    """Notebook 05's dev split: toy-ProcessBench's (:func:`load_dev`) when ``BENCH`` is toy and
+    ``DEV_THRESHOLDS`` is on, else none."""
+    return load_dev(ROOT / cfg.TOY_DIR, cfg.LIMIT) if cfg.BENCH == "toy" and cfg.DEV_THRESHOLDS else {}
+
+
+def load_dev(toy_dir, limit: int = 0) -> dict[str, list[dict]]:
+    """Toy-ProcessBench's dev split (:data:`stepwiser_lib.core.schemas.TOY_DEV_SPLIT`) as
+    ``{split: solutions}``, cut like the reported splits (:func:`subset`)."""
+    return {TOY_DEV_SPLIT: subset(load_toy(TOY_DEV_SPLIT, toy_dir), limit)}
+
+
 def paper_rows(entries: list[dict]) -> list[dict]:
     """The paper's ProcessBench row (Tables 5/6, 1.5B) for each judge entry's kind and rule, once
     each, named ``PAPER 1.5B-chunk: <row> / <rule>``: for display beside ours, never mixed in."""
@@ -640,9 +704,10 @@ def main(argv: list[str] | None = None, profiles_dir=None) -> int:
                            SHARD_SOLUTIONS, "solutions", "05")
     try:
         cfg = shards.worker_config(a, "05_processbench", profiles_dir)
-        judges = list(judge_runs.read_registry(cfg.PROFILE, cfg.JUDGES, allow_all=True).values())
+        judges = list(judge_runs.read_registry(cfg.PROFILE, cfg.JUDGES, allow_all=True, every_seed=cfg.EVERY_SEED).values())
         pb_dir = cfg.PROCESSBENCH_DIR or os.environ.get("STEPWISER_PROCESSBENCH_DIR") or None
         bench = load_bench(cfg.BENCH, ROOT / cfg.TOY_DIR, pb_dir, cfg.FIX_MATH_688, cfg.LIMIT)
+        bench = {**bench, **dev_split(cfg)}  # judged like the others; only the notebook tells them apart
     except (ConfigError, FileNotFoundError, inputs.StaleInputs, ProcessBenchError, ValueError) as e:
         print(f"[processbench] configuration error: {e}", file=sys.stderr)
         return 2
@@ -651,7 +716,7 @@ def main(argv: list[str] | None = None, profiles_dir=None) -> int:
             for r in bench_runs(e, bench, art, cfg.BENCH, stop_at_first_negative=cfg.STOP_AT_FIRST_NEGATIVE,
                                 maj_k=cfg.MAJ_K, maj_temperature=cfg.MAJ_TEMPERATURE, max_completion=cfg.MAX_COMPLETION,
                                 maj_k_score=cfg.MAJ_K_SCORE, maj_k_score_judges=cfg.MAJ_K_SCORE_JUDGES, seed=cfg.SEED,
-                                shard_size=a.shard_size)]
+                                shard_size=a.shard_size, dev_thresholds=bool(dev_split(cfg)))]
     todo = sum(shards_to_judge(bench, worker=a.worker, workers=a.workers, **r) for _, r in runs)
     print(f"[processbench] worker {a.worker} of {a.workers}: {todo} shard(s) of {a.shard_size} solutions to judge "
           f"over {len(runs)} run(s)", flush=True)

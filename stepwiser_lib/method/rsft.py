@@ -362,7 +362,7 @@ def main(argv: list[str] | None = None, profiles_dir=None) -> int:
     try:
         cfg = shards.worker_config(a, "07_rsft", profiles_dir)
         policy = resolve_model(cfg.POLICY_MODEL, cfg.PROFILE)
-        registry = judge_runs.read_registry(cfg.PROFILE, cfg.JUDGES)
+        registry = judge_runs.read_registry(cfg.PROFILE, cfg.JUDGES, every_seed=cfg.EVERY_SEED)
         train_items = tasks.load_problems(cfg.TASK, "rsft", cfg.N_PROMPTS, seed=cfg.SEED,
                                           **tasks.file_kw(cfg.DATA_FILES, cfg.TASK))
     except (ConfigError, FileNotFoundError, inputs.StaleInputs, ValueError) as e:

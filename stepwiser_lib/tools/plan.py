@@ -108,7 +108,7 @@ def _judges(params: dict[str, dict], stem: str) -> int:
     if "all" not in p["JUDGES"]:
         return len(p["JUDGES"])
     p4 = next((v for k, v in params.items() if k.startswith("04")), {})
-    return len(p4.get("VARIANTS", [])) + len(p4.get("REPEAT_SEEDS", [])) + 1
+    return len(p4.get("VARIANTS", [])) * (1 + len(p4.get("REPEAT_SEEDS", []))) + 1  # every variant at every seed
 
 
 #: [not in paper] Balanced chunks per labelled chunk (notebook 03 keeps as many Positive as Negative
@@ -242,8 +242,9 @@ def dry_run(profile: str, params: dict[str, dict]) -> dict:
         elif stem.startswith("04"):
             models.append(describe_model(p.get("JUDGE_INIT", "chunk_policy"), "judge initialisation (04)"))
             kinds = [parse_variant(v)[0] for v in p["VARIANTS"]]
-            n_var = len(p["VARIANTS"]) + len(p.get("REPEAT_SEEDS", []))
-            rl = sum(1 for k in kinds if k in RL_KINDS) + len(p.get("REPEAT_SEEDS", []))
+            seeds_ = 1 + len(p.get("REPEAT_SEEDS", []))  # every variant trains at every seed (issue 35)
+            n_var = len(p["VARIANTS"]) * seeds_
+            rl = sum(1 for k in kinds if k in RL_KINDS) * seeds_
             comps = rl * p["GRPO_STEPS"] * p["PROMPTS_PER_STEP"] * p["GROUP_SIZE"]
             rl_h = comps * A100_H_PER_RL_COMPLETION_7B * (policy_b / 7.0)
             judged = (n_var + 1) * eval_chunks  # every judge and the starting one, on dev and test

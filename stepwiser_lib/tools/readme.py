@@ -196,6 +196,15 @@ class Block(NamedTuple):
 RESULTS_TINY, RESULTS_TOY_FULL, COLAB = "docs/results_tiny.md", "docs/results_toy_full.md", "docs/colab.md"
 
 
+def claims_block(profile: str) -> str:
+    """The claims table of ``results/<profile>/claims.json`` (:func:`stepwiser_lib.evals.claims.table_markdown`),
+    or a line saying it is missing."""
+    path = results_of(profile) / "claims.json"
+    if not path.exists():
+        return f"*No `results/{profile}/claims.json` yet: `make reproduce PROFILE={profile}` writes it.*"
+    return "\n".join(claims.table_markdown(io.read_json(path)))
+
+
 def blocks() -> dict[str, Block]:
     """name -> :class:`Block` (its file, the source named in its marker, its body)."""
     from . import bench  # lazy: torch (bench imports the model code at its top)
@@ -205,12 +214,12 @@ def blocks() -> dict[str, Block]:
             "colab-table": Block(COLAB, "stepwiser_lib.tools.plan.colab_table", colab_table),
             "results-tiny": Block(RESULTS_TINY, "stepwiser_lib.tools.readme.results_section from results/tiny",
                                   lambda: results_section("tiny")),
-            "claims-tiny": Block(RESULTS_TINY, "stepwiser_lib.evals.claims.markdown from results/tiny",
-                                 lambda: "\n".join(claims.markdown(results_of("tiny")))),
+            "claims-tiny": Block(RESULTS_TINY, "stepwiser_lib.evals.claims.table_markdown from results/tiny/claims.json",
+                                 lambda: claims_block("tiny")),
             "findings-tiny": Block(RESULTS_TINY, "stepwiser_lib.tools.readme.findings from results/tiny",
                                    lambda: findings("tiny")),
-            "claims-toy-full": Block(RESULTS_TOY_FULL, "stepwiser_lib.evals.claims.markdown from results/toy-full",
-                                     lambda: "\n".join(claims.markdown(results_of("toy-full")))),
+            "claims-toy-full": Block(RESULTS_TOY_FULL, "stepwiser_lib.evals.claims.table_markdown from results/toy-full/claims.json",
+                                     lambda: claims_block("toy-full")),
             "results-toy-full": Block(RESULTS_TOY_FULL, "stepwiser_lib.tools.readme.results_section from results/toy-full",
                                       lambda: results_section("toy-full"))}
 

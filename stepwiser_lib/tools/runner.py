@@ -216,6 +216,12 @@ def run(profile: str, only: list[str] | None = None, check_only: bool = False,
         # a full run of the shipped notebooks: its times are a result (the run-time table of docs/results_tiny.md)
         write_json(results_dir(profile) / "run_times.json",
                    {"notebooks": timings, "cpus": os.cpu_count(), "fresh": fresh})
+    if out_dir is None and notebooks_dir == NOTEBOOKS_DIR and any(results_dir(profile).glob("*_predictions.jsonl")):
+        from ..evals import claims  # lazy: numpy, only after a run that wrote predictions
+
+        t0 = time.time()
+        doc = claims.write(results_dir(profile), profile)  # the claims table, from every predictions file there
+        print(f"[runner] claims.json: {len(doc['claims'])} claims in {time.time() - t0:.0f} s", flush=True)
     return timings
 
 

@@ -25,19 +25,21 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from ..core import io, paths, prompts
+from ..core import config, io, paths, prompts
 from ..engines.checkpoints import resolve_model
 from ..engines.sft import sft
 from ..engines.trainers import SFTSettings
-from ..evals.evaluation import compare_rates, problem_predictions, rate_ci
+from ..evals.claims import DEGENERATE_SHARE
+from ..evals.evaluation import balanced_accuracy_ci, compare_rates, problem_predictions, rate_ci
 from ..method import chunk_reset as cr
-from ..method import judge, judge_runs, rsft, segmentation, tasks
+from ..method import judge, judge_runs, judge_train, rsft, segmentation, tasks
 from ..method.sampling import sample_solutions, solution_predictions, summarize
 from ..toy import toyworld
 
 TRIALS = Path("results") / "trials" / "chunk_sft.jsonl"
 RSFT_TRIALS = Path("results") / "trials" / "rsft.jsonl"
 RESET_TRIALS = Path("results") / "trials" / "chunk_reset.jsonl"
+JUDGE_RSFT_TRIALS = Path("results") / "trials" / "judge_rsft.jsonl"
 
 
 def _append(rel: Path, rec: dict) -> None:
@@ -185,6 +187,52 @@ def rsft_trial(profile: str, name: str, *, policy: str | None = None, lr: float 
             "comparison": comp, "seconds": round(time.time() - t0, 1)}
 
 
+def judge_rsft_trial(profile: str, name: str, *, rule: str = "rel_ratio", lr: float | None = None,
+                     epochs: float | None = None, samples: int | None = None, per_example: int | None = None,
+                     use_lora: bool | None = None, loss_tokens: str | None = None, seed: int = 0, note: str = "") -> dict:
+    """The RS-FT judge (notebook 04's "Ablate RL" arm, paper Table 6) with one recipe, from
+    ``profile``'s CoT warm-up and judge splits, measured on the **dev** chunks only: balanced
+    accuracy, Positive rate, and the share of verdicts equal to the warm-up's
+    (:data:`stepwiser_lib.evals.claims.DEGENERATE_SHARE`: a judge at or above it never left its
+    start). Settings left None are the profile's (issue 35: the RS-FT judge of toy-full gave the
+    warm-up's verdicts on every test chunk)."""
+    from ..engines.models import release  # lazy: torch
+
+    t0 = time.time()
+    cfg = config.for_notebook(profile, "04_judge_grpo")
+    recipe = judge_train.recipe_from_config(cfg)
+    rs = recipe["rsft"].with_(**{k: v for k, v in (("lr", lr), ("epochs", epochs), ("use_lora", use_lora)) if v is not None})
+    recipe = {**recipe, "rsft": rs, "rsft_loss_tokens": loss_tokens or "all", "rsft_samples": samples or recipe["rsft_samples"],
+              "rsft_per_example": per_example or recipe["rsft_per_example"]}
+    data, _ = judge_runs.read_splits(profile, [rule])
+    art = paths.artifacts(profile, "04_judge_grpo")
+    warm = art / "warmup_cot" / "model"
+    out = paths.run_dir(profile) / "trials" / "judge_rsft" / name
+    r = judge_train.train_variant(f"rsft:{rule}", data, out, base_model=str(warm), warmups={"cot": str(warm)},
+                                  recipe=recipe, family="toy", seed=seed)
+    dev = data[rule]["dev_balanced"]
+
+    def judged(model_dir):
+        j = judge.Judge.load(str(model_dir), batch_size=128, family="toy", max_new_tokens=recipe["rl"].max_completion)
+        v = [x["verdict"] for x in j.judge([judge.triple(e) for e in dev])]
+        release(j)
+        return v
+
+    after, before = judged(r["entry"]["base"]), judged(warm)
+    preds = [{"problem_id": e["problem_id"], "label": e["label"], "verdict": v == "Positive" if v else None}
+             for e, v in zip(dev, after)]
+    same = sum(a == b for a, b in zip(after, before)) / len(dev)
+    return {"name": name, "profile": profile, "note": note, "kind": "judge_rsft", "rule": rule,
+            "settings": {"lr": rs.lr, "epochs": rs.epochs, "use_lora": rs.use_lora, "loss_tokens": recipe["rsft_loss_tokens"],
+                         "samples": recipe["rsft_samples"],
+                         "per_example": recipe["rsft_per_example"], "seed": seed},
+            "kept": r["train"]["rsft_kept"], "sampled": r["train"]["rsft_sampled"],
+            "dev": {"chunks": len(dev), "balanced_acc": balanced_accuracy_ci(preds)["balanced_acc"],
+                    "positive_rate": round(100 * sum(v == "Positive" for v in after) / len(dev), 2),
+                    "same_as_warmup": round(100 * same, 2), "degenerate": same >= DEGENERATE_SHARE},
+            "seconds": round(time.time() - t0, 1)}
+
+
 def reset_trial(profile: str, name: str, *, temperatures: tuple[float, ...] = (1.0, 0.7, 0.4),
                 judge_name: str = "stepwiser:rel_ratio", n_problems: int = 128, seed: int = 0, note: str = "") -> dict:
     """Chunk-reset's policy sampling temperature (not in the paper; notebook 06's ``TEMPERATURE``)
@@ -313,6 +361,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--policy", default=None, help="RS-FT start (default: the profile's chunk policy)")
     ap.add_argument("--reset", action="store_true", help="chunk-reset's policy temperature instead (reset_trial)")
     ap.add_argument("--temperatures", type=float, nargs="+", default=[1.0, 0.7, 0.4])
+    ap.add_argument("--judge-rsft", action="store_true", help="the RS-FT judge's recipe instead (judge_rsft_trial), on dev chunks")
+    ap.add_argument("--rsft-per-example", type=int, default=None)
+    ap.add_argument("--loss-tokens", default=None, choices=["all", "verdict"], help="the RS-FT judge's loss tokens (default: all, as notebook 04)")
     ap.add_argument("--table", action="store_true", help="print the trials so far as the lab log's tables")
     a = ap.parse_args(argv)
     if a.table:
@@ -323,6 +374,13 @@ def main(argv: list[str] | None = None) -> None:
         return
     if not a.name:
         ap.error("--name is required for a trial")
+    if a.judge_rsft:
+        rec = judge_rsft_trial(a.profile, a.name, lr=a.lr, epochs=a.epochs, samples=a.rsft_samples,
+                               per_example=a.rsft_per_example, use_lora=True if a.lora else None,
+                               loss_tokens=a.loss_tokens, seed=a.seed, note=a.note)
+        _append(JUDGE_RSFT_TRIALS, rec)
+        print(json.dumps({k: rec[k] for k in ("name", "settings", "kept", "sampled", "dev", "seconds")}, indent=1))
+        return
     if a.reset:
         rec = reset_trial(a.profile, a.name, temperatures=tuple(a.temperatures), seed=a.seed, note=a.note)
         _append(RESET_TRIALS, rec)
