@@ -136,7 +136,9 @@ def test_claims_table_resamples_seeds_names_directions_and_marks_arms_that_never
     doc = claims.write(tmp_path, "unit", n_boot=500)
     assert json.loads((tmp_path / "claims.json").read_text())["claims"][0]["claim"] == doc["claims"][0]["claim"]
     md = claims.table_markdown(doc)
-    assert md[0].startswith("| paper claim |") and len(md) == 2 + len(doc["claims"]) and "**uninformative**" in "\n".join(md)
+    assert md[0] == claims.summary_line(doc) and md[0].startswith(f"{len(doc['claims'])} claims: ")
+    assert "*uninformative*" in md[0] and "Seeds per arm: 3" in md[0]
+    assert md[2].startswith("| paper claim |") and len(md) == 4 + len(doc["claims"]) and "**uninformative**" in "\n".join(md)
 
 
 def test_claim_text_follows_the_papers_sign_and_the_label_rule_rows_are_not_established_at_1p5b(tmp_path):

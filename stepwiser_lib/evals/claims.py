@@ -532,11 +532,27 @@ def write(results_dir: str | Path, profile: str, n_boot: int = seeds.N_BOOT) -> 
     return doc
 
 
+def summary_line(doc: dict) -> str:
+    """The verdicts of a ``claims.json`` document counted, and the seeds its arms hold: the sentence
+    above its table, filled from the file."""
+    from collections import Counter
+
+    rows_ = doc["claims"]
+    n = Counter(r["verdict"] for r in rows_)
+    seeds_ = sorted({v for r in rows_ for v in r["seeds"].values()})
+    order = ["same direction", "opposite direction", "undetermined", "no paper effect", "equivalent",
+             "not shown equivalent", "uninformative"]
+    return (f"{len(rows_)} claims: " + ", ".join(f"{n[v]} *{v}*" for v in order if n[v])
+            + f". Seeds per arm: {', '.join(map(str, seeds_))} (an untrained arm has its sampling seeds); "
+            f"{doc['n_boot']} bootstrap replicates; Holm over the informative rows at α = {doc['alpha']}.")
+
+
 def table_markdown(doc: dict | None) -> list[str]:
     """The claims table of a ``claims.json`` document as Markdown lines (empty without claims)."""
     if not doc or not doc.get("claims"):
         return []
-    lines = [("| paper claim | paper: a − b (z; outside its noise?) | where | ours: a − b [95%] | seeds a / b | p | "
+    lines = [summary_line(doc), "",
+             ("| paper claim | paper: a − b (z; outside its noise?) | where | ours: a − b [95%] | seeds a / b | p | "
               "p (Holm) | direction | verdict |"), "|---|---|---|---|---|---|---|---|---|"]
     for r in doc["claims"]:
         z = "no interval" if r["paper_z"] is None else f"z {r['paper_z']:+.1f}"

@@ -10,8 +10,8 @@ Blocks, and where they live: ``colab-table`` in ``docs/colab.md``
 times and each notebook's table at that profile), ``claims-tiny``
 (:func:`stepwiser_lib.evals.claims.markdown`), ``findings-tiny`` (:func:`findings`: the prose under
 tiny's tables, its numbers from the results) and ``bench-table``
-(:func:`stepwiser_lib.tools.bench.readme_table`) in ``docs/results_tiny.md``; ``claims-toy-full``
-and ``results-toy-full`` in ``docs/results_toy_full.md``.
+(:func:`stepwiser_lib.tools.bench.readme_table`) in ``docs/results_tiny.md``; ``claims-toy-full``,
+``findings-toy-full`` and ``results-toy-full`` in ``docs/results_toy_full.md``.
 """
 
 from __future__ import annotations
@@ -220,6 +220,8 @@ def blocks() -> dict[str, Block]:
                                    lambda: findings("tiny")),
             "claims-toy-full": Block(RESULTS_TOY_FULL, "stepwiser_lib.evals.claims.table_markdown from results/toy-full/claims.json",
                                      lambda: claims_block("toy-full")),
+            "findings-toy-full": Block(RESULTS_TOY_FULL, "stepwiser_lib.tools.readme.findings from results/toy-full",
+                                       lambda: findings("toy-full")),
             "results-toy-full": Block(RESULTS_TOY_FULL, "stepwiser_lib.tools.readme.results_section from results/toy-full",
                                       lambda: results_section("toy-full"))}
 
