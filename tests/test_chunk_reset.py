@@ -236,3 +236,12 @@ def test_reset_example_shows_the_rejected_and_the_accepted_attempt():
                             ["stepwiser:rel_ratio"])
     assert "attempt 0 [REJECTED, judge Negative]" in text and "attempt 1 [ACCEPTED, judge Positive]" in text
     assert "judge analysis: saw BAD x" in text and "ACCEPTED HISTORY: (none)" in text
+
+
+def test_summary_line_says_a_run_in_words():
+    from stepwiser_lib.method import chunk_reset as cr
+
+    sm = {"n": 64, "accuracy": 85.94, "judge_calls": 11.66, "resets": 7.14, "exhausted": 1.719, "cut_at_limit": 0.0}
+    assert cr.summary_line(sm) == ("accuracy 85.9% on 64 problems; per problem 11.7 judge calls, 7.1 resets, "
+                                   "1.7 chunks exhausted (every attempt rejected)")
+    assert cr.summary_line({"n": 64, "accuracy": 87.5, "judge_calls": 0.0}) == "accuracy 87.5% on 64 problems"

@@ -18,13 +18,13 @@ def test_claims_rows_pair_paper_and_ours(tmp_path):
         _c("y", "disc_sft:abs_q", "outcome-based selection", 1.0, -1.0, 3.0)]}))
     rows = claims.rows(tmp_path)
     got = [(r["paper"], r["ours"], r["verdict"]) for r in rows]
-    assert got == [(12.1, -4.0, "contradicted"),  # Table 5 rel_ratio: 36.2 - 24.1
-                   (5.7, 3.0, "reproduced"),  # Table 7 1.5B: 36.9 - 31.2
-                   (0.8, -1.0, "within noise"),  # Table 8: 60.9 - 60.1
-                   (0.9, 1.0, "within noise")]  # Table 8 disc abs_q: 61.8 - 60.9
+    assert got == [(12.1, -4.0, "opposite direction"),  # Table 5 rel_ratio: 36.2 - 24.1
+                   (5.7, 3.0, "same direction"),  # Table 7 1.5B: 36.9 - 31.2
+                   (0.8, -1.0, "undetermined"),  # Table 8: 60.9 - 60.1
+                   (0.9, 1.0, "undetermined")]  # Table 8 disc abs_q: 61.8 - 60.9
     assert rows[0]["claim"].startswith("the generative RL judge") and "Table 5" in rows[0]["paper_source"]
     md = claims.markdown(tmp_path)
-    assert md[0].startswith("| paper claim |") and "**contradicted**" in md[2] and len(md) == 6
+    assert md[0].startswith("| paper claim |") and "**opposite direction**" in md[2] and len(md) == 6
     assert claims.markdown(tmp_path / "none") == []
 
 
@@ -41,7 +41,7 @@ def test_toy_processbench_orderings_meet_the_papers_tables_5_and_6(tmp_path):
     assert [r["paper"] for r in rows] == [12.1,  # 1.5B: 36.2 - 24.1
                                           0.1,  # 1.5B: 36.2 - 36.1
                                           12.6]  # balancing exists at 7B only: 60.5 - 47.9
-    assert "7B" in rows[2]["paper_source"] and all(r["verdict"] == "within noise" for r in rows)
+    assert "7B" in rows[2]["paper_source"] and all(r["verdict"] == "undetermined" for r in rows)
 
 
 def test_table4_and_same_rule_judge_orderings_enter_the_claims_table(tmp_path):
@@ -53,9 +53,9 @@ def test_table4_and_same_rule_judge_orderings_enter_the_claims_table(tmp_path):
         _c("the judge's chain of thought helps (RL on both)", "stepwiser:rel_ratio", "rsft:rel_ratio", 1.0, -2.0, 4.0)]}))  # wrong pair: left out
     rows = claims.rows(tmp_path)
     assert [(r["paper"], r["verdict"]) for r in rows] == [
-        (-3.6, "reproduced"),  # Table 4 1.5B steps: 6.0 - 9.6; fewer steps is the paper's direction
-        (0.5, "contradicted"),  # Table 4 1.5B accuracy: 44.7 - 44.2
-        (1.9, "within noise")]  # Table 6 1.5B no-CoT: 36.2 - 34.3 (rel_ratio)
+        (-3.6, "same direction"),  # Table 4 1.5B steps: 6.0 - 9.6; fewer steps is the paper's direction
+        (0.5, "opposite direction"),  # Table 4 1.5B accuracy: 44.7 - 44.2
+        (1.9, "undetermined")]  # Table 6 1.5B no-CoT: 36.2 - 34.3 (rel_ratio)
     assert "steps per solution" in rows[0]["paper_source"] and "test chunks" in rows[2]["paper_source"]
 
 

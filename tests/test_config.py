@@ -201,3 +201,14 @@ def test_real_model_profiles_set_every_value_chosen_for_tiny(profile):
                 if switch is None or vals.get(switch[0]) == switch[1]:
                     missing.append(f"{nb.stem}.{k}")
     assert not missing, f"{profile} inherits tiny's value of {missing}"
+
+
+def test_the_config_echo_says_what_the_profile_changed_not_every_value():
+    """Issue 36: the echo under the parameters cell repeated it (up to 53 lines); it now names the changes."""
+    cfg = C.Config("04_judge_grpo", {"PROFILE": "x", "A": 1, "B": [1, 2]}, {"PROFILE": "tiny", "A": 1, "B": []})
+    assert cfg.changed() == {"B": [1, 2]}
+    assert repr(cfg).splitlines() == ["Config(04_judge_grpo): 3 parameters checked against their declared types and "
+                                      "ranges, profile 'x'; these 1 differ from the parameters cell:", "  B = [1, 2]"]
+    same = C.Config("n", {"PROFILE": "tiny", "A": 1}, {"PROFILE": "tiny", "A": 1})
+    assert repr(same).endswith("every value is the parameters cell's") and "\n" not in repr(same)
+    assert C.Config("n", {"PROFILE": "p", "A": 1}).changed() == {"A": 1}  # defaults unknown: every value

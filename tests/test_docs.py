@@ -21,6 +21,9 @@ def _executed(root: str, exception=False, end="2026-01-01T00:00:01"):
                                    {"output_type": "stream", "name": "stdout", "text": [f"wrote {root}/results/tiny/x.json\n"]},
                                    {"output_type": "display_data", "metadata": {},
                                     "data": {"application/vnd.jupyter.widget-view+json": {"model_id": "m"}}},
+                                   {"output_type": "display_data", "metadata": {},  # a trainer's live progress table
+                                    "data": {"text/plain": ["<IPython.core.display.HTML object>"],
+                                             "text/html": ["<div><progress value='76' max='76'></progress> [76/76]</div>"]}},
                                    {"output_type": "display_data", "metadata": {},
                                     "data": {"text/plain": [f"{root}"], "image/png": "iVBOR"}}]}],
             "nbformat": 4, "nbformat_minor": 5}
@@ -34,6 +37,7 @@ def test_clean_keeps_what_a_reader_needs_and_nothing_of_the_machine():
     assert nb["cells"].pop(2)["id"] == "injected-parameters"  # papermill's random id, made stable
     text = json.dumps(nb)
     assert "/x/repo" not in text and "iopub" not in text and "widget" not in text and "100%" not in text
+    assert "<progress" not in text  # the trainer's progress table is gone (issue 36)
     assert nb["metadata"]["stepwiser_docs"] == {"profile": "tiny", "source": "notebooks/01_x.ipynb",
                                                 "parameters": {"PROFILE": "tiny"}, "minutes": 1.5}
     assert nb["cells"][0]["id"] == "docs-banner" and "Executed copy" in nb["cells"][0]["source"][0]
@@ -52,13 +56,24 @@ def test_export_writes_the_copies_and_an_index_and_refuses_an_unfinished_run(tmp
     (src / "01_x.ipynb").write_text(json.dumps(_executed("/x/repo")))
     assert [p.name for p in docs.export("tiny", src, out, root="/x/repo")] == ["01_x.ipynb"]
     index = (out / "README.md").read_text()
-    assert "| [01 · X](01_x.ipynb) | [`notebooks/01_x.ipynb`](../../notebooks/01_x.ipynb) | 1.5 |" in index
+    sc = docs.screens(json.loads((out / "01_x.ipynb").read_text()))
+    assert f"| [01 · X](01_x.ipynb) | [`notebooks/01_x.ipynb`](../../notebooks/01_x.ipynb) | {sc} | 1.5 |" in index
+    assert f"About {round(sc)} screens in all" in index
     (src / "02_y.ipynb").write_text(json.dumps(_executed("/x/repo", end=None)))
     with pytest.raises(RuntimeError, match="did not finish"):
         docs.export("tiny", src, out, root="/x/repo")
     (src / "02_y.ipynb").write_text(json.dumps(_executed("/x/repo", exception=True)))
     with pytest.raises(RuntimeError, match="stopped with an error"):
         docs.export("tiny", src, out, root="/x/repo")
+
+
+def test_screens_count_rendered_lines():
+    nb = {"cells": [{"cell_type": "markdown", "source": ["# T\n", "x" * 230]},  # 1 + 3 wrapped lines + 1
+                    {"cell_type": "code", "metadata": {}, "source": ["a = 1\n", "b = 2"],  # 2 + 1
+                     "outputs": [{"output_type": "stream", "text": ["1\n2\n3\n"]},  # 3
+                                 {"output_type": "display_data", "data": {"image/png": "x"}},  # a figure
+                                 {"output_type": "display_data", "data": {"text/html": "<table><tr><tr><tr></table>"}}]}]}  # 3 rows
+    assert docs.screens(nb) == round((5 + 3 + 3 + docs.FIGURE_LINES + 3) / docs.SCREEN_LINES, 1)
 
 
 def test_committed_docs_are_clean_copies_of_the_current_notebooks():

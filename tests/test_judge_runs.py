@@ -246,3 +246,34 @@ def test_comparisons_markdown_leaves_an_uninformative_comparison_without_numbers
     assert lines[-2] == ("| RL beats its warm-up | stepwiser:rel_ratio − warm-up (before RL) | +4.2 | [+1.0, +7.5] | "
                          "paired bootstrap by problem | 0.004 | 0.01 | a higher |")
     assert lines[-1] == "| x | restate_rl:rel_ratio − warm-up (before RL) |  |  | no verdict parsed |  |  | uninformative |"
+
+
+def test_behaviour_measures_what_the_analysis_and_the_verdict_do():
+    """Issue 36: the printed analyses invented arithmetic and verdicts contradicted them; these rates say how often."""
+    from stepwiser_lib.toy import judge_text
+
+    p = "a = 25. b = a + 30. c = b + 6. Find c."
+    ex = [{"problem": p, "chunk": "b = a + 30 = 25 + 30 = 55"}] * 3
+    exact = judge_text.toy_analysis(p, ex[0]["chunk"])
+    judged = [{"verdict": "Positive", "analysis": exact + "\n\\boxed{Positive}"},  # exact, follows
+              {"verdict": "Negative", "analysis": exact},  # exact, contradicts its analysis
+              {"verdict": None, "analysis": "b = a + 30 = 25 + 30 = 51\ncheck b: b = 51; stated 55; 55 - 51 = 4"}]  # 25 + 30 != 51
+    b = jr.behaviour(judged, ex)
+    assert {k: (v["rate"], v["n"]) for k, v in b.items()} == {
+        "analysis_exact": (66.7, 3), "arithmetic_ok": (66.7, 3), "follows_analysis": (50.0, 2), "positive": (33.3, 3)}
+    assert b["positive"]["low"] < 33.3 < b["positive"]["high"]
+    lines = jr.behaviour_lines({"warm-up": b, "RL": b})
+    assert len(lines) == 4 and lines[2].startswith("- *the verdict is the one its own analysis implies*: warm-up 50.0%")
+    assert jr.behaviour(judged, [{"problem": "not a toy problem", "chunk": "x"}] * 3) is None
+
+
+def test_describe_output_says_what_a_printed_judge_output_is():
+    from stepwiser_lib.toy import judge_text
+
+    p = "a = 25. b = a + 30. c = b + 6. Find c."
+    e = {"problem": p, "chunk": "b = a + 30 = 25 + 30 = 55"}
+    line = jr.describe_output(e, {"verdict": "Negative", "analysis": judge_text.toy_analysis(p, e["chunk"])})
+    assert line == ("[analysis: the exact re-derivation; it implies the chunk is right; verdict Negative; the verdict "
+                    "contradicts it; exact checker: right]")
+    bad = jr.describe_output(e, {"verdict": "Negative", "analysis": "b = a + 30 = 25 + 30 = 51\ncheck b: b = 51; stated 55; 55 - 51 = 4"})
+    assert "a sum in it is wrong" in bad and "the verdict follows it" in bad

@@ -338,3 +338,14 @@ def test_workers_label_their_shards_and_the_merge_equals_one_process(tmp_path, n
         assert merged["records"] == one["records"] and timeless(merged["stats"]) == timeless(one["stats"])
     with pytest.raises(ValueError, match="want 0 <= worker < workers"):
         L.label_prompts(FakeToyPolicy(), items, TEMPLATE, _cfg(), tmp_path / "bad", "m", worker=2, workers=2)
+
+
+def test_stats_lines_say_the_run_in_words():
+    st = {"prompts": 112, "kept_prompts": 96, "trajectories": 288, "prefixes": 813, "rollouts": 7450,
+          "rollouts_full": 13008, "seconds": 93.6, "prefilter_seconds": 17.8}
+    s = {"chunks": 1101, "problems": 96, "positive_abs_q": 68.94, "positive_rel_effective": 67.57,
+         "positive_rel_ratio": 63.12, "mean_q": 0.5524}
+    lines = L.stats_lines(st, s)
+    assert len(lines) == 3 and "96 kept by the pre-filter" in lines[0] and "1101 chunks labelled on 96 problems" in lines[0]
+    assert "7,450 of the 13,008" in lines[1] and "(57%)" in lines[1] and "98 per second" in lines[1]  # 7450 / 75.8 s
+    assert lines[2] == "Positive labels: Abs-Q 68.9%, Rel-Effective 67.6%, Rel-Ratio 63.1%; mean Q 0.55"

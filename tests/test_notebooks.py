@@ -123,8 +123,10 @@ def test_notebook_runs_at_smoke(stem):
         assert any(n.startswith("disc_sft:rel_ratio (dev threshold") for n in res["judges"])
         assert "toy_dev" not in res["solutions_per_split"] and all(p["split"] != "toy_dev" for p in preds)
         # the paper's orderings asked of the judges this run has, each a paired comparison
-        assert [(c["a"], c["b"]) for c in res["comparisons"]] == [("stepwiser:rel_ratio", "disc_sft:rel_ratio"),
-                                                                 ("stepwiser:rel_ratio", "no_cot_rl:rel_ratio")]
+        # both readings (issue 36): the judges' own verdicts, then their dev-split thresholds
+        assert [(c["a"], c["b"], c["reading"]) for c in res["comparisons"]] == [
+            (a, b, r) for r in ("own verdicts", "dev thresholds")
+            for a, b in (("stepwiser:rel_ratio", "disc_sft:rel_ratio"), ("stepwiser:rel_ratio", "no_cot_rl:rel_ratio"))]
         assert all(c["low"] <= c["diff"] <= c["high"] or c["low"] == c["high"] for c in res["comparisons"]
                    if c["verdict"] != "uninformative")  # a judge that parsed nothing (smoke's no-CoT judge may)
     if stem == "06_chunk_reset":

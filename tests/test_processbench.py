@@ -325,10 +325,13 @@ def test_take_both_keeps_one_solution_per_problem_in_round_order():
     assert [r["problem"] for r in c] == ["p0", "p1", "p9"] and [r["problem"] for r in e] == ["p2", "p3", "p8"]
 
 
-def test_examples_show_a_found_error_a_missed_one_and_a_false_alarm():
-    bench = {"s": [{"id": "1", "label": 1}, {"id": "2", "label": 0}, {"id": "3", "label": -1}, {"id": "4", "label": -1}]}
-    outs = {"s": [{"prediction": 1}, {"prediction": -1}, {"prediction": -1}, {"prediction": 0}]}
-    assert [(k, r["id"]) for k, _, r, _ in PB.examples(bench, outs, 1)] == [("found", "1"), ("missed", "2"), ("false alarm", "4")]
+def test_examples_show_each_kind_of_error_named_as_error_kinds_names_it():
+    bench = {"s": [{"id": "1", "label": 1}, {"id": "2", "label": 0}, {"id": "3", "label": -1}, {"id": "4", "label": -1},
+                   {"id": "5", "label": 4}, {"id": "6", "label": 1}, {"id": "7", "label": 2}]}
+    outs = {"s": [{"prediction": 1}, {"prediction": -1}, {"prediction": -1}, {"prediction": 0},
+                  {"prediction": 2}, {"prediction": 3}, {"prediction": 0}]}
+    assert [(k, r["id"]) for k, _, r, _ in PB.examples(bench, outs, 1)] == [
+        ("found", "1"), ("missed", "2"), ("false alarm", "4"), ("too early", "5"), ("too late", "6")]  # the first of each kind
     r = {"id": "4", "label": -1, "generator": "g", "problem": "P", "steps": ["a"]}
     text = PB.format_example("false alarm", "s", r, {"prediction": 0, "verdicts": ["Negative"], "analyses": ["why"]})
     assert "true first error = none (a correct solution), judge predicted 0" in text and "judge analysis: why" in text
@@ -400,3 +403,9 @@ def test_dev_threshold_is_chosen_on_the_dev_split_only():
     assert preds["toy_2step"] == PB.threshold_predictions(scores["toy_2step"], t)
     s, q = PB.step_scores({"x": [{"p_positive": [0.8, None], "scores": [1.0, 0.0]}]}, "p_positive")
     assert s == {"x": [[0.8, 0.0]]} and q == {"x": [[False, True]]}
+
+
+def test_positive_share_counts_judged_steps():
+    outs = {"a": [{"verdicts": ["Positive", "Negative"]}, {"verdicts": ["Positive", None]}], "b": [{"verdicts": []}]}
+    assert PB.positive_share(outs) == round(100 * 2 / 3, 1)
+    assert PB.positive_share({"a": [{"verdicts": [None]}]}) is None

@@ -65,10 +65,10 @@ def test_paired_difference_cancels_what_items_share():
 
 
 def test_claim_verdict_literal():
-    assert stats.claim_verdict(0.5, 3.0, +1) == "reproduced"
-    assert stats.claim_verdict(-3.0, -0.5, -1) == "reproduced"
-    assert stats.claim_verdict(-3.0, -0.5, +1) == "contradicted"
-    assert stats.claim_verdict(-1.0, 2.0, +1) == "within noise"
+    assert stats.claim_verdict(0.5, 3.0, +1) == "same direction"
+    assert stats.claim_verdict(-3.0, -0.5, -1) == "same direction"
+    assert stats.claim_verdict(-3.0, -0.5, +1) == "opposite direction"
+    assert stats.claim_verdict(-1.0, 2.0, +1) == "undetermined"
     with pytest.raises(ValueError):
         stats.claim_verdict(0, 1, 0)
 

@@ -86,8 +86,8 @@ def test_claim_lines_give_the_verdict_its_meaning_and_the_other_questions(tmp_pa
     (tmp_path / "self_segmentation.json").write_text(json.dumps({"comparisons": comps}))
     lines = teaching.claim_lines(tmp_path, "self_segmentation")
     assert len(lines) == 2
-    assert "Paper: -3.6" in lines[0] and "**reproduced**" in lines[0] and "this run shows it" in lines[0]
-    assert "**within noise**" in lines[1] and "does not show it either way" in lines[1]
+    assert "Paper: -3.6" in lines[0] and "**same direction**" in lines[0] and "has the paper's sign" in lines[0]
+    assert "**undetermined**" in lines[1] and "does not tell either way" in lines[1]
     other = {"claim": "RL beats its warm-up", "a": "stepwiser:rel_ratio", "b": "warm-up (before RL)",
              "diff": 1.0, "low": 0.5, "high": 1.5, "test": "t"}
     (tmp_path / "judges.json").write_text(json.dumps({"comparisons": [other]}))
@@ -96,3 +96,12 @@ def test_claim_lines_give_the_verdict_its_meaning_and_the_other_questions(tmp_pa
     assert "no `rsft.json` yet" in teaching.claim_lines(tmp_path, "rsft")[0]
     (tmp_path / "rsft.json").write_text(json.dumps({"comparisons": []}))
     assert "no paired claim" in teaching.claim_lines(tmp_path, "rsft")[0]
+
+
+def test_label_noise_line_says_what_kind_of_example_a_trajectory_is():
+    row = lambda i, ok, a, e, r: {"i": i, "exact checker": ok, "abs_q": a, "rel_effective": e, "rel_ratio": r}  # noqa: E731
+    assert teaching.label_noise_line([row(0, True, "+", "+", "+"), row(1, False, "−", "−", "−")]).startswith("A clean example")
+    line = teaching.label_noise_line([row(0, True, "+", "+", "−"), row(1, False, "+", "−", "−")])
+    assert line.startswith("Label noise in this example: chunk 0 is right by the exact checker, but Rel-Ratio labels it "
+                           "Negative; chunk 1 is wrong by the exact checker, but Abs-Q labels it Positive.")
+    assert teaching.label_noise_line([{"i": 0, "abs_q": "+"}]) == ""  # no checker (real maths)

@@ -93,3 +93,15 @@ def test_evaluate_reads_the_policy_dev_split_never_the_reported_one():
     assert toybase.EVALUATE_SPLIT == "eval_dev"
     dev = {p.text for p in toyworld.generate_problems(toybase.EVALUATE_SPLIT, 256, seed=0)}
     assert not dev & {p.text for p in toyworld.generate_problems("eval", 400, seed=0)}
+
+
+def test_eval_lines_say_the_committed_manifest_in_words():
+    from stepwiser_lib.core import io
+    from stepwiser_lib.core.paths import TOY_BASE_DIR
+    from stepwiser_lib.toy import toybase
+
+    ev = io.read_json(TOY_BASE_DIR / "manifest.json")["eval"]
+    lines = toybase.eval_lines(ev)
+    assert len(lines) == 4 and f"{100 * ev['accuracy_greedy']:.1f}% greedy" in lines[1]
+    assert f"{100 * ev['chunk_prompt_format_ok_sampled_t1']:.1f}% in the chunk format" in lines[2]
+    assert "eval_dev" in toybase.eval_lines({**ev, "eval_split": "eval_dev"})[0]

@@ -219,11 +219,14 @@ def check_profile_file(profile: str, notebooks: dict[str, dict[str, Param]],
 
 
 class Config:
-    """A frozen view of a notebook's parameters: ``cfg.N_PROBLEMS``, ``cfg.as_dict()``."""
+    """A frozen view of a notebook's parameters: ``cfg.N_PROBLEMS``, ``cfg.as_dict()``.
+    ``defaults``: the notebook's own values (its parameters cell), so that its echo can say what a
+    profile changed instead of repeating the cell above it (issue 36: the echo was up to 53 lines)."""
 
-    def __init__(self, notebook: str, values: dict[str, Any]):
+    def __init__(self, notebook: str, values: dict[str, Any], defaults: dict[str, Any] | None = None):
         object.__setattr__(self, "_notebook", notebook)
         object.__setattr__(self, "_values", MappingProxyType(dict(values)))
+        object.__setattr__(self, "_defaults", dict(defaults) if defaults is not None else None)
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -242,9 +245,27 @@ class Config:
     def as_dict(self) -> dict[str, Any]:
         return dict(self._values)
 
+    def changed(self) -> dict[str, Any]:
+        """The values that differ from the notebook's own (its parameters cell); every value
+        when the notebook's defaults are unknown."""
+        if self._defaults is None:
+            return {k: v for k, v in self._values.items() if k != "PROFILE"}
+        return {k: v for k, v in self._values.items() if k != "PROFILE" and self._defaults.get(k, v) != v}
+
     def __repr__(self) -> str:
-        body = "\n".join(f"  {k} = {v!r}" for k, v in self._values.items())
-        return f"Config({self._notebook}):\n{body}"
+        head = (f"Config({self._notebook}): {len(self._values)} parameters checked against their declared types "
+                f"and ranges, profile {self._values.get('PROFILE')!r}")
+        changed = self.changed()
+        if self._defaults is not None and not changed:
+            return head + "; every value is the parameters cell's"
+        what = "differ from the parameters cell" if self._defaults is not None else "are"
+        body = "\n".join(f"  {k} = {_short(v)}" for k, v in changed.items())
+        return f"{head}; these {len(changed)} {what}:\n{body}"
+
+
+def _short(v: Any, width: int = 100) -> str:
+    r = repr(v)
+    return r if len(r) <= width else r[: width - 3] + "..."
 
 
 def list_notebooks(notebooks_dir: Path = NOTEBOOKS_DIR, only: list[str] | None = None) -> list[Path]:
@@ -312,7 +333,9 @@ def resolve(namespace: dict, notebook: str, profiles_dir: Path = PROFILES_DIR,
         why = declared[k].problem(v)
         if why:
             raise ConfigError(f"{notebook}: {k} = {v!r} {why} (declared `{k}: {declared[k].spec.text}`)")
-    return Config(notebook, values)
+    source = NOTEBOOKS_DIR / f"{notebook}.ipynb"  # the cell's own values (papermill has overwritten them here)
+    defaults = {k: p.default for k, p in notebook_parameters(source).items()} if source.exists() else None
+    return Config(notebook, values, defaults)
 
 
 def for_notebook(profile: str, notebook: str, profiles_dir: Path = PROFILES_DIR,
@@ -324,4 +347,4 @@ def for_notebook(profile: str, notebook: str, profiles_dir: Path = PROFILES_DIR,
     if not nb.exists():
         raise ConfigError(f"no notebook {nb.name} in {notebooks_dir}")
     values = with_defaults([nb], checked_parameters(profile, [nb], profiles_dir))[nb.stem]
-    return Config(nb.stem, {**values, "PROFILE": profile})
+    return Config(nb.stem, {**values, "PROFILE": profile}, {k: p.default for k, p in notebook_parameters(nb).items()})

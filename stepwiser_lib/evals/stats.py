@@ -136,11 +136,13 @@ def _difference(reps: list[float], est: float, level: float, test: str) -> dict:
 
 
 def claim_verdict(low: float, high: float, direction: int) -> str:
-    """A paper claim against our paired interval of (ours - comparison): *reproduced* when the
-    interval excludes zero in the paper's ``direction`` (+1: the paper's method is higher, -1:
-    lower), *contradicted* when it excludes zero the other way, else *within noise*."""
+    """A paper claim against one run's paired interval of (ours - comparison): *same direction*
+    when the interval excludes zero in the paper's ``direction`` (+1: the paper's method is
+    higher, -1: lower), *opposite direction* when it excludes zero the other way, else
+    *undetermined*. The words of the claims table (:mod:`stepwiser_lib.evals.claims`), which also
+    resamples seeds and corrects for the table's many rows; one run's item interval says less."""
     if direction not in (1, -1):
         raise ValueError(f"direction must be +1 or -1, not {direction!r}")
     if low > 0 or high < 0:
-        return "reproduced" if (low > 0) == (direction > 0) else "contradicted"
-    return "within noise"
+        return "same direction" if (low > 0) == (direction > 0) else "opposite direction"
+    return "undetermined"

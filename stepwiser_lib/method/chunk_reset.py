@@ -276,7 +276,7 @@ def run_grid(policy, registry: dict[str, dict], load, items: dict[str, list[dict
                 if rec is None:
                     continue
                 out[(label, task, k)] = rec
-                print(f"{label:28s} {task:8s} seed {k}: {rec['summary']}")
+                print(f"{label:28s} {task:8s} seed {k}: {summary_line(rec['summary'])}")
         if "judge" in holder:
             release(holder.pop("judge"))  # the next judge's engine needs the memory
     rc = ResetConfig(max_attempts=1, max_chunks=base.max_chunks, temperature=0.0, max_new_tokens=base.max_new_tokens,
@@ -286,7 +286,7 @@ def run_grid(policy, registry: dict[str, dict], load, items: dict[str, list[dict
         rec = cached(art / f"no_judge_greedy__{task}.json", key, lambda: run_arm(policy, None, its, template, rc, is_correct))
         if rec is not None:
             out[(GREEDY, task, 0)] = rec
-            print(f"{GREEDY:28s} {task:8s}: {rec['summary']}")
+            print(f"{GREEDY:28s} {task:8s}: {summary_line(rec['summary'])}")
     return out
 
 
@@ -381,6 +381,17 @@ def paper_rows(model: str = "1.5B") -> list[dict]:
             for r in TABLE7 if r["model"] == model]
 
 
+def summary_line(sm: dict) -> str:
+    """One run's summary in words (issue 36: it was a raw dict): accuracy, and per problem the judge
+    calls, the resets (a rejected chunk redrawn) and the chunks **exhausted**: all ``MAX_ATTEMPTS``
+    rejected, so ``ON_EXHAUSTED`` picked one of them (by default the best-scored) and went on."""
+    if not sm.get("judge_calls"):
+        return f"accuracy {sm['accuracy']:.1f}% on {sm['n']} problems"
+    return (f"accuracy {sm['accuracy']:.1f}% on {sm['n']} problems; per problem {sm['judge_calls']:.1f} judge calls, "
+            f"{sm['resets']:.1f} resets, {sm['exhausted']:.1f} chunks exhausted (every attempt rejected)"
+            + (f", {sm['cut_at_limit']}% cut at the token limit" if sm.get("cut_at_limit") else ""))
+
+
 def reset_example(runs: dict, items: dict[str, list[dict]], judges: list[str]) -> str | None:
     """The first reset followed by an accepted replacement on the first task's seed-0 runs, a
     StepWiser judge's first: the accepted history, then every attempt with its verdict and the
@@ -398,7 +409,9 @@ def reset_example(runs: dict, items: dict[str, list[dict]], judges: list[str]) -
             for a_i, a in enumerate(t["attempts"]):
                 tag = "ACCEPTED" if a_i == t["accepted"] else "REJECTED"
                 lines += [f"  attempt {a_i} [{tag}, judge {a['verdict']}]: {a['content'].replace(chr(10), ' / ')}",
-                          f"      judge analysis: {a['analysis'].strip().replace(chr(10), ' / ')}"]
+                          f"      judge analysis: {a['analysis'].strip().replace(chr(10), ' / ')}",
+                          "      " + judge_runs.describe_output({"problem": it["problem"], "chunk": a["content"]},
+                                                                  {"verdict": a["verdict"], "analysis": a["analysis"]})]
             return "\n".join(lines)
     return None
 

@@ -19,6 +19,7 @@ from ..engines import sft
 from ..engines.trainers import SFTSettings
 from ..evals import claims
 from ..evals.evaluation import balanced_accuracy_ci, compare, constant_judge, judge_predictions, reference_judge
+from ..evals.stats import wilson
 from ..evals.paper_results import paper_row
 from . import judge, judge_train, tasks
 from .judge import MODEL_FIELDS, resolved_entry, stored_entry
@@ -396,6 +397,70 @@ def warmup_entry(warmups: dict, warm_keys: dict, init: str) -> dict:
     when there is no warm-up (instruct models)."""
     return {"name": WARMUP_NAME, "kind": "warmup", "rule": None, "style": "cot", "base": warmups.get("cot", init),
             "adapter": None, "row": "format warm-up", "key": warm_keys.get("cot", paths.model_fingerprint(init))}
+
+
+def behaviour(judged: list[dict], examples: list[dict]) -> dict | None:
+    """What a judge's outputs do on ``examples`` (toy world; issue 36: the printed analyses
+    invented arithmetic and verdicts contradicted them), each a rate (%) with its Wilson 95%
+    interval and its count: ``analysis_exact`` (the analysis is the exact re-derivation),
+    ``arithmetic_ok`` (every sum it writes holds; of analyses with one), ``follows_analysis``
+    (the verdict is the one its own analysis implies; of outputs with both) and ``positive``
+    (says Positive). None off the toy world. [not in paper]"""
+    rows = [tasks.analysis_checks(e, j.get("analysis") or "") for j, e in zip(judged, examples, strict=True)]
+    if any(r is None for r in rows):
+        return None
+    pos = [j["verdict"] == "Positive" for j in judged]
+    pairs = [((j["verdict"] == "Positive"), r["implied"]) for j, r in zip(judged, rows)
+             if j["verdict"] is not None and r["implied"] is not None]
+    parts = {"analysis_exact": [r["exact"] for r in rows],
+             "arithmetic_ok": [r["arithmetic_ok"] for r in rows if r["arithmetic_ok"] is not None],
+             "follows_analysis": [v == i for v, i in pairs], "positive": pos}
+
+    def rate(xs):
+        k, n = sum(xs), len(xs)
+        lo, hi = wilson(k, n)
+        return {"rate": round(100 * k / n, 1) if n else None, "low": round(100 * lo, 1), "high": round(100 * hi, 1), "n": n}
+    return {k: rate(v) for k, v in parts.items()}
+
+
+#: How :func:`behaviour_lines` names each measure of :func:`behaviour`.
+BEHAVIOUR_WORDS = {"analysis_exact": "the analysis is the exact re-derivation of the chunk",
+                   "arithmetic_ok": "every sum the analysis writes holds",
+                   "follows_analysis": "the verdict is the one its own analysis implies",
+                   "positive": "the verdict is Positive"}
+
+
+def behaviour_lines(beh: dict[str, dict]) -> list[str]:
+    """Markdown bullets from :func:`behaviour` of several judges (name -> measures), one per
+    measure, every judge's rate with its interval: the sentences notebook 04 prints instead of
+    typing them (issue 36)."""
+    out = []
+    for k, words in BEHAVIOUR_WORDS.items():
+        vals = [f"{n} {b[k]['rate']}% [{b[k]['low']}, {b[k]['high']}] (n = {b[k]['n']})"
+                for n, b in beh.items() if b and b[k]["rate"] is not None]
+        if vals:
+            out.append(f"- *{words}*: " + "; ".join(vals))
+    return out
+
+
+def describe_output(example: dict, judged: dict) -> str:
+    """One line saying what kind of output a printed toy judge output is (issue 36: printed
+    analyses invented arithmetic and verdicts contradicted them, unremarked): whether its analysis
+    is the exact re-derivation and its sums hold, the verdict its analysis implies against the
+    verdict it gave, and the exact checker's verdict on the chunk."""
+    c = tasks.analysis_checks(example, judged.get("analysis") or "")
+    truth = tasks.step_truth(example)
+    if c is None:
+        return "(not a toy problem: no exact check)"
+    analysis = ("the exact re-derivation" if c["exact"] else
+                "not the exact re-derivation" + ("; its sums hold" if c["arithmetic_ok"] else
+                                                 "; a sum in it is wrong" if c["arithmetic_ok"] is False else ""))
+    implied = {True: "right", False: "wrong", None: "nothing readable"}[c["implied"]]
+    v = judged.get("verdict")
+    agree = ("" if v is None or c["implied"] is None else
+             "; the verdict follows it" if (v == "Positive") == c["implied"] else "; the verdict contradicts it")
+    return (f"[analysis: {analysis}; it implies the chunk is {implied}; verdict {v or 'none'}{agree}; "
+            f"exact checker: {'right' if truth else 'wrong' if truth is False else 'n/a'}]")
 
 
 def analysis_implies_truth(judged: list[dict], examples: list[dict]) -> float:

@@ -612,6 +612,24 @@ def label_summary(records: list[dict]) -> dict:
             "mean_q": round(sum(x["q"] for x in records) / n, 4)}
 
 
+def stats_lines(st: dict, summary: dict) -> list[str]:
+    """Notebook 02's labelling run in three lines a reader can take in (the stats and the label
+    summary as words, not two JSON dumps: issue 36)."""
+    frac = st["rollouts"] / st["rollouts_full"] if st.get("rollouts_full") else 1.0
+    rate = st["rollouts"] / max(st["seconds"] - st["prefilter_seconds"], 1e-9)
+    return [f"prompts: {st['prompts']} asked, {st['kept_prompts']} kept by the pre-filter -> {st['trajectories']} trajectories, "
+            f"{st['prefixes']} chunk prefixes rolled out, {summary['chunks']} chunks labelled on {summary['problems']} problems",
+            f"rollouts: {st['rollouts']:,} of the {st['rollouts_full']:,} a full M per prefix would take ({100 * frac:.0f}%), "
+            f"{rate:.0f} per second in the run that computed them ({st['seconds']:.0f} s, {st['prefilter_seconds']:.0f} s of it "
+            f"the pre-filter)",
+            "Positive labels: " + ", ".join(f"{RULE_NAMES.get(r, r)} {summary[f'positive_{r}']:.1f}%" for r in RULES)
+            + f"; mean Q {summary['mean_q']:.2f}"]
+
+
+#: How the tables name the three rules.
+RULE_NAMES = {"abs_q": "Abs-Q", "rel_effective": "Rel-Effective", "rel_ratio": "Rel-Ratio"}
+
+
 def results_markdown(metrics: dict) -> str:
     """``results/<profile>/labelling.md``, from notebook 02's metrics: the Positive rate of each rule
     beside the paper's (1.5B-chunk policy)."""

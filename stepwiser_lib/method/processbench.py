@@ -44,7 +44,7 @@ from ..core.vocab import variant_slug
 from ..evals.claims import judge_orderings
 from ..evals.paper_results import paper_row
 from ..evals.stats import stratified_bootstrap, stratified_difference
-from . import judge, judge_runs
+from . import judge, judge_runs, tasks
 from .calculator import predict
 from .judge import stored_entry
 
@@ -468,7 +468,7 @@ def run_judges(judges: list[dict], bench: dict[str, list[dict]], art, load, *, b
     labels = {s: [r["label"] for r in rs] for s, rs in bench.items()}
     dev = dev or {}
     full = {**bench, **dev}
-    out = {"results": {}, "outputs": {}, "cis": {}, "records": [], "first_error": {}, "seconds": {}, "tallies": {}}
+    out = {"results": {}, "outputs": {}, "cis": {}, "records": [], "first_error": {}, "greedy": {}, "seconds": {}, "tallies": {}}
 
     def add_row(row, preds):
         out["results"][row] = {s: score(labels[s], preds[s]) for s in bench}
@@ -497,7 +497,7 @@ def run_judges(judges: list[dict], bench: dict[str, list[dict]], art, load, *, b
                                            dev_thresholds=bool(dev))]
         out["outputs"][e["name"]], out["seconds"][e["name"]] = {s: rec["outputs"][s] for s in bench}, rec["seconds"]
         preds = {s: [o["prediction"] for o in rec["outputs"][s]] for s in bench}
-        out["first_error"][e["name"]] = preds
+        out["first_error"][e["name"]] = out["greedy"][e["name"]] = preds  # its own verdicts (a threshold may replace the first)
         add_row(e["name"], preds)
         t = out["tallies"][e["name"]] = judged_tally({s: rec["outputs"][s] for s in bench}, 1 if disc else maj_k)
         if disc:  # a scalar-score judge is run on every step, so any threshold can be applied afterwards
@@ -511,6 +511,14 @@ def run_judges(judges: list[dict], bench: dict[str, list[dict]], art, load, *, b
     return out
 
 
+def positive_share(outputs: dict[str, list[dict]]) -> float | None:
+    """% of a judge's judged steps it called Positive, over every split: with toy-ProcessBench's
+    rule (a solution counts as correct only when every step is Positive) this share, more than
+    discrimination, sets where a judge lands (issue 36: the untrained warm-up out-scored the RL judge)."""
+    vs = [v for os_ in outputs.values() for o in os_ for v in o["verdicts"] if v is not None]
+    return round(100 * sum(v == "Positive" for v in vs) / len(vs), 1) if vs else None
+
+
 def judged_tally(outputs: dict[str, list[dict]], k: int) -> dict:
     """:func:`stepwiser_lib.core.verdicts.tally` of one judge's run over every split: each judged step
     of :func:`judge_solutions`' outputs (``k`` samples each; a cached run from before the unparsed
@@ -522,14 +530,16 @@ def judged_tally(outputs: dict[str, list[dict]], k: int) -> dict:
     return tally(steps, k)
 
 
-def orderings(labels: dict[str, list[int]], first_error: dict, tallies: dict) -> list[dict]:
+def orderings(labels: dict[str, list[int]], first_error: dict, tallies: dict, reading: str = "") -> list[dict]:
     """The paper's judge orderings (Tables 5 and 6, :func:`stepwiser_lib.evals.claims.judge_orderings`)
     asked of the judges this run has, paired on the same solutions (:func:`compare_avg_f1`); one
-    whose judge gave no parsable verdict is :data:`~stepwiser_lib.core.verdicts.UNINFORMATIVE`."""
+    whose judge gave no parsable verdict is :data:`~stepwiser_lib.core.verdicts.UNINFORMATIVE`.
+    ``reading`` names how the judges were read (their own verdicts, or a dev-split threshold), in
+    each claim's text and its ``reading`` field."""
     out = []
     for claim, a, b in judge_orderings(list(first_error)):
         silent = [n for n in (a, b) if not informative(tallies.get(n))]
-        base = {"claim": claim, "a": a, "b": b}
+        base = {"claim": claim + (f" ({reading})" if reading else ""), "a": a, "b": b, **({"reading": reading} if reading else {})}
         out.append(uninformative_comparison(base, f"not compared: {', '.join(silent)} gave no parsable verdict")
                    if silent else {**base, **compare_avg_f1(labels, first_error[a], first_error[b])})
     return out
@@ -542,20 +552,22 @@ def error_kinds_by_judge(outputs: dict, bench: dict[str, list[dict]]) -> dict[st
 
 
 def examples(bench: dict[str, list[dict]], outputs: dict, n: int) -> list[tuple[str, str, dict, dict]]:
-    """Up to ``n`` erroneous solutions whose first error the judge found, ``n`` whose first error
-    it did not find exactly ("missed" here: another step flagged, earlier or later, or none; the
-    finer kinds are :func:`error_kinds`), and ``n`` correct solutions it flagged anyway (a false alarm, the
-    commonest failure of a stepwise judge: one wrong verdict anywhere is enough), in benchmark
-    order: (kind, split, record, the judge's output on it)."""
-    shown, out = {"found": 0, "missed": 0, "false alarm": 0, "no verdict": 0}, []
+    """Up to ``n`` solutions of each kind of :func:`error_kinds` (an erroneous solution whose first
+    error the judge found, flagged too early, too late, or missed, i.e. judged all Positive; a
+    correct one it flagged anyway, a false alarm, the commonest failure of a stepwise judge; one
+    with no parsable verdict), chosen by one stated rule: the first of each kind in benchmark
+    order, so they are neither the best nor the worst (issue 36). Returns (kind, split, record,
+    the judge's output on it)."""
+    shown, out = {"found": 0, "too early": 0, "too late": 0, "missed": 0, "false alarm": 0, "no verdict": 0}, []
     for s in bench:
         for r, o in zip(bench[s], outputs[s]):
-            if o["prediction"] is None:  # a step before any Negative did not parse (verdicts.RULE)
+            p, y = o["prediction"], r["label"]
+            if p is None:  # a step before any Negative did not parse (verdicts.RULE)
                 kind = "no verdict"
-            elif r["label"] == -1:
-                kind = "false alarm" if o["prediction"] != -1 else None
+            elif y == -1:
+                kind = "false alarm" if p != -1 else None
             else:
-                kind = "found" if o["prediction"] == r["label"] else "missed"
+                kind = "found" if p == y else "missed" if p == -1 else "too early" if p < y else "too late"
             if kind and shown[kind] < n:
                 shown[kind] += 1
                 out.append((kind, s, r, o))
@@ -564,7 +576,8 @@ def examples(bench: dict[str, list[dict]], outputs: dict, n: int) -> list[tuple[
 
 def format_example(kind: str, split: str, r: dict, o: dict) -> str:
     """One solution as the judge saw it: every step with its verdict, and the judge's analysis at
-    the true first error and at the predicted one."""
+    the true first error and at the predicted one, with (toy world) a line saying what that output
+    is (:func:`stepwiser_lib.method.judge_runs.describe_output`)."""
     truth = "none (a correct solution)" if r["label"] == -1 else f"step {r['label']}"
     pred = "nothing (a step without a parsable verdict)" if o["prediction"] is None else o["prediction"]
     lines = ["=" * 100, f"{kind.upper()} ({split}, {r['id']}, generator {r['generator']}): true first error = "
@@ -574,6 +587,9 @@ def format_example(kind: str, split: str, r: dict, o: dict) -> str:
         lines.append(f"  step {i} [{v}]: {step.replace(chr(10), ' / ')}")
         if i < len(o["analyses"]) and i in (r["label"], o["prediction"]):
             lines.append(f"      judge analysis: {o['analyses'][i].strip().replace(chr(10), ' / ')}")
+            if tasks.analysis_checks({"problem": r["problem"], "chunk": step}, "") is not None:  # toy: say what it is
+                lines.append("      " + judge_runs.describe_output({"problem": r["problem"], "chunk": step},
+                                                                 {"verdict": o["verdicts"][i], "analysis": o["analyses"][i]}))
     return "\n".join(lines)
 
 

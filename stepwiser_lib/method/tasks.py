@@ -75,6 +75,16 @@ def analysis_verdict(text: str) -> bool | None:
     return judge_text.analysis_implied(text)
 
 
+def analysis_checks(example: dict, analysis: str) -> dict | None:
+    """A judge's own analysis of ``example``'s chunk against the truth (toy world:
+    :func:`stepwiser_lib.toy.judge_text.analysis_checks`: exact re-derivation, arithmetic right,
+    implied verdict); None when the problem is not a toy problem."""
+    try:
+        return judge_text.analysis_checks(example["problem"], example["chunk"], analysis)
+    except (ValueError, KeyError):
+        return None
+
+
 def rule_segment(response: str) -> str:
     """The toy world's rule-based segmentation teacher (a stand-in for the paper's Llama-3.1-70B
     teacher, Table 1): :func:`stepwiser_lib.toy.toyworld.teacher_segment`."""

@@ -9,7 +9,9 @@ stage resumes from its artifacts there, so after a ``make reproduce`` this costs
 whole run. The export then writes ``docs/<profile>/NN_stage.ipynb`` with the outputs a reader needs
 (printed examples, tables, figures) and without what only the machine that ran them needs:
 
-* stderr (progress bars and library warnings) and widget outputs are dropped;
+* stderr (progress bars and library warnings) and widget outputs are dropped, and so are the
+  trainers' live HTML progress tables (a progress bar and a loss row per logging step, which the
+  notebook plots as a curve anyway);
 * execution timestamps and papermill's per-cell timings are dropped, and so are its absolute paths
   and the random id of its injected parameters cell;
 * the repository's absolute path, wherever an output prints it, becomes a relative one;
@@ -79,7 +81,7 @@ def clean(nb: dict, root: str | Path, source: str, profile: str) -> dict:
                 elif o["output_type"] in ("display_data", "execute_result"):
                     o["data"] = {k: _fix(v, root) for k, v in o.get("data", {}).items() if k in KEEP_MIME}
                     o["metadata"] = {k: v for k, v in o.get("metadata", {}).items() if k in KEEP_MIME}
-                    if not o["data"]:
+                    if not o["data"] or is_progress_table(o["data"]):
                         continue
                 elif o["output_type"] == "error":
                     o["traceback"] = _fix(o.get("traceback", []), root)
@@ -89,9 +91,49 @@ def clean(nb: dict, root: str | Path, source: str, profile: str) -> dict:
     banner = {"cell_type": "markdown", "id": "docs-banner", "metadata": {},
               "source": [f"> **Executed copy** of [`{source}`](../../{source}) at the `{profile}` profile, written by "
                          "`make docs` (`stepwiser_lib/tools/docs.py`) with every output of that run. It is regenerated with the "
-                         "results: edit the source notebook, not this copy. Progress bars and library warnings are left out."]}
+                         "results: edit the source notebook, not this copy. Progress bars, trainers' progress tables and library "
+                         "warnings are left out."]}
     nb["cells"] = [banner] + cells
     return nb
+
+
+def is_progress_table(data: dict) -> bool:
+    """A trainer's live progress display (transformers' notebook callback: an HTML ``<progress>`` bar
+    over a table of logged losses): machine output, not something a reader of the copy needs."""
+    html = data.get("text/html", "")
+    return "<progress" in ("".join(html) if isinstance(html, list) else html)
+
+
+#: Rendered lines one screen holds (a laptop browser on GitHub's notebook view), and the lines a
+#: figure takes: the unit :func:`screens` counts reading length in (issue 36).
+SCREEN_LINES, FIGURE_LINES = 45, 20
+
+
+def screens(nb: dict, width: int = 110) -> float:
+    """About how many screens an executed copy takes to read: markdown, code and printed output
+    lines (a long markdown line wraps at ``width`` characters; code does not), a table row a line,
+    a figure :data:`FIGURE_LINES`. A measure to compare copies by, not a precise one."""
+    lines = 0
+    for c in nb["cells"]:
+        src = "".join(c["source"]).splitlines()
+        if c["cell_type"] == "markdown":
+            lines += sum(max(1, -(-len(ln) // width)) for ln in src) + 1
+            continue
+        if not c.get("metadata", {}).get("jupyter", {}).get("source_hidden"):
+            lines += len(src) + 1
+        for o in c.get("outputs", []):
+            data = o.get("data", {})
+            if "image/png" in data or "image/svg+xml" in data:
+                lines += FIGURE_LINES
+            elif "text" in o:
+                lines += len("".join(o["text"]).splitlines())
+            elif "text/markdown" in data:
+                lines += len("".join(data["text/markdown"]).splitlines())
+            elif "text/html" in data:  # a table: a row a line
+                lines += "".join(data["text/html"]).count("<tr")
+            elif "text/plain" in data:
+                lines += len("".join(data["text/plain"]).splitlines())
+    return round(lines / SCREEN_LINES, 1)
 
 
 def _title(nb: dict) -> str:
@@ -110,7 +152,7 @@ def export(profile: str = "tiny", src: str | Path | None = None, out: str | Path
         raise FileNotFoundError(f"no executed notebooks in {src}: run `make reproduce PROFILE={profile}` "
                                 f"or `python -m stepwiser_lib.tools.docs --profile {profile}` first")
     out.mkdir(parents=True, exist_ok=True)
-    written, rows = [], []
+    written, rows, total = [], [], 0.0
     for p in nbs:
         nb = json.loads(p.read_text())
         pm = nb.get("metadata", {}).get("papermill", {})
@@ -122,14 +164,18 @@ def export(profile: str = "tiny", src: str | Path | None = None, out: str | Path
         atomic_write_text(dest, json.dumps(doc, indent=1, ensure_ascii=False) + "\n")  # never a half-written copy
         written.append(dest)
         m = doc["metadata"]["stepwiser_docs"]["minutes"]
-        rows.append(f"| [{_title(nb)}]({p.name}) | [`notebooks/{p.name}`](../../notebooks/{p.name}) | "
+        sc = screens(doc)
+        total += sc
+        rows.append(f"| [{_title(nb)}]({p.name}) | [`notebooks/{p.name}`](../../notebooks/{p.name}) | {sc} | "
                     f"{'' if m is None else m} |")
     index = [f"# The notebooks, executed at `{profile}`", "",
              "Read-only copies with every output (printed examples, tables, figures) of the last "
              f"`make docs` at the `{profile}` profile. GitHub shows them as they are; nothing needs to run. "
              "They are regenerated with the results (`make docs`, or `make reproduce` at tiny); "
              "edit the notebooks in `notebooks/`, never these.", "",
-             "| notebook | source | minutes in the run that wrote it |", "|---|---|---|", *rows, "",
+             "| notebook | source | screens to read | minutes in the run that wrote it |", "|---|---|---|---|", *rows, "",
+             f"About {round(total)} screens in all (`stepwiser_lib.tools.docs.screens`: {SCREEN_LINES} rendered lines a "
+             f"screen, a figure {FIGURE_LINES}).", "",
              "A stage that resumed from what an earlier run left on disk takes less time than a fresh run; "
              "the run-time table of docs/results_tiny.md gives a fresh run's times.", ""]
     atomic_write_text(out / "README.md", "\n".join(index))

@@ -20,10 +20,16 @@ OURS_COLOR = "#1f77b4"
 
 
 def setup() -> None:
-    import seaborn as sns
+    """Every notebook's display settings: the figure theme, and tables shown whole (pandas cut wide
+    tables with "…", which hid 05's average-F1 column and the paper rows' names: issue 36) with
+    floats at two decimals."""
+    import pandas as pd
+    import seaborn as sns  # lazy: plotting only
 
     sns.set_theme(context="notebook", style="whitegrid", font_scale=0.95)
     plt.rcParams.update({"figure.dpi": 110, "savefig.dpi": 130, "savefig.bbox": "tight"})
+    pd.set_option("display.max_columns", None, "display.width", 250, "display.max_colwidth", 90,
+                  "display.precision", 2)
 
 
 def save(fig, path: str | Path) -> Path:

@@ -61,6 +61,30 @@ def trajectory_table(records: list[dict], traj_id: str, alpha: float, gamma: flo
     return out
 
 
+RULE_SIGN_NAMES = {"abs_q": "Abs-Q", "rel_effective": "Rel-Effective", "rel_ratio": "Rel-Ratio"}
+
+
+def label_noise_line(rows: list[dict]) -> str:
+    """What kind of example :func:`trajectory_table`'s rows are (issue 36: the worked example was
+    label noise, unremarked): each chunk whose label disagrees with the exact checker, by rule. ""
+    without a checker (real maths)."""
+    if not rows or "exact checker" not in rows[0]:
+        return ""
+    bad = []
+    for r in rows:
+        ok = r["exact checker"]
+        if ok is None:
+            continue
+        rules = [RULE_SIGN_NAMES[k] for k in RULE_SIGN_NAMES if (r[k] == "+") != ok]
+        if rules:
+            bad.append(f"chunk {r['i']} is {'right' if ok else 'wrong'} by the exact checker, but {' and '.join(rules)} "
+                       f"label{'s' if len(rules) == 1 else ''} it {'Negative' if ok else 'Positive'}")
+    if not bad:
+        return "A clean example: every label of this trajectory agrees with the exact checker."
+    return ("Label noise in this example: " + "; ".join(bad) + ". A Monte-Carlo label measures how a chunk moves the "
+            "chance of success, from a few rollouts; it is not a check of the chunk.")
+
+
 def positive_rate_ci(records: list[dict], rule: str, n_boot: int = 2000, seed: int = 0) -> dict:
     """Positive-label rate (%) of ``rule`` over all chunks, with a 95% interval that resamples
     problems (a problem's chunks travel together: they share rollouts' policy and prefix)."""
@@ -120,9 +144,9 @@ def sample_groups(entry: dict, examples: list[dict], *, family: str, group_size:
 
 # ----------------------------------------------------------------------------- closing cells
 
-MEANING = {"reproduced": "this run shows it (the interval excludes zero in the paper's direction)",
-           "within noise": "this run does not show it either way (the interval includes zero)",
-           "contradicted": "this run shows the opposite (the interval excludes zero against the paper)",
+MEANING = {"same direction": "this run's difference has the paper's sign, its interval (items of one run) excluding zero",
+           "undetermined": "this run does not tell either way (the interval includes zero)",
+           "opposite direction": "this run's difference has the other sign, its interval excluding zero",
            "uninformative": "this run cannot ask it: a judge gave no parsable verdict, or was never asked"}
 
 

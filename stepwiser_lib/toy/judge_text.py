@@ -7,6 +7,7 @@ through :mod:`stepwiser_lib.method.tasks` (``step_truth``, ``analysis_verdict``,
 from __future__ import annotations
 
 import random
+import re
 
 from ..core.prompts import judge_prompt
 from .toyworld import check_step, derive_implied_ok, derive_text, parse_problem, restate_text
@@ -23,6 +24,23 @@ def analysis_implied(text: str) -> bool | None:
     """The verdict a toy analysis implies (all differences 0 -> Positive); None if unreadable.
     Used to measure how faithful a judge's own analyses are (notebook 04), never as a reward."""
     return derive_implied_ok(text.split("\\boxed")[0])
+
+
+#: ``A op B = C`` inside an analysis line (``25 + 30 = 55``, ``62 - 61 = 1``).
+_ARITH = re.compile(r"(-?\d+)\s*([-+*])\s*(-?\d+)\s*=\s*(-?\d+)")
+
+
+def analysis_checks(problem_text: str, chunk: str, analysis: str) -> dict:
+    """How a judge's own toy analysis compares with the truth (issue 36: what the printed
+    analyses do): ``exact`` (it is the exact re-derivation :func:`toy_analysis` writes),
+    ``arithmetic_ok`` (every ``A op B = C`` in it holds; None without one) and ``implied`` (the
+    verdict it implies, :func:`analysis_implied`). [not in paper]"""
+    text = analysis.split("\\boxed")[0].strip()
+    sums = _ARITH.findall(text)
+    ops = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
+    return {"exact": text == toy_analysis(problem_text, chunk).strip(),
+            "arithmetic_ok": all(ops[o](int(a), int(b)) == int(c) for a, o, b, c in sums) if sums else None,
+            "implied": analysis_implied(analysis)}
 
 
 def warmup_records(examples: list[dict], family: str = "toy", seed: int = 0,

@@ -182,6 +182,22 @@ def check_implied_ok(text: str) -> bool | None:
     return all(d == 0 for d in diffs) if diffs else None
 
 
+def eval_lines(ev: dict) -> list[str]:
+    """A toy base's ``manifest.json`` evaluation (:func:`evaluate`) in words: what notebook 01 shows
+    of the base before SFT (issue 36: it was a raw JSON dump). The base already writes chunk tags
+    when asked, which is why SFT only moves where the boundaries go."""
+    pct = lambda k: f"{100 * ev[k]:.1f}%"  # noqa: E731
+    split = ev.get("eval_split", "eval (the reported problems; measured when this base was built)")
+    return [f"toy base on {ev['eval_problems']} held-out problems of {split}:",
+            f"  plain prompt: {pct('accuracy_greedy')} greedy, {pct('accuracy_sampled_t1')} sampled at T = 1, "
+            f"{ev['mean_paragraphs_greedy']:.1f} paragraphs per solution",
+            f"  asked for chunks (Table 11's prompt, before any SFT): {pct('chunk_prompt_accuracy_greedy')} greedy, "
+            f"{pct('chunk_prompt_accuracy_sampled_t1')} sampled, {pct('chunk_prompt_format_ok_sampled_t1')} in the chunk "
+            f"format, {ev['chunk_prompt_mean_chunks_greedy']:.1f} chunks per solution",
+            f"  its check texts (the warm-up's raw material): {pct('check_implied_verdict_accuracy')} imply the right "
+            f"verdict, {pct('check_unreadable')} unreadable"]
+
+
 #: The problems :func:`evaluate` reads: the policy's dev split.
 EVALUATE_SPLIT = "eval_dev"
 
