@@ -33,7 +33,11 @@ def test_clean_keeps_what_a_reader_needs_and_nothing_of_the_machine():
     ex = _executed("/x/repo")
     ex["cells"].insert(1, {"cell_type": "code", "id": "e14a8d0b", "metadata": {"tags": ["injected-parameters"]},
                            "source": ["PROFILE = 'tiny'"], "outputs": [], "execution_count": 1})
+    ex["cells"].insert(1, {"cell_type": "code", "id": "p", "metadata": {"tags": ["parameters"]}, "outputs": [], "execution_count": 1,
+                           "source": ["PROFILE: str = 'tiny'  # which\n", "# --- a group ---\n", "N: int = 3  # how many\n"]})
     nb = docs.clean(ex, "/x/repo", "notebooks/01_x.ipynb", "tiny")
+    params = nb["cells"].pop(2)
+    assert params["source"][0] == "# The parameters cell of notebooks/01_x.ipynb: 2 typed settings, each with a comment saying what it is and why\n"
     assert nb["cells"].pop(2)["id"] == "injected-parameters"  # papermill's random id, made stable
     text = json.dumps(nb)
     assert "/x/repo" not in text and "iopub" not in text and "widget" not in text and "100%" not in text
@@ -94,5 +98,7 @@ def test_committed_docs_are_clean_copies_of_the_current_notebooks():
         assert [c["id"] for c in cells] == [c["id"] for c in source], f"{src.name}: stale copy (run make docs)"
         for a, b in zip(cells, source):
             want = "".join(b["source"]).replace("](../README.md", "](../../README.md").replace("](../LAB_LOG.md", "](../../LAB_LOG.md")
+            if "parameters" in b.get("metadata", {}).get("tags", []):  # the copy points to the cell (issue 36)
+                want = "".join(docs.parameters_pointer(b["source"], f"notebooks/{src.name}"))
             assert "".join(a["source"]) == want, f"{src.name}, cell {b['id']}: stale copy (run make docs)"
         assert any(c.get("outputs") for c in cells), f"{src.name}: no outputs"

@@ -21,6 +21,7 @@ import json
 import re
 from pathlib import Path
 
+from ..core.paths import ROOT
 from ..evals import paper_results as P
 
 #: A number as prose writes it: 65.0, −3.6, +12.1, 3,400, 45%, 1e-6.
@@ -88,8 +89,13 @@ def _outputs(nb: dict) -> str:
 
 
 def _parameters(nb: dict) -> set[float]:
+    """Every number a parameters cell assigns: the notebook's own, the injected one, and for a
+    reader's copy (whose parameters cell is a pointer, ``stepwiser_lib.tools.docs``) its source's."""
     cells = [c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])
              or "injected-parameters" in c.get("metadata", {}).get("tags", [])]
+    source = ROOT / nb.get("metadata", {}).get("stepwiser_docs", {}).get("source", "-")
+    if source.is_file():
+        cells += [c for c in json.loads(source.read_text())["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])]
     vals = set()
     for c in cells:
         for ln in "".join(c["source"]).splitlines():
