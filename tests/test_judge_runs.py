@@ -246,3 +246,11 @@ def test_comparisons_markdown_leaves_an_uninformative_comparison_without_numbers
     assert lines[-2] == ("| RL beats its warm-up | stepwiser:rel_ratio − warm-up (before RL) | +4.2 | [+1.0, +7.5] | "
                          "paired bootstrap by problem | 0.004 | 0.01 | a higher |")
     assert lines[-1] == "| x | restate_rl:rel_ratio − warm-up (before RL) |  |  | no verdict parsed |  |  | uninformative |"
+
+
+def test_in_order_keeps_every_seed_of_each_named_judge():
+    """A notebook that ordered its judges by JUDGES dropped the repeat seeds EVERY_SEED had read (toy-full's 06 and 07)."""
+    reg = {n: {"name": n} for n in ["warm-up (before RL)", "stepwiser:rel_ratio", "disc_sft:rel_ratio",
+                                    "stepwiser:rel_ratio@seed1", "disc_sft:rel_ratio@seed1", "stepwiser:rel_ratio@seed2"]}
+    assert list(jr.in_order(reg, ["disc_sft:rel_ratio", "stepwiser:rel_ratio"])) == [
+        "disc_sft:rel_ratio", "disc_sft:rel_ratio@seed1", "stepwiser:rel_ratio", "stepwiser:rel_ratio@seed1", "stepwiser:rel_ratio@seed2"]
