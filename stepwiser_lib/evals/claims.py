@@ -543,7 +543,8 @@ def summary_line(doc: dict) -> str:
     order = ["same direction", "opposite direction", "undetermined", "no paper effect", "equivalent",
              "not shown equivalent", "uninformative"]
     return (f"{len(rows_)} claims: " + ", ".join(f"{n[v]} *{v}*" for v in order if n[v])
-            + f". Seeds per arm: {', '.join(map(str, seeds_))} (an untrained arm has its sampling seeds); "
+            + f". Seeds per arm: {', '.join(map(str, seeds_))} (each row's `seeds a / b`: training seeds, or the "
+            f"sampling seeds of an arm nothing was trained for); "
             f"{doc['n_boot']} bootstrap replicates; Holm over the informative rows at α = {doc['alpha']}.")
 
 
