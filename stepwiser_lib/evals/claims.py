@@ -173,8 +173,8 @@ DEGENERATE_SHARE = 0.98
 #: Family-wise level of the table's verdicts (Holm over every informative row).
 ALPHA = 0.05
 
-#: The paper's judge orderings with the model whose number a claim row uses: the smaller model
-#: (1.5B, nearer our toy) wherever the paper reports it, else 7B; both numbers are kept.
+#: The fields every record of ``claims.json`` has (issue 35). A Table 5/6 row uses the paper's
+#: smaller model (1.5B, nearer our toy) wherever the paper reports it, else 7B; both numbers are kept.
 CLAIM_FIELDS = ("claim", "paper_diff", "paper_significant", "estimate", "ci_low", "ci_high", "seeds", "p",
                 "p_holm", "direction", "verdict")
 
