@@ -277,3 +277,11 @@ def test_describe_output_says_what_a_printed_judge_output_is():
                     "contradicts it; exact checker: right]")
     bad = jr.describe_output(e, {"verdict": "Negative", "analysis": "b = a + 30 = 25 + 30 = 51\ncheck b: b = 51; stated 55; 55 - 51 = 4"})
     assert "a sum in it is wrong" in bad and "the verdict follows it" in bad
+
+
+def test_in_order_keeps_every_seed_of_each_named_judge():
+    """A notebook that ordered its judges by JUDGES dropped the repeat seeds EVERY_SEED had read (toy-full's 06 and 07)."""
+    reg = {n: {"name": n} for n in ["warm-up (before RL)", "stepwiser:rel_ratio", "disc_sft:rel_ratio",
+                                    "stepwiser:rel_ratio@seed1", "disc_sft:rel_ratio@seed1", "stepwiser:rel_ratio@seed2"]}
+    assert list(jr.in_order(reg, ["disc_sft:rel_ratio", "stepwiser:rel_ratio"])) == [
+        "disc_sft:rel_ratio", "disc_sft:rel_ratio@seed1", "stepwiser:rel_ratio", "stepwiser:rel_ratio@seed1", "stepwiser:rel_ratio@seed2"]

@@ -173,8 +173,8 @@ DEGENERATE_SHARE = 0.98
 #: Family-wise level of the table's verdicts (Holm over every informative row).
 ALPHA = 0.05
 
-#: The paper's judge orderings with the model whose number a claim row uses: the smaller model
-#: (1.5B, nearer our toy) wherever the paper reports it, else 7B; both numbers are kept.
+#: The fields every record of ``claims.json`` has (issue 35). A Table 5/6 row uses the paper's
+#: smaller model (1.5B, nearer our toy) wherever the paper reports it, else 7B; both numbers are kept.
 CLAIM_FIELDS = ("claim", "paper_diff", "paper_significant", "estimate", "ci_low", "ci_high", "seeds", "p",
                 "p_holm", "direction", "verdict")
 
@@ -543,7 +543,8 @@ def summary_line(doc: dict) -> str:
     order = ["same direction", "opposite direction", "undetermined", "no paper effect", "equivalent",
              "not shown equivalent", "uninformative"]
     return (f"{len(rows_)} claims: " + ", ".join(f"{n[v]} *{v}*" for v in order if n[v])
-            + f". Seeds per arm: {', '.join(map(str, seeds_))} (an untrained arm has its sampling seeds); "
+            + f". Seeds per arm: {', '.join(map(str, seeds_))} (each row's `seeds a / b`: training seeds, or the "
+            f"sampling seeds of an arm nothing was trained for); "
             f"{doc['n_boot']} bootstrap replicates; Holm over the informative rows at α = {doc['alpha']}.")
 
 

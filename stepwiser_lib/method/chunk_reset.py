@@ -470,7 +470,7 @@ def main(argv: list[str] | None = None, profiles_dir=None) -> int:
     items = {t: tasks.load_problems(t, "eval", cfg.N_PROBLEMS, seed=cfg.SEED, **tasks.file_kw(cfg.DATA_FILES, t))
              for t in cfg.EVAL_TASKS}
     policy = make_generator(policy_path, backend=cfg.BACKEND, batch_size=cfg.GEN_BATCH, **engine_settings(p))
-    runs = run_grid(policy, {n: registry[n] for n in cfg.JUDGES}, judge.loader(cfg), items,
+    runs = run_grid(policy, judge_runs.in_order(registry, cfg.JUDGES), judge.loader(cfg), items,
                     prompts.get(cfg.PROMPT_FAMILY, "chunk_policy"), reset_config(cfg), cfg.RUNS,
                     paths.artifacts(a.profile, nb.stem), policy_fingerprint=paths.model_fingerprint(policy_path),
                     max_completion=cfg.MAX_COMPLETION, is_correct=tasks.is_correct, worker=a.worker, workers=a.workers)

@@ -294,6 +294,13 @@ def write_registry(path, entries: list[dict], *, family: str, data_hash: dict) -
     io.write_json(path, [{**stored_entry(e), **provenance(e)} for e in entries])
 
 
+def in_order(registry: dict[str, dict], names: list[str]) -> dict[str, dict]:
+    """``registry``'s entries in the order of ``names``, each followed by its repeat-seed runs
+    (``<name>@seedN``, as :func:`read_registry` with ``every_seed`` returns them), so that a
+    notebook that orders its judges keeps every seed (notebooks 06 and 07)."""
+    return {r: registry[r] for n in names for r in seeds_of(registry, n)}
+
+
 def read_registry(profile: str, names: list[str], allow_all: bool = False, every_seed: bool = False) -> dict[str, dict]:
     """Notebook 04's registry entries for ``names`` (every entry when ``allow_all`` and ``names``
     holds ``"all"``), in registry order; with ``every_seed`` also each named judge's repeat-seed

@@ -382,8 +382,8 @@ def main(argv: list[str] | None = None, profiles_dir=None) -> int:
               "score in the next round (run the same command again once every worker has finished)", flush=True)
     else:
         items, load = group_items(train_items, rows), judge.loader(cfg)
-        for name in cfg.JUDGES:
-            rec = score_judge(name, registry[name], items, art, key, load, judge_k=cfg.JUDGE_K,
+        for name, entry in judge_runs.in_order(registry, cfg.JUDGES).items():
+            rec = score_judge(name, entry, items, art, key, load, judge_k=cfg.JUDGE_K,
                               max_completion=cfg.MAX_COMPLETION, seed=cfg.SEED, **w)
             scored += [name] if rec is not None else []
     print(json.dumps({**w, "samples_whole": rows is not None, "judges_whole": scored}))
