@@ -212,3 +212,36 @@ def test_the_config_echo_says_what_the_profile_changed_not_every_value():
     same = C.Config("n", {"PROFILE": "tiny", "A": 1}, {"PROFILE": "tiny", "A": 1})
     assert repr(same).endswith("every value is the parameters cell's") and "\n" not in repr(same)
     assert C.Config("n", {"PROFILE": "p", "A": 1}).changed() == {"A": 1}  # defaults unknown: every value
+
+
+def test_a_constraint_lives_at_the_start_of_the_comment():
+    """Issue 37: papermill's inspection reads a plain type, so what a parameter allows moved from a
+    quoted annotation ("int in [1, inf)") to the start of its comment, where `--help-notebook` shows it."""
+    assert C.spec_text("int", "in [1, inf); shards per worker") == ("int in [1, inf)", "shards per worker")
+    assert C.spec_text("float", "in (0, 1]") == ("float in (0, 1]", "")
+    assert C.spec_text("str", "in {toy, paper}; which prompts") == ("str in {toy, paper}", "which prompts")
+    assert C.spec_text("list[str]", "each in {toy, math500}; tasks") == ("list[str in {toy, math500}]", "tasks")
+    assert C.spec_text("'list[judge]'", "judges of notebook 04") == ("list[judge]", "judges of notebook 04")
+    assert C.spec_text("str", "index into the list; in words") == ("str", "index into the list; in words")  # no constraint
+    with pytest.raises(C.ConfigError, match="needs a list"):
+        C.spec_text("int", "each in {1, 2}; x")
+    p = C.parse_parameters_source('N: int = 0  # in [1, inf); count\n'.replace("= 0", "= 2"))
+    assert (p["N"].spec.text, p["N"].comment) == ("int in [1, inf)", "count")
+    with pytest.raises(C.ConfigError, match=r"in \[1, inf\)"):
+        C.parse_parameters_source('N: int = 0  # in [1, inf); count')
+
+
+def test_papermill_sees_every_parameter_with_what_it_allows():
+    """`papermill --help-notebook` lists every parameter of every notebook (it saw 43 of 193 when
+    the constraints were in quoted annotations), and its help starts with the constraint."""
+    import papermill
+
+    for path in list_notebooks():
+        seen = papermill.inspect_notebook(str(path))
+        decl = C.notebook_parameters(path)
+        assert list(seen) == list(decl), path.name
+        for name, p in decl.items():
+            t = p.spec.text
+            if " in " in t:  # "int in [1, inf)" -> "in [1, inf)"; "list[str in {a}]" -> "each in {a}"
+                want = "each " + t[t.index(" in ") + 1:-1] if t.startswith("list[") else t.split(" ", 1)[1]
+                assert seen[name]["help"].startswith(want), (path.name, name)

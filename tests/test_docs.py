@@ -78,6 +78,22 @@ def test_screens_count_rendered_lines():
                                  {"output_type": "display_data", "data": {"image/png": "x"}},  # a figure
                                  {"output_type": "display_data", "data": {"text/html": "<table><tr><tr><tr></table>"}}]}]}  # 3 rows
     assert docs.screens(nb) == round((5 + 3 + 3 + docs.FIGURE_LINES + 3) / docs.SCREEN_LINES, 1)
+    folded = {"cells": [{"cell_type": "markdown", "source": ["# T\n", "<details><summary>Try this</summary>\n", "\n",
+                                                            "| a |\n", "|---|\n", "| 1 |\n", "</details>\n", "after"]}]}
+    assert docs.screens(folded) == round((3 + 1) / docs.SCREEN_LINES, 1)  # title, summary line, "after", + 1
+
+
+def test_reader_source_points_to_machinery_and_keeps_the_rest():
+    src = "notebooks/01_x.ipynb"
+    book = {"cell_type": "code", "metadata": {"tags": ["bookkeeping"], "stepwiser": {"bookkeeping": "imports and paths"}},
+            "source": ["import x\n", "y = 1\n", "z = 2"]}
+    assert docs.reader_source(book, src) == ["# Imports and paths: 3 lines of bookkeeping, in notebooks/01_x.ipynb"]
+    colab = {"cell_type": "code", "metadata": {"jupyter": {"source_hidden": True}}, "source": ["# Colab bootstrap (x)\n", "a\n", "b"]}
+    assert docs.reader_source(colab, src) == ["# Colab bootstrap (3 lines; it runs only on Colab): see notebooks/01_x.ipynb"]
+    plain = {"cell_type": "code", "metadata": {}, "source": ["print(1)"]}
+    assert docs.reader_source(plain, src) is plain["source"]
+    md = {"cell_type": "markdown", "metadata": {"tags": ["bookkeeping"]}, "source": ["# Colab bootstrap is a heading here"]}
+    assert docs.reader_source(md, src) is md["source"]  # only code cells fold
 
 
 def test_committed_docs_are_clean_copies_of_the_current_notebooks():
@@ -98,7 +114,7 @@ def test_committed_docs_are_clean_copies_of_the_current_notebooks():
         assert [c["id"] for c in cells] == [c["id"] for c in source], f"{src.name}: stale copy (run make docs)"
         for a, b in zip(cells, source):
             want = "".join(b["source"]).replace("](../README.md", "](../../README.md").replace("](../LAB_LOG.md", "](../../LAB_LOG.md")
-            if "parameters" in b.get("metadata", {}).get("tags", []):  # the copy points to the cell (issue 36)
-                want = "".join(docs.parameters_pointer(b["source"], f"notebooks/{src.name}"))
+            if docs.reader_source(b, f"notebooks/{src.name}") is not b["source"]:  # the copy points to the cell (issue 36)
+                want = "".join(docs.reader_source(b, f"notebooks/{src.name}"))
             assert "".join(a["source"]) == want, f"{src.name}, cell {b['id']}: stale copy (run make docs)"
         assert any(c.get("outputs") for c in cells), f"{src.name}: no outputs"

@@ -36,3 +36,23 @@ def test_rsft_points_against_the_policy_before():
     assert [t.get_text() for t in ax.get_xticklabels()] == ["outcome-based selection", "j"]
     assert ax.lines[0].get_ydata()[0] == 90.0  # the policy before RS-FT, as a line
     assert list(ax.containers[0].lines[0].get_ydata()) == pytest.approx([89.0, 92.0])
+
+
+def test_step_counts_figure_gives_each_policy_one_colour_and_an_interval():
+    s_base = {"avg_acc": 60.0, "ci95": {"low": 50.0, "high": 70.0}}
+    s_chunk = {"avg_acc": 55.0, "ci95": {"low": 45.0, "high": 66.0}}
+    fig = plotting.step_counts_figure([3, 4, 4], [2, 2, 3], s_base, s_chunk, 4)
+    bars = fig.axes[1].patches
+    assert [b.get_height() for b in bars] == [60.0, 55.0]
+    assert bars[0].get_facecolor() != bars[1].get_facecolor()
+    (line,) = [c for c in fig.axes[1].collections]  # the error bars: one segment per policy, the interval's ends
+    assert [tuple(s[:, 1]) for s in line.get_segments()] == [(50.0, 70.0), (45.0, 66.0)]
+
+
+def test_q_figure_counts_the_chunks_behind_every_point():
+    recs = [{"q": q, "q0": 0.5, "is_final": i == 2, "chunk_index": i, "traj_correct": ok}
+            for ok, qs in ((True, [0.9, 1.0, 1.0]), (False, [0.4, 0.1, 0.0])) for i, q in enumerate(qs)]
+    recs += [dict(recs[0])]  # a second correct trajectory's first chunk
+    fig = plotting.q_figure(recs, 16, True)
+    assert len(fig.axes[1].lines) == 3  # correct, wrong, q0
+    assert sorted(t.get_text() for t in fig.axes[1].texts) == ["1", "1", "1", "1", "1", "2"]

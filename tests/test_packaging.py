@@ -88,3 +88,17 @@ def test_paper_tables_are_transcribed_consistently():
     for r in pr.TABLE7 + pr.TABLE8:
         assert abs((r["math500"] + r["heldout"]) / 2 - r["avg"]) < 0.11, r  # rounding of printed values
     assert len(pr.TABLE5_6) == 16 and len(pr.TABLE7) == 14 and len(pr.TABLE8) == 8
+
+
+def test_licence_and_citation_agree_with_the_package():
+    """Issue 37: a LICENSE file with the Apache-2.0 text the package declares (SPDX form), and a
+    CITATION.cff that cites the paper and the companion."""
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert meta["license"] == "Apache-2.0" and meta["license-files"] == ["LICENSE"]
+    text = (ROOT / "LICENSE").read_text()
+    assert "Apache License" in text and "Version 2.0, January 2004" in text and "END OF TERMS AND CONDITIONS" in text
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    assert cff["cff-version"] == "1.2.0" and cff["license"] == meta["license"] and cff["version"] == meta["version"]
+    assert cff["title"] and cff["authors"] and cff["message"]
+    (paper,) = cff["references"]
+    assert paper["url"] == "https://arxiv.org/abs/2508.19229" and paper["authors"][0]["family-names"] == "Xiong"

@@ -158,3 +158,18 @@ def test_results_markdown_is_table4_beside_the_paper_with_the_claims():
     assert "| toy chunk (smoke) | Self-segmentation | 3.00 | 40.0 | 51.0 | [40.0, 60.0] |" in lines
     assert [line.split(" | ")[0] for line in lines if "(paper) |" in line] == [f"| {p['generator']} (paper)" for p in TABLE4]
     assert "| x | +1.00 [-1.00, +3.00] | paired bootstrap | within noise |" in lines
+
+
+def test_table4_summarises_both_policies_and_pairs_them_by_problem():
+    base = [{"problem_id": f"q{i}", "sample": s, "correct": s == 0, "response": "a\n\nb\n\n\\boxed{1}", "n_tokens": 9,
+             "finished": True} for i in range(6) for s in range(2)]
+    chunk = [{"problem_id": f"q{i}", "sample": s, "correct": True, "response": "<chunk>a b \\boxed{1}</chunk>", "n_tokens": 7,
+              "finished": True} for i in range(6) for s in range(2)]
+    t4 = sg.table4(base, chunk, "toy", 1)
+    assert (t4["base"]["avg_acc"], t4["chunk"]["avg_acc"], t4["base"]["steps"], t4["chunk"]["steps"]) == (50.0, 100.0, 3, 1)
+    assert t4["base"]["ci95"]["acc"] == 50.0 and t4["chunk"]["ci95"]["low"] == 100.0
+    assert [c["field"] for c in t4["comparisons"]] == ["steps", "correct"] and t4["comparisons"][1]["diff"] == 50.0
+    assert len(t4["predictions"]["chunk"]) == 12 and t4["rates"]["base"]["n"] == 12
+    lines = sg.table4_lines(t4)
+    assert lines[0].startswith("base policy: 12 held-out samples") and lines[2].startswith(
+        "Accuracy change from self-segmentation: +50.0 points (paper: +0.5 at 1.5B, 0.0 at 7B)")

@@ -1,19 +1,26 @@
 """Allowed values of settings, in one small language that the notebooks' parameters cells and the
 library's config dataclasses share, so that both give the same message for the same bad value.
 
-A parameters-cell annotation is a type, optionally followed by what is allowed::
+A spec is a type, optionally followed by what is allowed::
 
-    SHARD_SIZE: "int in [1, inf)" = 16            # an interval: [ ] closed and ( ) open ends,
-    TEST_FRACTION: "float in [0, 1)" = 0.45       # inf and -inf for no bound
-    TASK: "str in {toy, numina, math500, gsm8k}"  # choices
-    VARIANTS: "list[variant]" = [...]             # list elements, here judge variants KIND:RULE
-    EVAL_TASKS: "list[str in {toy, math500}]"     # element choices
+    "int in [1, inf)"            # an interval: [ ] closed and ( ) open ends, inf and -inf for no bound
+    "float in [0, 1)"
+    "str in {toy, numina}"       # choices
+    "list[variant]"              # list elements, here judge variants KIND:RULE
+    "list[str in {toy, math500}]"  # element choices
 
-A plain ``int`` / ``str`` / ... annotation allows any value of the type. Bounds are written as
-intervals, not ``>= 1``: papermill reads the parameters cell and warns on a second ``=`` in a line.
-(``>=``, ``>``, ``<=``, ``<`` are still understood, for the library's own use.) ``variant`` is a ``str``
-that :func:`stepwiser_lib.core.vocab.parse_variant` accepts; ``judge`` one that
-:func:`stepwiser_lib.core.vocab.parse_judge_name` accepts (a registry name of notebook 04).
+A parameters cell writes the type as the annotation and what is allowed at the start of the
+comment (:data:`stepwiser_lib.core.config.CONSTRAINT`), so that papermill's parameter inspection,
+which reads plain annotations only, lists every parameter with its constraint::
+
+    SHARD_SIZE: int = 16  # in [1, inf); prefixes per shard
+    EVAL_TASKS: list[str] = ["toy"]  # each in {toy, math500}; where accuracy is measured
+
+A plain type allows any value of it. Bounds are written as intervals, not ``>= 1``: papermill warns
+on a second ``=`` in a line. (``>=``, ``>``, ``<=``, ``<`` are still understood, for the library's
+own use.) ``variant`` is a ``str`` that :func:`stepwiser_lib.core.vocab.parse_variant` accepts;
+``judge`` one that :func:`stepwiser_lib.core.vocab.parse_judge_name` accepts (a registry name of
+notebook 04); both stay quoted annotations (``"list[judge]"``), which papermill also reads.
 """
 
 from __future__ import annotations

@@ -67,8 +67,34 @@ def type_ok(value: Any, type_name: str) -> bool:
     return _type_ok(value, type_name)
 
 
+#: What a parameter allows, at the start of its trailing comment, before ``;``: an interval or a
+#: set of choices (``in [1, inf)``, ``in {toy, paper}``), or the same for each element of a list
+#: (``each in {toy, math500}``). The annotation stays a plain type (``int``, ``list[str]``) that
+#: papermill's parameter inspection reads (``papermill --help-notebook`` lists every parameter, with
+#: what it allows as the start of its help); :func:`stepwiser_lib.core.checks.parse` reads both.
+CONSTRAINT = re.compile(r"^(each\s+)?(in\s*(?:[\[(][^\])]*[\])]|\{[^}]*\}))\s*(?:;\s*|$)")
+
+
+def spec_text(annotation: str, comment: str) -> tuple[str, str]:
+    """(the :mod:`~stepwiser_lib.core.checks` spec, the help text) of one parameter from its
+    annotation and trailing comment: ``int`` and ``"in [1, inf); shards"`` give ``"int in [1, inf)"``
+    and ``"shards"``; ``list[str]`` and ``"each in {a, b}; x"`` give ``"list[str in {a, b}]"``."""
+    ann = annotation.strip().strip("'\"").strip()
+    m = CONSTRAINT.match(comment)
+    if not m:
+        return ann, comment
+    rest = comment[m.end():].strip()
+    if m.group(1):
+        inner = re.fullmatch(r"list\[(\w+)\]", ann)
+        if not inner:
+            raise ConfigError(f"`each {m.group(2)}` needs a list[TYPE] annotation, not {ann!r}")
+        return f"list[{inner.group(1)} {m.group(2)}]", rest
+    return f"{ann} {m.group(2)}", rest
+
+
 def parse_parameters_source(source: str) -> dict[str, Param]:
-    """Declared parameters of a parameters cell: ``NAME: type = literal  # comment`` lines."""
+    """Declared parameters of a parameters cell: ``NAME: type = literal  # [constraint; ]comment``
+    lines (:data:`CONSTRAINT`)."""
     tree = ast.parse(source)
     lines = source.splitlines()
     out: dict[str, Param] = {}
@@ -85,7 +111,8 @@ def parse_parameters_source(source: str) -> dict[str, Param]:
             raise ConfigError(f"parameter {name}: the default must be a literal") from e
         line = lines[node.lineno - 1]
         comment = line.split("#", 1)[1].strip() if "#" in line else ""
-        param = _param(name, ast.unparse(node.annotation), default, comment)
+        spec, comment = spec_text(ast.unparse(node.annotation), comment)
+        param = _param(name, spec, default, comment)
         why = param.problem(default)
         if why:
             raise ConfigError(f"parameter {name}: default {default!r} {why}")
@@ -314,6 +341,9 @@ def resolve(namespace: dict, notebook: str, profiles_dir: Path = PROFILES_DIR,
     """
     ann = namespace.get("__annotations__", {})
     declared = {k: _param(k, _annotation_text(v)) for k, v in ann.items() if k.isupper()}
+    source = NOTEBOOKS_DIR / f"{notebook}.ipynb"  # the cell's own text: constraints live in its comments
+    cell = notebook_parameters(source) if source.exists() else {}
+    declared = {k: cell.get(k, p) for k, p in declared.items()}  # a name the saved cell lacks: its type only
     if "PROFILE" not in declared:
         raise ConfigError(f"{notebook}: the parameters cell must declare PROFILE: str")
     known_other = {"In", "Out"}
@@ -333,8 +363,7 @@ def resolve(namespace: dict, notebook: str, profiles_dir: Path = PROFILES_DIR,
         why = declared[k].problem(v)
         if why:
             raise ConfigError(f"{notebook}: {k} = {v!r} {why} (declared `{k}: {declared[k].spec.text}`)")
-    source = NOTEBOOKS_DIR / f"{notebook}.ipynb"  # the cell's own values (papermill has overwritten them here)
-    defaults = {k: p.default for k, p in notebook_parameters(source).items()} if source.exists() else None
+    defaults = {k: p.default for k, p in cell.items()} if cell else None  # the cell's own values (papermill overwrote them here)
     return Config(notebook, values, defaults)
 
 

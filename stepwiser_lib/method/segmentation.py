@@ -23,9 +23,9 @@ from typing import Callable
 from ..core import prompts
 from ..core.chunks import CHUNK_CLOSE, CHUNK_OPEN, CHUNK_RE, paragraph_chunks, strip_tags
 from ..engines.sft import sft
-from ..evals.evaluation import compare_rates
+from ..evals.evaluation import compare_rates, rate_ci
 from ..evals.paper_results import TABLE4
-from . import tasks
+from . import sampling, tasks
 
 
 def segmentation_problems(original: str, segmented: str) -> list[str]:
@@ -225,6 +225,33 @@ def table4_comparisons(chunk: list[dict], base: list[dict], n_boot: int = 2000, 
     accuracy points."""
     return [{"claim": claim, "field": field, **compare_rates(chunk, base, n_boot, seed, field=field)}
             for claim, field in TABLE4_CLAIMS]
+
+
+def table4(ev_base: list[dict], ev_chunk: list[dict], task: str, seed: int) -> dict:
+    """Notebook 01's Table 4 analogue from the two policies' held-out samples (records of
+    :func:`stepwiser_lib.method.sampling.sample_solutions`): each policy's summary with a 95%
+    interval that resamples problems, the per-solution predictions
+    (``results/<profile>/self_segmentation_predictions.jsonl``), the paired claims
+    (:func:`table4_comparisons`) and each policy's output rates."""
+    out = {"predictions": {}, "rates": {}}
+    for name, ev, chunked in (("base", ev_base, False), ("chunk", ev_chunk, True)):
+        out[name] = sampling.summarize(ev, chunked=chunked)
+        out["predictions"][name] = sampling.solution_predictions(name, task, seed, ev, chunked=chunked)
+        out[name]["ci95"] = rate_ci(out["predictions"][name])
+        out["rates"][name] = sampling.record_rates(ev)
+    out["comparisons"] = table4_comparisons(out["predictions"]["chunk"], out["predictions"]["base"])
+    return out
+
+
+def table4_lines(t4: dict) -> list[str]:
+    """What notebook 01 prints under its Table 4 analogue: each policy's output rates, and the
+    accuracy change in points beside the paper's."""
+    lines = [f"{n} policy: " + sampling.rates_line(r, "held-out samples") for n, r in t4["rates"].items()]
+    a, b = t4["base"]["avg_acc"], t4["chunk"]["avg_acc"]
+    if a == b == 0:
+        return lines + ["Accuracy change from self-segmentation: uninformative (neither policy solved a held-out problem)."]
+    return lines + [f"Accuracy change from self-segmentation: {b - a:+.1f} points (paper: +0.5 at 1.5B, 0.0 at 7B); "
+                    "the paired comparison in the table says whether it is more than noise."]
 
 
 def results_markdown(name: str, profile: str, eval_samples: int, n_problems: int, eval_task: str,

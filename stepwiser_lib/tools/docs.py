@@ -17,7 +17,9 @@ whole run. The export then writes ``docs/<profile>/NN_stage.ipynb`` with the out
 * the repository's absolute path, wherever an output prints it, becomes a relative one;
 * the parameters cell (up to 58 lines of typed, commented settings) becomes a pointer to it in
   the source notebook (:func:`parameters_pointer`); the config line under it says what this run's
-  profile changed, and the injected cell holds the values papermill set;
+  profile changed, and the injected cell holds the values papermill set; cells tagged
+  :data:`BOOKKEEPING` (imports, paths, results files) and the Colab bootstrap become one-line
+  pointers too, with their outputs kept (:func:`reader_source`);
 * links to ``../README.md`` are rewritten for the deeper folder, and a first cell says the copy
   is generated (edit ``notebooks/`` instead).
 
@@ -71,8 +73,7 @@ def clean(nb: dict, root: str | Path, source: str, profile: str) -> dict:
         c["metadata"].pop("papermill", None)
         if "injected-parameters" in c["metadata"].get("tags", []):
             c["id"] = "injected-parameters"  # papermill draws a random id: the same run twice gives the same file
-        if "parameters" in c["metadata"].get("tags", []):
-            c["source"] = parameters_pointer(c["source"], source)
+        c["source"] = reader_source(c, source)
         if c["cell_type"] == "markdown":
             c["source"] = [s.replace("](../README.md", "](../../README.md").replace("](../LAB_LOG.md", "](../../LAB_LOG.md")
                            for s in c["source"]]
@@ -102,6 +103,28 @@ def clean(nb: dict, root: str | Path, source: str, profile: str) -> dict:
     return nb
 
 
+#: A code cell's tag for machinery a reader of the executed copy can skip (imports and paths,
+#: writing results files): the copy shows a one-line pointer to it, and keeps its outputs.
+BOOKKEEPING = "bookkeeping"
+
+
+def reader_source(cell: dict, source: str) -> list[str]:
+    """What a reader's copy shows as ``cell``'s source: the parameters cell and cells tagged
+    :data:`BOOKKEEPING` become pointers to the source notebook, the hidden Colab bootstrap one line
+    (issue 36: a reader met up to 2.5 screens of machinery before the first idea); every other cell
+    as it is."""
+    tags = cell.get("metadata", {}).get("tags", [])
+    if "parameters" in tags:
+        return parameters_pointer(cell["source"], source)
+    lines = "".join(cell["source"]).splitlines()
+    if cell["cell_type"] == "code" and lines and lines[0].startswith("# Colab bootstrap"):
+        return [f"# Colab bootstrap ({len(lines)} lines; it runs only on Colab): see {source}"]
+    if cell["cell_type"] == "code" and BOOKKEEPING in tags:
+        what = cell.get("metadata", {}).get("stepwiser", {}).get("bookkeeping", "bookkeeping")
+        return [f"# {what[0].upper() + what[1:]}: {len(lines)} lines of bookkeeping, in {source}"]
+    return cell["source"]
+
+
 def parameters_pointer(cell_source, source: str) -> list[str]:
     """What a reader's copy shows of the parameters cell: where the cell is and how long, instead
     of the cell (issue 36: it and its echo took up to 2.5 screens before the first idea)."""
@@ -127,12 +150,13 @@ SCREEN_LINES, FIGURE_LINES = 45, 20
 def screens(nb: dict, width: int = 110) -> float:
     """About how many screens an executed copy takes to read: markdown, code and printed output
     lines (a long markdown line wraps at ``width`` characters; code does not), a table row a line,
-    a figure :data:`FIGURE_LINES`. A measure to compare copies by, not a precise one."""
+    a figure :data:`FIGURE_LINES`, a folded ``<details>`` section its summary line. A measure to
+    compare copies by, not a precise one."""
     lines = 0
     for c in nb["cells"]:
         src = "".join(c["source"]).splitlines()
         if c["cell_type"] == "markdown":
-            lines += sum(max(1, -(-len(ln) // width)) for ln in src) + 1
+            lines += sum(max(1, -(-len(ln) // width)) for ln in _unfolded(src)) + 1
             continue
         if not c.get("metadata", {}).get("jupyter", {}).get("source_hidden"):
             lines += len(src) + 1
@@ -149,6 +173,21 @@ def screens(nb: dict, width: int = 110) -> float:
             elif "text/plain" in data:
                 lines += len("".join(data["text/plain"]).splitlines())
     return round(lines / SCREEN_LINES, 1)
+
+
+def _unfolded(lines: list[str]) -> list[str]:
+    """Markdown lines as a reader first sees them: a folded ``<details>`` block is its summary line."""
+    out, depth = [], 0
+    for ln in lines:
+        if ln.strip().startswith("<details"):
+            depth += 1
+            if depth == 1:
+                out.append(ln)
+        elif ln.strip().startswith("</details>"):
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            out.append(ln)
+    return out
 
 
 def _title(nb: dict) -> str:
@@ -190,7 +229,7 @@ def export(profile: str = "tiny", src: str | Path | None = None, out: str | Path
              "edit the notebooks in `notebooks/`, never these.", "",
              "| notebook | source | screens to read | minutes in the run that wrote it |", "|---|---|---|---|", *rows, "",
              f"About {round(total)} screens in all (`stepwiser_lib.tools.docs.screens`: {SCREEN_LINES} rendered lines a "
-             f"screen, a figure {FIGURE_LINES}).", "",
+             f"screen, a figure {FIGURE_LINES}, a folded section its summary line).", "",
              "A stage that resumed from what an earlier run left on disk takes less time than a fresh run; "
              "the run-time table of docs/results_tiny.md gives a fresh run's times.", ""]
     atomic_write_text(out / "README.md", "\n".join(index))

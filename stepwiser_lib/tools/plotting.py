@@ -258,3 +258,52 @@ def balancing_figure(stats: dict[str, dict], records: list[dict], min_chars: int
         axes[2].legend(fontsize=7)
     fig.tight_layout()
     return fig
+
+
+BASE_COLOR = "#888888"
+
+
+def step_counts_figure(base_steps: list[int], chunk_steps: list[int], s_base: dict, s_chunk: dict, eval_samples: int):
+    """Notebook 01, section 4: steps per held-out solution (base: split by blank lines; chunk
+    policy: its chunks), and each policy's accuracy with its 95% interval (``s_*["ci95"]``, which
+    resamples problems). One colour per policy on both panels."""
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
+    bins = range(0, max(base_steps + chunk_steps + [1]) + 2)
+    axes[0].hist([base_steps, chunk_steps], bins=bins, align="left", color=[BASE_COLOR, OURS_COLOR],
+                 label=["base: split by \\n\\n", "chunk policy: chunks"])
+    axes[0].set(xlabel="steps per solution", ylabel="solutions", title="Steps per solution (held-out)")
+    axes[0].legend()
+    acc = [s_base["avg_acc"], s_chunk["avg_acc"]]
+    err = [[a - s.get("ci95", {}).get("low", a) for a, s in zip(acc, (s_base, s_chunk))],
+           [s.get("ci95", {}).get("high", a) - a for a, s in zip(acc, (s_base, s_chunk))]]
+    axes[1].bar(["base", "chunk"], acc, yerr=err, capsize=4, color=[BASE_COLOR, OURS_COLOR])
+    axes[1].set(ylabel=f"Avg@{eval_samples} accuracy (%)", title="Held-out accuracy (bar: 95% interval)", ylim=(0, 100))
+    fig.tight_layout()
+    return fig
+
+
+def q_figure(records: list[dict], m_rollouts: int, adaptive: bool):
+    """Notebook 02, section 3: the distribution of Q over intermediate chunks, and mean Q after
+    each chunk along trajectories that end correct and wrong, with the number of chunks behind each
+    point (a mean hides that single trajectories fall in steps) and the mean value of the bare
+    prompt, q0."""
+    import pandas as pd
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
+    df = pd.DataFrame(records)
+    if len(df):
+        inter = df[~df.is_final]
+        axes[0].hist(inter.q, bins=[i / m_rollouts for i in range(m_rollouts + 2)], align="left", rwidth=0.9)
+        axes[0].set(xlabel="Q (intermediate chunks)", ylabel="chunks",
+                    title=f"Distribution of Q (up to M = {m_rollouts}{', adaptive' if adaptive else ''})")
+        for ok, g in df.groupby("traj_correct"):
+            m = g.groupby("chunk_index").q.agg(["mean", "size"])
+            axes[1].plot(m.index, m["mean"], marker="o", label="correct trajectories" if ok else "wrong trajectories")
+            for x, (y, n) in m.iterrows():
+                axes[1].annotate(str(int(n)), (x, y), textcoords="offset points", xytext=(0, 5), ha="center", fontsize=7)
+        axes[1].axhline(df.q0.mean(), ls="--", c="gray", label="mean q0 (bare prompt)")
+        axes[1].set(xlabel="chunk index (number: chunks averaged)", ylabel="mean Q after the chunk",
+                    title="Q along the trajectory", ylim=(-0.03, 1.1))
+        axes[1].legend()
+    fig.tight_layout()
+    return fig
