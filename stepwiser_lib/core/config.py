@@ -69,10 +69,10 @@ def type_ok(value: Any, type_name: str) -> bool:
 
 #: What a parameter allows, at the start of its trailing comment, before ``;``: an interval or a
 #: set of choices (``in [1, inf)``, ``in {toy, paper}``), or the same for each element of a list
-#: (``each in {toy, math500}``). The annotation stays a plain type (``int``, ``list[str]``) that
+#: (``each in {toy, math500}``; ``each variant`` and ``each judge`` for judge names). The annotation stays a plain type (``int``, ``list[str]``) that
 #: papermill's parameter inspection reads (``papermill --help-notebook`` lists every parameter, with
 #: what it allows as the start of its help); :func:`stepwiser_lib.core.checks.parse` reads both.
-CONSTRAINT = re.compile(r"^(each\s+)?(in\s*(?:[\[(][^\])]*[\])]|\{[^}]*\}))\s*(?:;\s*|$)")
+CONSTRAINT = re.compile(r"^(each\s+)?(in\s*(?:[\[(][^\])]*[\])]|\{[^}]*\})|(?<=each )variant|(?<=each )judge)\s*(?:;\s*|$)")
 
 
 def spec_text(annotation: str, comment: str) -> tuple[str, str]:
@@ -88,6 +88,8 @@ def spec_text(annotation: str, comment: str) -> tuple[str, str]:
         inner = re.fullmatch(r"list\[(\w+)\]", ann)
         if not inner:
             raise ConfigError(f"`each {m.group(2)}` needs a list[TYPE] annotation, not {ann!r}")
+        if m.group(2) in ("variant", "judge"):  # a named element kind (checks.NAMED): a str with its own check
+            return f"list[{m.group(2)}]", rest
         return f"list[{inner.group(1)} {m.group(2)}]", rest
     return f"{ann} {m.group(2)}", rest
 
