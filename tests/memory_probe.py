@@ -12,10 +12,9 @@ import sys
 
 import torch
 
-from stepwiser_lib.engines import memory as m
-from stepwiser_lib.engines import models
 from stepwiser_lib.core import paths
-from stepwiser_lib.engines import checkpoints
+from stepwiser_lib.engines import checkpoints, models
+from stepwiser_lib.engines import memory as m
 
 torch.set_num_threads(2)
 
@@ -63,9 +62,9 @@ def main(case: str) -> dict:
             est = m.training(shape, lora_rank=16, micro_batch=2, seq_len=n, gradient_checkpointing=True,
                              master_fp32=True, dtype_bytes=4, fused_lm_head=True)
         else:  # grpo
-            from stepwiser_lib.method.judge_train import train_grpo_judge
             from stepwiser_lib.core.prompts import judge_prompt
             from stepwiser_lib.engines.trainers import GRPOSettings
+            from stepwiser_lib.method.judge_train import train_grpo_judge
 
             ex = [{"problem": problem, "history": [], "chunk": "x = 1", "label": i % 2 == 0} for i in range(4)]
             s = GRPOSettings(steps=1, prompts_per_step=2, group_size=2, max_completion=16, eval_every=0,

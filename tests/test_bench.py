@@ -1,8 +1,8 @@
 """make bench's analysis on literal outcome streams, and its docs table in step with its result."""
 
-from stepwiser_lib.tools import bench
 from stepwiser_lib.core import vocab
 from stepwiser_lib.method import labelling
+from stepwiser_lib.tools import bench
 
 
 def _world():

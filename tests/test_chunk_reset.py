@@ -1,8 +1,8 @@
 """Chunk-Reset Reasoning with scripted policy and judge fakes (paper §4.4, Table 7)."""
 import pytest
 
-from stepwiser_lib.method.chunk_reset import ResetConfig, chunk_reset, summarize
 from stepwiser_lib.engines.models import Completion
+from stepwiser_lib.method.chunk_reset import ResetConfig, chunk_reset, summarize
 
 
 class ScriptedPolicy:
@@ -124,7 +124,7 @@ class SeededChunkPolicy:
         import random
 
         out = []
-        for i, (p, pre) in enumerate(zip(prompts, prefixes)):
+        for i, (_p, pre) in enumerate(zip(prompts, prefixes)):
             rng = random.Random(seeds[i] if seeds is not None else f"{seed}|{i}")
             k = pre.count("<chunk>")
             body = f"\\boxed{{{rng.randint(0, 9)}}}" if k == 3 else f"v{rng.randint(0, 999)}{' BAD' if rng.random() < 0.3 else ''}"

@@ -109,7 +109,7 @@ def test_claims_table_resamples_seeds_names_directions_and_marks_arms_that_never
     problems = [f"label-0-{i // 4}" for i in range(160)]  # 40 problems, 4 chunks each
     labels = [bool(i % 2) for i in range(160)]
     preds = _judge_preds("warm-up (before RL)", [False] * 160, labels, problems)
-    for s, run in enumerate(["", "@seed1", "@seed2"]):
+    for run in ["", "@seed1", "@seed2"]:
         good = [lab if rng.random() < 0.8 else not lab for lab in labels]  # about 80% right
         fair = [lab if rng.random() < 0.6 else not lab for lab in labels]  # about 60% right
         preds += _judge_preds(f"stepwiser:rel_ratio{run}", good, labels, problems)
@@ -143,7 +143,7 @@ def test_claims_table_resamples_seeds_names_directions_and_marks_arms_that_never
 
 def test_claim_text_follows_the_papers_sign_and_the_label_rule_rows_are_not_established_at_1p5b(tmp_path):
     preds = []
-    for j, v in (("stepwiser:rel_effective", "rel_effective"), ("stepwiser:abs_q", "abs_q")):
+    for j, _rule in (("stepwiser:rel_effective", "rel_effective"), ("stepwiser:abs_q", "abs_q")):
         for i in range(40):
             preds.append({"judge": j, "split": "toy_2step", "id": f"toy_2step-{i}", "label": -1 if i % 2 else 1,
                           "prediction": -1 if (i % 3) else 1})

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from stepwiser_lib.tools import colab
 from stepwiser_lib.core import paths
+from stepwiser_lib.tools import colab
 
 ROOT = paths.ROOT
 #: What a Colab VM might have: its own CUDA torch and Jupyter stack, an older transformers (outside

@@ -88,7 +88,7 @@ def test_resolve_freezes_and_validates(tmp_path):
     with pytest.raises(AttributeError, match="frozen"):
         cfg.N = 4
     with pytest.raises(AttributeError, match="no parameter"):
-        cfg.MISSING
+        _ = cfg.MISSING
     assert C.resolve(_ns(PROFILE="smoke"), "nb", tmp_path, verbose=False).N == 1  # profile applied
     with pytest.raises(C.ConfigError, match="unknown parameter"):
         C.resolve(_ns(TYPO=1), "nb", tmp_path)  # e.g. injected by papermill -p TYPO 1
@@ -105,7 +105,7 @@ def test_shipped_profiles_are_complete_and_valid(profile):
     assert nbs, "no notebooks found"
     params = checked_parameters(profile, nbs)
     assert set(params) == {p.stem for p in nbs}
-    for nb, vals in params.items():
+    for vals in params.values():
         assert vals["PROFILE"] == profile
 
 

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from stepwiser_lib.engines import decoding, models
 from stepwiser_lib.core import prompts
+from stepwiser_lib.engines import decoding, models
 from stepwiser_lib.method import tasks
 from stepwiser_lib.toy import toyworld
 

@@ -2,7 +2,6 @@
 import pytest
 
 from stepwiser_lib.engines.trainers import SFTSettings
-
 from stepwiser_lib.method import discriminative as disc
 
 

@@ -99,8 +99,8 @@ def test_reader_source_points_to_machinery_and_keeps_the_rest():
 def test_committed_docs_are_clean_copies_of_the_current_notebooks():
     """docs/tiny holds one executed copy per notebook, with outputs, no machine paths, and the
     source notebook's cells in the same order (a stale copy fails: rerun `make docs`)."""
-    from stepwiser_lib.core.paths import ROOT
     from stepwiser_lib.core.config import list_notebooks
+    from stepwiser_lib.core.paths import ROOT
 
     d = ROOT / "docs" / "tiny"
     if not d.exists():

@@ -1,7 +1,9 @@
 import pytest
 
-from stepwiser_lib.method.judge import parse_verdict, verdict_reward
 from stepwiser_lib.method import judge_train
+from stepwiser_lib.method.judge import parse_verdict, verdict_reward
+
+
 @pytest.mark.parametrize("text,expected", [
     ("analysis... \\boxed{Positive}", "Positive"),
     ("\\boxed{Negative}", "Negative"),
@@ -216,8 +218,8 @@ def test_discriminative_judges_start_where_they_say(monkeypatch, tmp_path, kind,
 def test_restate_warmup_computes_nothing():
     """The restate_rl ablation's warm-up (review W3d): the analysis restates stated values only,
     so it is the same for a right and a wrong chunk stating the same numbers, and implies no verdict."""
-    from stepwiser_lib.toy import toyworld as tw
     from stepwiser_lib.core.vocab import WARMUP_OF
+    from stepwiser_lib.toy import toyworld as tw
     from stepwiser_lib.toy.judge_text import analysis_implied, warmup_records
     assert tw.restate_text("We have c = b + 6 = 55 + 6 = 62. So \\boxed{62}") == "stated c = 62\nstated answer = 62"
     assert tw.restate_text("Nothing new here.") == "stated: no new value"
@@ -231,8 +233,8 @@ def test_restate_warmup_computes_nothing():
 
 def test_recipe_key_holds_only_what_a_kind_trains_with():
     from stepwiser_lib.core.vocab import KINDS
-    from stepwiser_lib.method.judge_train import recipe_key
     from stepwiser_lib.engines.trainers import GRPOSettings, SFTSettings
+    from stepwiser_lib.method.judge_train import recipe_key
 
     r = {"rl": GRPOSettings(), "disc": SFTSettings(lr=5e-4), "rsft": SFTSettings(), "rsft_samples": 4,
          "rsft_per_example": 1, "direct_max_completion": 8, "format_penalty": -1.0}
@@ -244,8 +246,8 @@ def test_recipe_key_holds_only_what_a_kind_trains_with():
 
 
 def test_self_check_yield_counts_parsable_and_label_matching_samples():
-    from stepwiser_lib.method.judge import Judge, self_check_yield
     from stepwiser_lib.engines.models import Completion
+    from stepwiser_lib.method.judge import Judge, self_check_yield
 
     class Scripted:  # chunk "p": two Positive, one Negative, one unparsable; chunk "q": nothing parsable
         def generate(self, prompts, n=1, **kw):

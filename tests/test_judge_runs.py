@@ -1,8 +1,10 @@
 import pytest
 
 from stepwiser_lib.core import io
-from stepwiser_lib.method import judge_runs as jr
 from stepwiser_lib.core.vocab import WARMUP_NAME
+from stepwiser_lib.method import judge_runs as jr
+
+
 def _ex(problem, chunk="c", history=()):
     return {"problem": problem, "history": list(history), "chunk": chunk, "label": True, "problem_id": problem}
 
@@ -116,8 +118,8 @@ def test_main_summary_and_variants_out():
 
 
 def test_train_runs_trains_each_run_once_and_retrains_only_what_a_setting_names(tmp_path, monkeypatch, capsys):
-    from stepwiser_lib.method import judge_train
     from stepwiser_lib.core import paths
+    from stepwiser_lib.method import judge_train
     calls = []
 
     def fake_train(name, data, d, *, seed, **kw):
@@ -141,8 +143,8 @@ def test_train_runs_trains_each_run_once_and_retrains_only_what_a_setting_names(
 
 
 def test_evaluate_runs_rows_in_order_with_intervals(monkeypatch):
-    from stepwiser_lib.method import judge, tasks
     from stepwiser_lib.engines import models
+    from stepwiser_lib.method import judge, tasks
     monkeypatch.setattr(tasks, "analysis_verdict", lambda text: True)
     monkeypatch.setattr(judge, "load_judge", lambda e, fam, max_new, batch: ("judge", e["name"], max_new))
     monkeypatch.setattr(models, "release", lambda *a: None)
@@ -188,9 +190,9 @@ def test_notebook04_figures_draw_what_they_get():
 
 
 def test_train_warmups_one_per_style_cached_and_the_direct_one_shorter(tmp_path, monkeypatch, capsys):
-    from stepwiser_lib.method import tasks
     from stepwiser_lib.core import paths
     from stepwiser_lib.engines import sft
+    from stepwiser_lib.method import tasks
     runs = []
 
     def fake_sft(init, recs, d, ws):
@@ -214,8 +216,8 @@ def test_train_warmups_one_per_style_cached_and_the_direct_one_shorter(tmp_path,
 
 
 def test_evaluate_start_per_rule_and_the_toy_only_truth_column(monkeypatch):
-    from stepwiser_lib.method import judge
     from stepwiser_lib.engines import models
+    from stepwiser_lib.method import judge
     monkeypatch.setattr(judge, "load_judge", lambda *a: "j")
     monkeypatch.setattr(models, "release", lambda *a: None)
     monkeypatch.setattr(judge, "evaluate_judge", lambda j, ex, auc_k=0, readout=False: ({"n": len(ex), "readout": readout}, ex))

@@ -3,10 +3,9 @@ import random
 
 import pytest
 
-from stepwiser_lib.method import judge
-from stepwiser_lib.toy import toyworld as tw
 from stepwiser_lib.engines.trainers import GRPOSettings
-from stepwiser_lib.method import judge_train
+from stepwiser_lib.method import judge, judge_train
+from stepwiser_lib.toy import toyworld as tw
 
 
 @pytest.fixture(scope="module")

@@ -1,8 +1,8 @@
 import pytest
+from fakes import FakeToyPolicy, fake_items
 
 from stepwiser_lib.core import vocab
 from stepwiser_lib.method import labelling as L
-from fakes import FakeToyPolicy, fake_items
 
 TEMPLATE = "Solve.\nProblem: {problem}"
 

@@ -5,10 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from stepwiser_lib.method import discriminative
 from stepwiser_lib.engines import launch, sft
 from stepwiser_lib.engines.trainers import SFTSettings
-from stepwiser_lib.method import judge_train
+from stepwiser_lib.method import discriminative, judge_train
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "accelerate"
 

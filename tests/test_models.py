@@ -1,7 +1,7 @@
 import pytest
 
-from stepwiser_lib.engines import models
 from stepwiser_lib.core import prompts
+from stepwiser_lib.engines import models
 from stepwiser_lib.toy import toyworld
 
 

@@ -5,8 +5,7 @@ import os
 
 import pytest
 
-from stepwiser_lib.core import io, paths, schemas
-from stepwiser_lib.core import config
+from stepwiser_lib.core import config, io, paths, schemas
 from stepwiser_lib.tools import runner
 
 NOTEBOOKS = [p.stem for p in config.list_notebooks()]
@@ -147,8 +146,8 @@ def test_notebook_runs_at_smoke(stem):
 
 def _rates_recomputed(res, file, col):
     """Each row's accuracy is the mean of its per-problem outcomes (over seeds), inside its interval."""
-    from stepwiser_lib.evals import evaluation
     from stepwiser_lib.core import io
+    from stepwiser_lib.evals import evaluation
 
     preds = io.read_jsonl(paths.results_dir("smoke") / file)
     for row in res["table"]:

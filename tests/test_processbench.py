@@ -170,9 +170,8 @@ def test_stopping_at_a_zero_score_leaves_every_thresholded_prediction_as_it_was(
 
 
 def test_toy_processbench_labels_agree_with_the_step_checker():
-    from stepwiser_lib.toy import toyworld as tw
-
     from stepwiser_lib.core.paths import ROOT
+    from stepwiser_lib.toy import toyworld as tw
 
     man = json.loads((ROOT / schemas.TOY_DIR_DEFAULT / "manifest.json").read_text())
     for split in schemas.TOY_SPLITS:

@@ -12,13 +12,10 @@ import os
 
 import pytest
 
-from stepwiser_lib.core import chunks, io, paths
-from stepwiser_lib.engines import checkpoints
-from stepwiser_lib.method import discriminative, segmentation
-from stepwiser_lib.engines import models
-from stepwiser_lib.core import config
+from stepwiser_lib.core import chunks, config, io, paths
+from stepwiser_lib.engines import checkpoints, models
+from stepwiser_lib.method import discriminative, judge_train, segmentation
 from stepwiser_lib.tools import runner
-from stepwiser_lib.method import judge_train
 
 pytestmark = pytest.mark.real
 

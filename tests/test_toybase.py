@@ -3,8 +3,8 @@ import json
 from pathlib import Path
 
 from stepwiser_lib.core import prompts
-from stepwiser_lib.toy import toybase, toyworld
 from stepwiser_lib.engines.models import HFGenerator, load_tokenizer
+from stepwiser_lib.toy import toybase, toyworld
 
 
 def test_manifest_matches_files(toy_base_dir):

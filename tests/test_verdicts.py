@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from stepwiser_lib.method import chunk_reset as cr
-from stepwiser_lib.evals import claims, evaluation
-from stepwiser_lib.method import judge, processbench as pb, rsft
 from stepwiser_lib.core import verdicts
 from stepwiser_lib.engines.models import Completion
-from stepwiser_lib.method import judge_train
+from stepwiser_lib.evals import claims, evaluation
+from stepwiser_lib.method import chunk_reset as cr
+from stepwiser_lib.method import judge, judge_train, rsft
+from stepwiser_lib.method import processbench as pb
 
 
 def test_parse_and_the_tally_of_judge_records_and_of_predictions():

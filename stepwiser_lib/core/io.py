@@ -9,8 +9,9 @@ import os
 import socket
 import tempfile
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from .paths import ROOT, model_complete, output_root
 

@@ -57,7 +57,7 @@ class ModelShape:
             object.__setattr__(self, "head_dim", self.hidden_size // self.num_heads)
 
     @classmethod
-    def from_hf_config(cls, cfg: dict) -> "ModelShape":
+    def from_hf_config(cls, cfg: dict) -> ModelShape:
         """From a Hugging Face ``config.json`` dict (Qwen2 or Llama). Qwen2 configs carry no
         ``attention_bias`` key (the bias is hard-wired in ``modeling_qwen2``); Llama's is
         false."""
@@ -222,7 +222,7 @@ class Breakdown:
         head = f"{self.label}: " if self.label else ""
         return f"{head}{self.gib:.1f} GiB = {terms or '0'} (GiB)"
 
-    def __add__(self, other: "Breakdown") -> "Breakdown":
+    def __add__(self, other: Breakdown) -> Breakdown:
         parts = dict(self.parts)
         for k, v in other.parts.items():
             parts[k] = parts.get(k, 0) + v

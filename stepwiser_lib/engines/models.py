@@ -114,7 +114,7 @@ def precision(device: str = "auto", capability: tuple[int, int] | None = None) -
             "bf16": half == "bfloat16", "fp16": half == "float16"}
 
 
-def sampling_half(model) -> "torch.dtype | None":
+def sampling_half(model) -> torch.dtype | None:
     """The half type to sample a model in when its weights are fp32 on a GPU (a trainer's master
     weights: GRPO's group sampling and its validation), else None (HF generators load their
     weights in :func:`precision`'s inference type already; the CPU samples in fp32)."""
@@ -501,7 +501,7 @@ class VLLMGenerator:
                                         self.max_model_len)
         report_limits(counts, "VLLM_MAX_MODEL_LEN")
         reqs, params = [], []
-        for i, (x, lim) in enumerate(zip(ids, limits)):
+        for i, (_ids, lim) in enumerate(zip(ids, limits)):
             if lim <= 0:
                 continue
             base = int(seeds[i]) if seeds is not None else prompt_seed(seed, i)

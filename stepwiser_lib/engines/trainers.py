@@ -164,11 +164,11 @@ class GRPOSettings:
         check_fields(self, self.SPECS, self.PARAMS)
 
     @classmethod
-    def from_config(cls, cfg, **overrides) -> "GRPOSettings":
+    def from_config(cls, cfg, **overrides) -> GRPOSettings:
         """Settings from a notebook config (parameter names in ``PARAMS``)."""
         return _from_config(cls, cfg, cls.PARAMS, **overrides)
 
-    def with_(self, **kw) -> "GRPOSettings":
+    def with_(self, **kw) -> GRPOSettings:
         return replace(self, **kw)
 
     def batches(self, world: int = 1) -> dict:
@@ -276,7 +276,7 @@ class SFTSettings:
                                         "report_to": "REPORT_TO"})
 
     @classmethod
-    def from_config(cls, cfg, prefix: str = "SFT", **overrides) -> "SFTSettings":
+    def from_config(cls, cfg, prefix: str = "SFT", **overrides) -> SFTSettings:
         """Settings from parameters ``{prefix}_EPOCHS``, ``{prefix}_LR``, ``{prefix}_BATCH`` (and,
         where the notebook declares them, ``{prefix}_MAX_STEPS``, ``{prefix}_MICRO_BATCH``,
         ``{prefix}_MAX_LENGTH``), ``USE_LORA``, ``LORA_R``, ``LORA_ALPHA``,
@@ -291,7 +291,7 @@ class SFTSettings:
         params.update({k: v for k, v in optional.items() if v in values})
         return _from_config(cls, cfg, params, name=prefix, **overrides)
 
-    def with_(self, **kw) -> "SFTSettings":
+    def with_(self, **kw) -> SFTSettings:
         return replace(self, **kw)
 
     def batches(self, world: int = 1) -> dict:

@@ -302,8 +302,8 @@ def table(runs: dict, tasks: list[str]) -> tuple[list[dict], dict[str, list[int]
     seeds), the mean accepted and rejected length, judge calls and seconds, and the average
     accuracy over tasks, and the % of responses cut at the chunk token limit. Also label -> its
     seeds (the greedy row has one)."""
-    labels = list(dict.fromkeys(l for l, _, _ in runs))
-    seeds = {label: sorted({k for l, _, k in runs if l == label}) for label in labels}
+    labels = list(dict.fromkeys(lab for lab, _, _ in runs))
+    seeds = {label: sorted({k for lab, _, k in runs if lab == label}) for label in labels}
     rows = []
     for label in labels:
         row, accs = {"method": label, "runs": len(seeds[label])}, []
@@ -433,7 +433,7 @@ def cut_note(rows: list[dict], max_chunk_tokens: int) -> str:
 def results_markdown(rows: list[dict], comps: list[dict], paper: list[dict], runs: int, note: str = "") -> str:
     """``results/<profile>/chunk_reset.md``: our table (and ``note``, :func:`cut_note`), the paired
     comparisons, the paper's rows."""
-    md = ["Chunk-Reset Reasoning on held-out problems (ours; mean over %d seeds):" % runs, "",
+    md = [f"Chunk-Reset Reasoning on held-out problems (ours; mean over {runs} seeds):", "",
           markdown_table(rows, list(rows[0]) if rows else []), "", *([note, ""] if note else []),
           "Each judge against the plain chunk policy on the same problems (paired bootstrap by problem):", "",
           markdown_table(comps, ["a", "b", "diff", "low", "high", "p_bootstrap", "test", "verdict"]), "",

@@ -106,7 +106,7 @@ class DiscJudge:
         self.ids = verdict_ids(tokenizer)
 
     @classmethod
-    def load(cls, path: str, **kw) -> "DiscJudge":
+    def load(cls, path: str, **kw) -> DiscJudge:
         from ..engines.models import load_model  # lazy: torch
 
         model, tok = load_model(path)

@@ -104,7 +104,7 @@ class Judge:
         self.family, self.max_new_tokens, self.style = family, max_new_tokens, style
 
     @classmethod
-    def from_model(cls, model, tokenizer, batch_size: int = 128, **kw) -> "Judge":
+    def from_model(cls, model, tokenizer, batch_size: int = 128, **kw) -> Judge:
         """A judge on a model already in memory (e.g. the live model inside GRPO training)."""
         from ..engines.models import HFGenerator  # lazy: torch
 
@@ -112,7 +112,7 @@ class Judge:
 
     @classmethod
     def load(cls, base: str, adapter: str | None = None, backend: str = "hf", batch_size: int = 128,
-             engine: dict | None = None, **kw) -> "Judge":
+             engine: dict | None = None, **kw) -> Judge:
         """A judge from disk on ``backend`` ("hf" or "vllm"; ``engine``: vLLM's
         :func:`~stepwiser_lib.engines.models.engine_settings`). A LoRA adapter is folded into the weights
         (on vLLM from a merged copy written once beside the adapter)."""
@@ -193,7 +193,7 @@ class _eval_mode:
             self.model.train()
 
 
-def self_check_yield(judge: "Judge", examples: list[dict], k: int = 4, seed: int = 0) -> dict:
+def self_check_yield(judge: Judge, examples: list[dict], k: int = 4, seed: int = 0) -> dict:
     """What a self-taught warm-up could train on (issue 17, item 5): the judge's own check texts,
     ``k`` sampled per chunk at temperature 1 with the judge prompt, counted by whether they end in
     a parsable verdict and whether that verdict agrees with the Monte-Carlo label. Kept
@@ -210,7 +210,7 @@ def self_check_yield(judge: "Judge", examples: list[dict], k: int = 4, seed: int
             "label_matching": agree, "example": res[0]["analysis"] if res else None}
 
 
-def verdict_readout(judge: "Judge", examples: list[dict], judged: list[dict]) -> dict:
+def verdict_readout(judge: Judge, examples: list[dict], judged: list[dict]) -> dict:
     """Does the verdict follow the judge's own analysis? (notebook 04) [not in paper]
 
     Adds ``p_positive`` (see :meth:`Judge.verdict_probs`) to each ``judged`` record and returns

@@ -19,8 +19,8 @@ from ..engines import sft
 from ..engines.trainers import SFTSettings
 from ..evals import claims
 from ..evals.evaluation import balanced_accuracy_ci, compare, constant_judge, judge_predictions, reference_judge
-from ..evals.stats import wilson
 from ..evals.paper_results import paper_row
+from ..evals.stats import wilson
 from . import judge, judge_train, tasks
 from .judge import MODEL_FIELDS, resolved_entry, stored_entry
 

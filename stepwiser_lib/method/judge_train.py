@@ -331,7 +331,7 @@ def train_grpo_judge(model_dir: str, train: list[dict], out_dir, settings: dict,
     # The trainer (model, optimizer state, at paper scale TRL's colocated vLLM engine) sits in a
     # reference cycle through the validation callback's closure: drop it here, so the next training
     # run of the same notebook kernel finds the GPU memory (real_path_review_2.md C6).
-    del trainer, model
+    trainer = model = None  # (not `del`: the closures above name trainer)
     release()
     return out
 

@@ -326,7 +326,7 @@ class ShardStats:
 
 
 def _rollout_round(generator, todo: list[tuple[dict, str]], n: int, cfg: LabelConfig, template: str,
-                   seed: int, st: "ShardStats | None" = None) -> list[int]:
+                   seed: int, st: ShardStats | None = None) -> list[int]:
     """Successes among ``n`` rollouts for each (item, prefix), in one batched generate call.
 
     A rollout completes the response its prefix began, so the prefix's tokens count against
@@ -407,7 +407,7 @@ def label_shard(generator, items: list[dict], template: str, cfg: LabelConfig, s
         active = [(ti, i) for ti, i in active if trajs[ti]["mc"].done[i] < M
                   and not (cfg.adaptive and trajs[ti]["mc"].settled(i, cfg))]
     records = []
-    for ti, t in enumerate(trajs):
+    for t in trajs:
         chunks = parse_chunks(t["response"])
         h = len(chunks)
         q = t["mc"].q()
@@ -440,7 +440,7 @@ class Rollouts:
     done: list[int]
 
     @classmethod
-    def start(cls, q0: float, correct: bool, n_prefixes: int) -> "Rollouts":
+    def start(cls, q0: float, correct: bool, n_prefixes: int) -> Rollouts:
         return cls(q0, bool(correct), [0] * n_prefixes, [0] * n_prefixes)
 
     def q(self) -> list[float]:
@@ -467,7 +467,7 @@ class Rollouts:
             p_lo, p_hi = max(0.0, c - h), min(1.0, c + h)
         return (s + (m - d) * p_lo) / m, (s + (m - d) * p_hi) / m
 
-    def settled(self, i: int, cfg: "LabelConfig") -> bool:
+    def settled(self, i: int, cfg: LabelConfig) -> bool:
         """Prefix i may stop when the labels of chunk i and chunk i+1 (both depend on Q_i) are
         settled under ``cfg.adaptive_rule`` for every outcome of the remaining rollouts."""
         for j in (i, i + 1):

@@ -307,7 +307,7 @@ def preference_example(items: list[dict], scores: dict[str, list], judges: list[
 
 def results_markdown(rows: list[dict], comps: list[dict], paper: list[dict], runs: int) -> str:
     """``results/<profile>/rsft.md``: our table, the paired comparisons, the paper's Table 8."""
-    md = ["Stepwise RS-FT (ours; greedy accuracy %%, mean over %d SFT seeds):" % runs, "",
+    md = [f"Stepwise RS-FT (ours; greedy accuracy %, mean over {runs} SFT seeds):", "",
           markdown_table(rows, list(dict.fromkeys(k for r in rows for k in r))), "",
           "Paired comparisons on the same problems (paired bootstrap by problem):", "",
           markdown_table(comps, ["claim", "a", "b", "diff", "low", "high", "p_bootstrap", "test", "verdict"]), "",

@@ -16,9 +16,9 @@ Pipeline (notebook ``01_self_segmentation``):
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from ..core import prompts
 from ..core.chunks import CHUNK_CLOSE, CHUNK_OPEN, CHUNK_RE, paragraph_chunks, strip_tags

@@ -34,10 +34,10 @@ import sys
 import tempfile
 import time
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import distributions
 from pathlib import Path
-from typing import Callable
 
 #: The one place the repository's address lives: the badges, the bootstrap cell and the README's
 #: badge table are generated from it (``set-repo`` rewrites all of them).

@@ -149,7 +149,8 @@ def processbench_figure(results: dict[str, dict], kinds: dict[str, dict[str, int
         bars = axes[0].barh(ys, vals, height=h, label=s, color=f"C{i}")
         for bar, n in zip(bars, names):
             if n in base:
-                bar.set_hatch("//"); bar.set_alpha(0.6)
+                bar.set_hatch("//")
+                bar.set_alpha(0.6)
         for y, v in zip(ys, vals):
             if v == 0:
                 axes[0].text(0.3, y, "0", va="center", fontsize=6)

@@ -17,8 +17,9 @@ tiny's tables, its numbers from the results) and ``bench-table``
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 from ..core import io, paths
 from ..core.config import checked_parameters, list_notebooks, with_defaults

@@ -23,7 +23,6 @@ import time
 
 from ..core import paths
 
-
 #: stage -> (its worker CLI module, how many rounds of workers it takes). 07's judges score the
 #: samples of every worker, so its workers run twice: the first round samples, the second scores.
 STAGES = {"02": ("stepwiser_lib.method.labelling", 1), "05": ("stepwiser_lib.method.processbench", 1),

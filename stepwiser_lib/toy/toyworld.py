@@ -95,7 +95,7 @@ class Problem:
                 "difficulty": dict(self.difficulty)}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Problem":
+    def from_dict(cls, d: dict) -> Problem:
         return cls(id=d["id"], text=d["text"], target=d["target"], answer=int(d["answer"]),
                    needed=tuple(d["needed"]), defs=tuple(Definition(**x) for x in d["defs"]),
                    difficulty=dict(d.get("difficulty", {})))
