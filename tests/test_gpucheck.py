@@ -1,4 +1,5 @@
 """`make gpu-check` (stepwiser_lib/tools/gpucheck.py): what can be checked without a GPU."""
+
 import pytest
 
 from stepwiser_lib.core import paths

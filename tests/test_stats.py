@@ -46,7 +46,9 @@ def test_cluster_bootstrap_resamples_whole_clusters():
     est, lo, hi = stats.cluster_bootstrap(lambda idx: sum(outcomes[i] for i in idx) / len(idx), 100, n_boot=4000)
     w = stats.wilson(30, 100)
     assert est == 0.3 and abs(lo - w[0]) < 0.03 and abs(hi - w[1]) < 0.03
-    assert stats.cluster_bootstrap(lambda idx: len(idx), 3, n_boot=10, seed=1) == stats.cluster_bootstrap(lambda idx: len(idx), 3, n_boot=10, seed=1)
+    assert stats.cluster_bootstrap(lambda idx: len(idx), 3, n_boot=10, seed=1) == stats.cluster_bootstrap(
+        lambda idx: len(idx), 3, n_boot=10, seed=1
+    )
     with pytest.raises(ValueError):
         stats.cluster_bootstrap(lambda idx: 0, 3, clusters=[1, 2])
 

@@ -6,6 +6,7 @@ What stays a recording fake (tests/test_real_path.py), because the CPU build can
 parallelism above 1, a GPU memory share, half-precision engines and TRL's colocated engine.
 Skipped visibly where vllm is not installed (the main ``.venv``).
 """
+
 import math
 import os
 

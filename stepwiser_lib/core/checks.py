@@ -31,8 +31,14 @@ from typing import Any
 
 from .vocab import parse_judge_name, parse_variant
 
-TYPES: dict[str, tuple[type, ...]] = {"int": (int,), "float": (float, int), "str": (str,), "bool": (bool,),
-                                      "list": (list,), "dict": (dict,)}
+TYPES: dict[str, tuple[type, ...]] = {
+    "int": (int,),
+    "float": (float, int),
+    "str": (str,),
+    "bool": (bool,),
+    "list": (list,),
+    "dict": (dict,),
+}
 NAMED = {"variant": "str", "judge": "str"}  # named element kinds -> their base type
 
 
@@ -98,8 +104,14 @@ def parse(text: str) -> Spec:
     if m2 := re.fullmatch(r"(>=|>|<=|<)\s*" + num, rest):
         return Spec(t, base, op=m2.group(1), bound=float(m2.group(2)))
     if m2 := re.fullmatch(r"in\s*([(\[])\s*" + num + r"\s*,\s*" + num + r"\s*([)\]])", rest):
-        return Spec(t, base, lo=float(m2.group(2)), hi=float(m2.group(3)),
-                    lo_open=m2.group(1) == "(", hi_open=m2.group(4) == ")")
+        return Spec(
+            t,
+            base,
+            lo=float(m2.group(2)),
+            hi=float(m2.group(3)),
+            lo_open=m2.group(1) == "(",
+            hi_open=m2.group(4) == ")",
+        )
     if m2 := re.fullmatch(r"in\s*\{(.+)\}", rest):
         return Spec(t, base, choices=tuple(c.strip() for c in m2.group(1).split(",")))
     raise ConfigError(f"parameter type {text!r}: cannot read the constraint {rest!r}")

@@ -65,8 +65,12 @@ def clean(nb: dict, root: str | Path, source: str, profile: str) -> dict:
     meta = nb.get("metadata", {})
     pm = meta.pop("papermill", {}) or {}
     meta.pop("widgets", None)
-    meta["stepwiser_docs"] = {"profile": profile, "source": source, "parameters": pm.get("parameters", {}),
-                              "minutes": round(pm["duration"] / 60, 1) if pm.get("duration") else None}
+    meta["stepwiser_docs"] = {
+        "profile": profile,
+        "source": source,
+        "parameters": pm.get("parameters", {}),
+        "minutes": round(pm["duration"] / 60, 1) if pm.get("duration") else None,
+    }
     cells = []
     for c in nb["cells"]:
         c["metadata"].pop("execution", None)
@@ -75,8 +79,10 @@ def clean(nb: dict, root: str | Path, source: str, profile: str) -> dict:
             c["id"] = "injected-parameters"  # papermill draws a random id: the same run twice gives the same file
         c["source"] = reader_source(c, source)
         if c["cell_type"] == "markdown":
-            c["source"] = [s.replace("](../README.md", "](../../README.md").replace("](../LAB_LOG.md", "](../../LAB_LOG.md")
-                           for s in c["source"]]
+            c["source"] = [
+                s.replace("](../README.md", "](../../README.md").replace("](../LAB_LOG.md", "](../../LAB_LOG.md")
+                for s in c["source"]
+            ]
         if c["cell_type"] == "code":
             outs = []
             for o in c.get("outputs", []):
@@ -94,11 +100,17 @@ def clean(nb: dict, root: str | Path, source: str, profile: str) -> dict:
                 outs.append(o)
             c["outputs"] = outs
         cells.append(c)
-    banner = {"cell_type": "markdown", "id": "docs-banner", "metadata": {},
-              "source": [f"> **Executed copy** of [`{source}`](../../{source}) at the `{profile}` profile, written by "
-                         "`make docs` (`stepwiser_lib/tools/docs.py`) with every output of that run. It is regenerated with the "
-                         "results: edit the source notebook, not this copy. Progress bars, trainers' progress tables and library "
-                         "warnings are left out."]}
+    banner = {
+        "cell_type": "markdown",
+        "id": "docs-banner",
+        "metadata": {},
+        "source": [
+            f"> **Executed copy** of [`{source}`](../../{source}) at the `{profile}` profile, written by "
+            "`make docs` (`stepwiser_lib/tools/docs.py`) with every output of that run. It is regenerated with the "
+            "results: edit the source notebook, not this copy. Progress bars, trainers' progress tables and library "
+            "warnings are left out."
+        ],
+    }
     nb["cells"] = [banner] + cells
     return nb
 
@@ -130,9 +142,11 @@ def parameters_pointer(cell_source, source: str) -> list[str]:
     of the cell (issue 36: it and its echo took up to 2.5 screens before the first idea)."""
     lines = "".join(cell_source).splitlines()
     n = sum(1 for ln in lines if ln.strip() and not ln.lstrip().startswith("#"))
-    return [f"# The parameters cell of {source}: {n} typed settings, each with a comment saying what it is and why\n",
-            "# its value (the paper's where it has one). The next cell checks them and says which ones this run's\n",
-            "# profile changed."]
+    return [
+        f"# The parameters cell of {source}: {n} typed settings, each with a comment saying what it is and why\n",
+        "# its value (the paper's where it has one). The next cell checks them and says which ones this run's\n",
+        "# profile changed.",
+    ]
 
 
 def is_progress_table(data: dict) -> bool:
@@ -191,28 +205,34 @@ def _unfolded(lines: list[str]) -> list[str]:
 
 
 def _title(nb: dict) -> str:
-    first = next((c for c in nb["cells"] if c["cell_type"] == "markdown" and "".join(c["source"]).startswith("# ")), None)
+    first = next(
+        (c for c in nb["cells"] if c["cell_type"] == "markdown" and "".join(c["source"]).startswith("# ")), None
+    )
     return "".join(first["source"]).splitlines()[0][2:].strip() if first else "?"
 
 
-def export(profile: str = "tiny", src: str | Path | None = None, out: str | Path | None = None,
-           root: str | Path = ROOT) -> list[Path]:
+def export(
+    profile: str = "tiny", src: str | Path | None = None, out: str | Path | None = None, root: str | Path = ROOT
+) -> list[Path]:
     """Write the reader's copy of every executed notebook in ``src`` (default ``runs/<profile>/``)
     to ``out`` (default ``docs/<profile>/``), and an index; returns the copies written."""
     src = Path(src or run_dir(profile))
     out = Path(out or DOCS_DIR / profile)
     nbs = sorted(src.glob("[0-9][0-9]_*.ipynb"))
     if not nbs:
-        raise FileNotFoundError(f"no executed notebooks in {src}: run `make reproduce PROFILE={profile}` "
-                                f"or `python -m stepwiser_lib.tools.docs --profile {profile}` first")
+        raise FileNotFoundError(
+            f"no executed notebooks in {src}: run `make reproduce PROFILE={profile}` "
+            f"or `python -m stepwiser_lib.tools.docs --profile {profile}` first"
+        )
     out.mkdir(parents=True, exist_ok=True)
     written, rows, total = [], [], 0.0
     for p in nbs:
         nb = json.loads(p.read_text())
         pm = nb.get("metadata", {}).get("papermill", {})
         if pm.get("exception") or not pm.get("end_time"):
-            raise RuntimeError(f"{p} {'stopped with an error' if pm.get('exception') else 'did not finish'}: "
-                               "rerun it before exporting")
+            raise RuntimeError(
+                f"{p} {'stopped with an error' if pm.get('exception') else 'did not finish'}: rerun it before exporting"
+            )
         doc = clean(nb, root, f"notebooks/{p.name}", profile)
         dest = out / p.name
         atomic_write_text(dest, json.dumps(doc, indent=1, ensure_ascii=False) + "\n")  # never a half-written copy
@@ -220,18 +240,29 @@ def export(profile: str = "tiny", src: str | Path | None = None, out: str | Path
         m = doc["metadata"]["stepwiser_docs"]["minutes"]
         sc = screens(doc)
         total += sc
-        rows.append(f"| [{_title(nb)}]({p.name}) | [`notebooks/{p.name}`](../../notebooks/{p.name}) | {sc} | "
-                    f"{'' if m is None else m} |")
-    index = [f"# The notebooks, executed at `{profile}`", "",
-             "Read-only copies with every output (printed examples, tables, figures) of the last "
-             f"`make docs` at the `{profile}` profile. GitHub shows them as they are; nothing needs to run. "
-             "They are regenerated with the results (`make docs`, or `make reproduce` at tiny); "
-             "edit the notebooks in `notebooks/`, never these.", "",
-             "| notebook | source | screens to read | minutes in the run that wrote it |", "|---|---|---|---|", *rows, "",
-             f"About {round(total)} screens in all (`stepwiser_lib.tools.docs.screens`: {SCREEN_LINES} rendered lines a "
-             f"screen, a figure {FIGURE_LINES}, a folded section its summary line).", "",
-             "A stage that resumed from what an earlier run left on disk takes less time than a fresh run; "
-             "the run-time table of docs/results_tiny.md gives a fresh run's times.", ""]
+        rows.append(
+            f"| [{_title(nb)}]({p.name}) | [`notebooks/{p.name}`](../../notebooks/{p.name}) | {sc} | "
+            f"{'' if m is None else m} |"
+        )
+    index = [
+        f"# The notebooks, executed at `{profile}`",
+        "",
+        "Read-only copies with every output (printed examples, tables, figures) of the last "
+        f"`make docs` at the `{profile}` profile. GitHub shows them as they are; nothing needs to run. "
+        "They are regenerated with the results (`make docs`, or `make reproduce` at tiny); "
+        "edit the notebooks in `notebooks/`, never these.",
+        "",
+        "| notebook | source | screens to read | minutes in the run that wrote it |",
+        "|---|---|---|---|",
+        *rows,
+        "",
+        f"About {round(total)} screens in all (`stepwiser_lib.tools.docs.screens`: {SCREEN_LINES} rendered lines a "
+        f"screen, a figure {FIGURE_LINES}, a folded section its summary line).",
+        "",
+        "A stage that resumed from what an earlier run left on disk takes less time than a fresh run; "
+        "the run-time table of docs/results_tiny.md gives a fresh run's times.",
+        "",
+    ]
     atomic_write_text(out / "README.md", "\n".join(index))
     return written
 
@@ -244,7 +275,9 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if not a.no_run:
         try:
-            run(a.profile, a.only, record=False)  # resumes from runs/<profile>/artifacts; the run-time table is left alone
+            run(
+                a.profile, a.only, record=False
+            )  # resumes from runs/<profile>/artifacts; the run-time table is left alone
         except (ConfigError, RuntimeError) as e:
             print(f"[docs] FAILED: {e}", file=sys.stderr)
             return 1

@@ -27,13 +27,21 @@ from ..evals import paper_results as P
 #: A number as prose writes it: 65.0, −3.6, +12.1, 3,400, 45%, 1e-6.
 NUMBER = re.compile(r"(?<![\w.§$\\/-])[−+-]?\d[\d,]*(?:\.\d+)?(?:e-?\d+)?%?(?![\w/])")
 
-_DROP = [re.compile(p, re.S) for p in (
-    r"\$\$.*?\$\$", r"\$[^$\n]*\$", r"`[^`]*`", r"\]\([^)]*\)", r"https?://\S+", r"<[^>]+>",
-    r"(?:§|Tables?|Figures?|Fig\.|Eq\.|issues?|sections?|Sections?|notebooks?|stages?|arXiv|App\.|Appendix|part)"
-    r"\s*[\d.]+(?:\s*(?:,|and|or|–|-|to)\s*[\d.]+)*",
-    r"\b\d{2}_[a-z_]+",  # notebook names (04_judge_grpo)
-    r"\b(?:19|20)\d{2}-\d{2}-\d{2}\b",  # dates
-)]
+_DROP = [
+    re.compile(p, re.S)
+    for p in (
+        r"\$\$.*?\$\$",
+        r"\$[^$\n]*\$",
+        r"`[^`]*`",
+        r"\]\([^)]*\)",
+        r"https?://\S+",
+        r"<[^>]+>",
+        r"(?:§|Tables?|Figures?|Fig\.|Eq\.|issues?|sections?|Sections?|notebooks?|stages?|arXiv|App\.|Appendix|part)"
+        r"\s*[\d.]+(?:\s*(?:,|and|or|–|-|to)\s*[\d.]+)*",
+        r"\b\d{2}_[a-z_]+",  # notebook names (04_judge_grpo)
+        r"\b(?:19|20)\d{2}-\d{2}-\d{2}\b",  # dates
+    )
+]
 
 
 def _value(text: str) -> float | None:
@@ -91,11 +99,17 @@ def _outputs(nb: dict) -> str:
 def _parameters(nb: dict) -> set[float]:
     """Every number a parameters cell assigns: the notebook's own, the injected one, and for a
     reader's copy (whose parameters cell is a pointer, ``stepwiser_lib.tools.docs``) its source's."""
-    cells = [c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])
-             or "injected-parameters" in c.get("metadata", {}).get("tags", [])]
+    cells = [
+        c
+        for c in nb["cells"]
+        if "parameters" in c.get("metadata", {}).get("tags", [])
+        or "injected-parameters" in c.get("metadata", {}).get("tags", [])
+    ]
     source = ROOT / nb.get("metadata", {}).get("stepwiser_docs", {}).get("source", "-")
     if source.is_file():
-        cells += [c for c in json.loads(source.read_text())["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])]
+        cells += [
+            c for c in json.loads(source.read_text())["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])
+        ]
     vals = set()
     for c in cells:
         for ln in "".join(c["source"]).splitlines():
@@ -124,8 +138,12 @@ def _matches(v: float, known: set[float]) -> bool:
     if (abs(v) <= 10 and v.is_integer()) or abs(v) in CONVENTIONS:
         return True
     for k in known:
-        if abs(abs(v) - abs(k)) < 1e-9 or round(abs(k), 1) == round(abs(v), 1) or round(abs(k)) == abs(v) \
-                or round(100 * abs(k), 1) == round(abs(v), 1):  # 0.6934 printed, 69.3% written
+        if (
+            abs(abs(v) - abs(k)) < 1e-9
+            or round(abs(k), 1) == round(abs(v), 1)
+            or round(abs(k)) == abs(v)
+            or round(100 * abs(k), 1) == round(abs(v), 1)
+        ):  # 0.6934 printed, 69.3% written
             return True
     return False
 
@@ -140,7 +158,13 @@ def stray_numbers(nb: dict) -> list[dict]:
         for m in NUMBER.finditer(t):
             v = _value(m.group())
             if v is not None and not _matches(v, known):
-                out.append({"cell": i, "number": m.group(), "context": " ".join(t[max(0, m.start() - 70): m.end() + 30].split())})
+                out.append(
+                    {
+                        "cell": i,
+                        "number": m.group(),
+                        "context": " ".join(t[max(0, m.start() - 70) : m.end() + 30].split()),
+                    }
+                )
     return out
 
 

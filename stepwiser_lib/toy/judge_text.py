@@ -38,13 +38,14 @@ def analysis_checks(problem_text: str, chunk: str, analysis: str) -> dict:
     text = analysis.split("\\boxed")[0].strip()
     sums = _ARITH.findall(text)
     ops = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
-    return {"exact": text == toy_analysis(problem_text, chunk).strip(),
-            "arithmetic_ok": all(ops[o](int(a), int(b)) == int(c) for a, o, b, c in sums) if sums else None,
-            "implied": analysis_implied(analysis)}
+    return {
+        "exact": text == toy_analysis(problem_text, chunk).strip(),
+        "arithmetic_ok": all(ops[o](int(a), int(b)) == int(c) for a, o, b, c in sums) if sums else None,
+        "implied": analysis_implied(analysis),
+    }
 
 
-def warmup_records(examples: list[dict], family: str = "toy", seed: int = 0,
-                   style: str = "cot") -> list[dict]:
+def warmup_records(examples: list[dict], family: str = "toy", seed: int = 0, style: str = "cot") -> list[dict]:
     """Format warm-up SFT data for a tiny judge (notebook 04). [not in paper]
 
     It teaches the output *contract* only: for ``style="cot"`` the analysis (the re-derivation of
@@ -65,9 +66,14 @@ def warmup_records(examples: list[dict], family: str = "toy", seed: int = 0,
             completion = f"{restate_text(e['chunk'])}\n{box}"
         else:
             completion = f"{toy_analysis(e['problem'], e['chunk'])}\n{box}"
-        out.append({"prompt": judge_prompt(family, e["problem"], e["history"], e["chunk"],
-                                           "cot" if style == "restate" else style),
-                    "completion": completion})
+        out.append(
+            {
+                "prompt": judge_prompt(
+                    family, e["problem"], e["history"], e["chunk"], "cot" if style == "restate" else style
+                ),
+                "completion": completion,
+            }
+        )
     return out
 
 
