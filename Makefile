@@ -154,6 +154,7 @@ toy-base: venv
 toy-processbench: venv
 	$(PY) -m stepwiser_lib.toy.processbench_build --out data/toy_processbench --per-split 200 --seed 0
 	$(PY) -m stepwiser_lib.toy.processbench_build --out data/toy_processbench --dev --seed 0
+	$(PY) -m stepwiser_lib.export --toy-processbench-card data/toy_processbench
 
 bench: venv
 	$(PY) -m stepwiser_lib.tools.bench --profile $(if $(filter smoke,$(PROFILE)),smoke,tiny)

@@ -12,6 +12,9 @@ Tables 5/6 are in :mod:`stepwiser_lib.method.judge_train`; the discriminative ba
 
 from __future__ import annotations
 
+import json
+import os
+
 from ..core import paths
 from ..core.chunks import parse_chunks
 from ..core.prompts import get, judge_prompt
@@ -137,8 +140,28 @@ class Judge:
     ) -> Judge:
         """A judge from disk on ``backend`` ("hf" or "vllm"; ``engine``: vLLM's
         :func:`~stepwiser_lib.engines.models.engine_settings`). A LoRA adapter is folded into the weights
-        (on vLLM from a merged copy written once beside the adapter)."""
+        (on vLLM from a merged copy written once beside the adapter).
+
+        ``base`` may be a judge exported by ``python -m stepwiser_lib.export`` (a folder or hub id
+        with ``stepwiser_judge.json``): its output style, prompt family and output limit then come
+        from that file unless given here, and a discriminative judge loads as
+        :class:`~stepwiser_lib.method.discriminative.DiscJudge` (the same ``judge`` call)::
+
+            j = Judge.load("exports/tiny/judges/stepwiser__rel_ratio")
+            j.judge([(problem, previous_chunks, new_chunk)])  # [{"verdict": "Positive", "analysis": ..., "score": 1.0}]
+        """
         from ..engines.models import load_model, make_generator, merged_model_dir  # lazy: torch
+
+        meta = exported_judge(base) if adapter is None else None
+        if meta:
+            if meta["style"] == "disc":
+                return DiscJudge.load(base, batch_size=batch_size)
+            kw = {
+                "family": meta["prompt_family"],
+                "max_new_tokens": meta["max_new_tokens"],
+                "style": meta["style"],
+                **kw,
+            }
 
         if backend == "vllm":
             path = merged_model_dir(base, adapter) if adapter else base
@@ -352,6 +375,29 @@ def evaluate_judge(
     if readout and hasattr(judge, "verdict_probs") and examples:
         res.update(verdict_readout(judge, examples, judged))
     return res, judged
+
+
+#: The file an exported judge carries (:mod:`stepwiser_lib.tools.export`): how to prompt and read it.
+EXPORTED_JUDGE = "stepwiser_judge.json"
+
+
+def exported_judge(path: str) -> dict | None:
+    """The ``stepwiser_judge.json`` of an exported judge (a local folder, or a hub id whose repository
+    has one), or None for any other model."""
+
+    local = os.path.join(path, EXPORTED_JUDGE)
+    if os.path.isfile(local):
+        with open(local) as f:
+            return json.load(f)
+    if os.path.isdir(path) or path.count("/") != 1:
+        return None
+    try:
+        from huggingface_hub import hf_hub_download  # lazy: only a hub id needs the client
+
+        with open(hf_hub_download(path, EXPORTED_JUDGE)) as f:
+            return json.load(f)
+    except Exception:  # offline, no such repo or no such file: an ordinary model
+        return None
 
 
 def load_judge(
