@@ -121,3 +121,33 @@ def test_lint_runs_in_make_test_and_pre_commit_uses_the_pinned_ruff():
     assert ruff["rev"] == "v" + _constraints()["ruff"].split("==")[1]
     strip = next(r for r in hooks if r["repo"].endswith("nbstripout"))
     assert strip["hooks"][0]["files"] == "^notebooks/"
+
+
+def _lock() -> dict[str, str]:
+    """requirements-lock.txt's pins by normalised name (`make lock`)."""
+    out = {}
+    for line in (ROOT / "requirements-lock.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            name, version = line.split("==")
+            out[re.sub(r"[-_.]+", "-", name.lower())] = version
+    return out
+
+
+def test_the_full_lock_pins_every_package_inside_the_ranges_and_the_direct_pins():
+    """Issue 37: `make` installs from a full transitive lock; it agrees with constraints.txt on every
+    direct pin, lies inside pyproject's ranges, and pins torch without a local (+cpu) tag."""
+    from packaging.requirements import Requirement
+
+    lock = _lock()
+    assert len(lock) > 100 and all(re.fullmatch(r"[\w.!+]+", v) for v in lock.values())
+    for name, pin in _constraints().items():
+        assert lock[re.sub(r"[-_.]+", "-", name)] == pin.split("==")[1], name
+    for name, reqs in _requirements().items():
+        if name in ("vllm", "deepspeed"):
+            continue
+        for r in reqs:
+            assert Requirement(r).specifier.contains(lock[re.sub(r"[-_.]+", "-", name)]), (name, r)
+    assert lock["torch"] == "2.13.0" and not any(k.startswith("nvidia-") for k in lock)
+    make = (ROOT / "Makefile").read_text()
+    assert '-c requirements-lock.txt -e ".[dev,notebook]"' in make and "uv pip compile" in make
