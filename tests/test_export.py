@@ -99,6 +99,7 @@ def test_export_writes_loadable_data_sets_and_judges_with_cards(tmp_path, monkey
     assert (meta["style"], meta["prompt_family"], meta["max_new_tokens"]) == ("cot", "toy", 24)
     card = (judge_dir / "README.md").read_text()
     assert "| test balanced accuracy | 61.0 [55.5, 66.9] (95% interval over 44 problems, 372 chunks) |" in card
+    assert "| recipe (notebook 04) | `GRPO_STEPS` 60, `BETA` 0.2 |" in card
     assert "library_name: transformers" in card and "base_model" not in card  # a model this repository built
 
     from stepwiser_lib.method.judge import Judge

@@ -156,7 +156,52 @@ def _licence(profile: str) -> str:
     return "Licence: Apache-2.0 (toy problems made by this repository's code)."
 
 
-def judge_card(entry: dict, result: dict | None, profile: str, base_model: str | None) -> str:
+#: The notebook 04 settings a judge card lists as its recipe, by how the judge was trained.
+RECIPE = {
+    "rl": (
+        "GRPO_STEPS",
+        "PROMPTS_PER_STEP",
+        "GROUP_SIZE",
+        "GRPO_LR",
+        "BETA",
+        "EPSILON_LOW",
+        "EPSILON_HIGH",
+        "TEMPERATURE",
+        "MAX_COMPLETION",
+        "LOSS_TOKENS",
+        "BALANCED_STEPS",
+        "USE_LORA",
+        "LORA_R",
+        "LORA_ALPHA",
+        "WARMUP",
+        "WARMUP_STEPS",
+        "SEED",
+    ),
+    "disc": ("DISC_EPOCHS", "DISC_LR", "DISC_BATCH", "JUDGE_MAX_LENGTH", "SEED"),
+    "rsft": (
+        "RSFT_SAMPLES",
+        "RSFT_PER_EXAMPLE",
+        "RSFT_EPOCHS",
+        "RSFT_LR",
+        "RSFT_BATCH",
+        "USE_LORA",
+        "LORA_R",
+        "WARMUP",
+        "WARMUP_STEPS",
+        "SEED",
+    ),
+}
+
+
+def recipe(entry: dict, config: dict) -> dict:
+    """The settings that trained ``entry`` (notebook 04's parameters at its profile)."""
+    how = "disc" if entry["style"] == "disc" else "rsft" if entry["kind"] == "rsft" else "rl"
+    return {k: config[k] for k in RECIPE[how] if k in config}
+
+
+def judge_card(
+    entry: dict, result: dict | None, profile: str, base_model: str | None, config: dict | None = None
+) -> str:
     """A trained judge's model card: what it is, how it was trained, its test numbers."""
     lines = [
         f"A stepwise judge of the StepWiser companion, `{entry['name']}`, trained at the `{profile}` profile "
@@ -220,11 +265,12 @@ def export_judges(profile: str, out: Path) -> list[Path]:
     reg_path = paths.judge_registry(profile)
     if not reg_path.exists():
         return []
-    results = (
-        io.read_json(paths.results_dir(profile) / "judges.json").get("variants", {})
+    metrics = (
+        io.read_json(paths.results_dir(profile) / "judges.json")
         if (paths.results_dir(profile) / "judges.json").exists()
         else {}
     )
+    results, config = metrics.get("variants", {}), metrics.get("config")
     written = []
     for entry in io.read_json(reg_path):
         if entry["kind"] == "warmup" or "base" not in entry:
@@ -251,7 +297,7 @@ def export_judges(profile: str, out: Path) -> list[Path]:
                 "profile": profile,
             },
         )
-        (d / "README.md").write_text(judge_card(entry, results.get(entry["name"]), profile, hub_base(profile)))
+        (d / "README.md").write_text(judge_card(entry, results.get(entry["name"]), profile, hub_base(profile), config))
         written.append(d)
     return written
 
