@@ -23,6 +23,7 @@ folder, under ``<to>/.hub-dry-run/`` (the tested path: this machine has no hub a
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -323,7 +324,7 @@ def push(folders: list[Path], org: str, profile: str, dry_run: bool, out: Path) 
     plan = []
     for d in folders:
         is_model = d.parent.name == "judges"
-        repo = f"{org}/stepwiser-{profile}-{d.name}".replace("_", "-")
+        repo = f"{org}/" + re.sub(r"[^A-Za-z0-9.]+", "-", f"stepwiser-{profile}-{d.name}")  # hub ids: letters, digits, - .
         plan.append(
             {
                 "repo_id": repo,
