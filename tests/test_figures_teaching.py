@@ -76,3 +76,18 @@ def test_q_figure_counts_the_chunks_behind_every_point():
     fig = plotting.q_figure(recs, 16, True)
     assert len(fig.axes[1].lines) == 3  # correct, wrong, q0
     assert sorted(t.get_text() for t in fig.axes[1].texts) == ["1", "1", "1", "1", "1", "2"]
+
+
+def test_reset_scatter_draws_the_tables_interval_when_given():
+    runs = {
+        (lab, "toy", k): {"summary": {"accuracy": acc + k, "rejected_length": 10.0 * k}}
+        for lab, acc in (("no judge", 80.0), ("j", 84.0))
+        for k in (0, 2)
+    }
+    seeds = {"no judge": [0, 2], "j": [0, 2]}
+    fig = plotting.reset_scatter(runs, ["toy"], seeds, {"no judge": (75.0, 86.0), "j": (79.0, 90.0)})
+    segs = [c.get_segments()[0] for c in fig.axes[0].collections]
+    assert [tuple(s[:, 1]) for s in segs] == [(75.0, 86.0), (79.0, 90.0)]
+    assert "95% interval" in fig.axes[0].get_ylabel()
+    plain = plotting.reset_scatter(runs, ["toy"], seeds)
+    assert [tuple(c.get_segments()[0][:, 1]) for c in plain.axes[0].collections] == [(80.0, 82.0), (84.0, 86.0)]

@@ -324,7 +324,9 @@ def push(folders: list[Path], org: str, profile: str, dry_run: bool, out: Path) 
     plan = []
     for d in folders:
         is_model = d.parent.name == "judges"
-        repo = f"{org}/" + re.sub(r"[^A-Za-z0-9.]+", "-", f"stepwiser-{profile}-{d.name}")  # hub ids: letters, digits, - .
+        repo = f"{org}/" + re.sub(
+            r"[^A-Za-z0-9.]+", "-", f"stepwiser-{profile}-{d.name}"
+        )  # hub ids: letters, digits, - .
         plan.append(
             {
                 "repo_id": repo,

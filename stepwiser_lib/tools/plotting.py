@@ -46,7 +46,7 @@ def grpo_curves(runs: dict[str, dict]):
     (thin: per step; thick: a 5-step running mean, since 32 samples per step make one step's
     reward noisy), the in-training dev balanced accuracy, the entropy and the completion length.
     ``runs``: run id -> the ``train`` record of :func:`stepwiser_lib.method.judge_train.train_grpo_judge`."""
-    fig, axes = plt.subplots(1, 4, figsize=(17, 3.4))
+    fig, axes = plt.subplots(1, 4, figsize=(18, 3.8))
     for r, tr in runs.items():
         logs = [h for h in tr["log_history"] if "reward" in h]
         steps, rw = [h["step"] for h in logs], [h["reward"] for h in logs]
@@ -57,7 +57,8 @@ def grpo_curves(runs: dict[str, dict]):
         axes[3].plot(steps, [h.get("completions/mean_length", float("nan")) for h in logs], lw=1)
         vc = tr["val_curve"]
         axes[1].plot([v["step"] for v in vc], [v["balanced_acc"] for v in vc], marker="o", lw=1)
-    axes[1].axhline(50, ls="--", c="k", lw=0.8)
+    axes[1].axhline(50, ls="--", c="k", lw=0.8, label="chance (50)")
+    axes[1].legend(fontsize=7)
     for ax, t, y in zip(
         axes,
         ["train reward (thick: 5-step mean)", "dev balanced accuracy (greedy)", "entropy", "completion length"],
@@ -70,7 +71,8 @@ def grpo_curves(runs: dict[str, dict]):
     ):
         ax.set(xlabel="GRPO step", title=t, ylabel=y)
     if runs:
-        axes[0].legend(fontsize=6)
+        axes[0].legend(fontsize=7)
+    fig.tight_layout()  # the panels' y-labels otherwise run into their neighbours
     return fig
 
 
@@ -219,24 +221,23 @@ def processbench_figure(
 # ----------------------------------------------------------------------------- notebook 06
 
 
-def reset_scatter(runs: dict, tasks: list[str], seeds: dict[str, list[int]]):
-    """Notebook 06, section 3: each row's accuracy (mean over seeds of the task average; bar: half
-    the range) against its rejected length (tokens per problem). ``runs``: (label, task, k) -> run."""
+def reset_scatter(
+    runs: dict, tasks: list[str], seeds: dict[str, list[int]], ci: dict[str, tuple[float, float]] | None = None
+):
+    """Notebook 06, section 3: each row's accuracy (mean over seeds of the task average) against its
+    rejected length (tokens per problem); the bar is the row's 95% interval over problems from
+    ``ci`` (label -> (low, high), the table's), else half the range over seeds.
+    ``runs``: (label, task, k) -> run."""
     fig, ax = plt.subplots(figsize=(6.5, 4))
     for label, ks in seeds.items():
         accs = [sum(runs[(label, t, k)]["summary"]["accuracy"] for t in tasks) / len(tasks) for k in ks]
         rej = [sum(runs[(label, t, k)]["summary"]["rejected_length"] for t in tasks) / len(tasks) for k in ks]
-        ax.errorbar(
-            sum(rej) / len(rej),
-            sum(accs) / len(accs),
-            yerr=(max(accs) - min(accs)) / 2,
-            fmt="o",
-            capsize=3,
-            label=label,
-        )
+        y = sum(accs) / len(accs)
+        err = [[y - ci[label][0]], [ci[label][1] - y]] if ci and label in ci else (max(accs) - min(accs)) / 2
+        ax.errorbar(sum(rej) / len(rej), y, yerr=err, fmt="o", capsize=3, label=label)
     ax.set(
         xlabel="rejected length (tokens per problem)",
-        ylabel="accuracy % (mean over seeds; bar: range)",
+        ylabel="accuracy % " + ("(bar: 95% interval)" if ci else "(mean over seeds; bar: range)"),
         title="Chunk-Reset: accuracy vs rejected tokens",
     )
     ax.legend(fontsize=7)
