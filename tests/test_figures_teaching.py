@@ -37,7 +37,7 @@ def test_processbench_figure_draws_the_baselines_and_marks_zero():
         "calculator [real ProcessBench]": {"r1": {"f1": 50.0}},
     }  # other splits: left out
     fig = plotting.processbench_figure(res, {"j": {"exact": 1, "false_alarm": 3}}, "toy", base)
-    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["always-Positive [toy]", "j"]
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["always-Positive [toy] (avg 0.0)", "j (avg 20.0)"]
     assert sum(t.get_text() == "0" for t in fig.axes[0].texts) == 3
     assert sum(p.get_hatch() == "//" for p in fig.axes[0].patches) == 2
 

@@ -173,7 +173,8 @@ def processbench_figure(
 ):
     """Notebook 05, section 4: F1 per split for every row of ``results`` (row -> split ->
     :func:`stepwiser_lib.method.processbench.score`) and of ``baselines`` on the same splits (drawn
-    hatched), a zero F1 written as "0" so that it is not mistaken for a missing bar; and where each
+    hatched), each row's average F1 in its label, a zero F1 written as "0" so that it is not
+    mistaken for a missing bar; and where each
     judge's first-Negative prediction falls against the true first error (``kinds``: judge ->
     :func:`~stepwiser_lib.method.processbench.error_kinds`, as % of solutions)."""
     import pandas as pd
@@ -197,7 +198,10 @@ def processbench_figure(
         for y, v in zip(ys, vals):
             if v == 0:
                 axes[0].text(0.3, y, "0", va="center", fontsize=6)
-    axes[0].set_yticks([k + 0.4 - h / 2 for k in range(len(names))], names, fontsize=7)
+    avg = {n: sum(rows[n][s]["f1"] for s in splits) / len(splits) if splits else 0.0 for n in names}
+    axes[0].set_yticks(  # each row's average F1, the benchmark's score, in its label
+        [k + 0.4 - h / 2 for k in range(len(names))], [f"{n} (avg {avg[n]:.1f})" for n in names], fontsize=7
+    )
     axes[0].invert_yaxis()
     axes[0].set(
         xlabel="F1 (harmonic mean of error and correct accuracy)",
