@@ -23,11 +23,11 @@ def test_balancing_figure_pairs_before_and_after_and_counts_each_point():
         for ok in (True, False)
     ]
     fig = plotting.balancing_figure(stats, recs, 0, 4000)
-    heights = [p.get_height() for p in fig.axes[0].patches]
-    assert heights == [70.0, 60.0, 50.0, 50.0]  # before: one bar per rule, then after
+    assert [p.get_height() for p in fig.axes[0].patches] == [70.0, 60.0]  # before: one bar per rule
+    assert [tuple(line.get_ydata()) for line in fig.axes[0].lines] == [(50.0, 50.0), (50.0, 50.0)]  # after: a mark
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["abs_q", "rel_ratio"]
     assert len(fig.axes[2].lines) == 2 and len(fig.axes[2].texts) == 6  # correct / wrong; n at every point
-    assert "100% inside" in fig.axes[1].get_title()
+    assert "100% kept by the filter; cut-offs 0-4000 chars, off the chart" in fig.axes[1].get_title()
 
 
 def test_processbench_figure_draws_the_baselines_and_marks_zero():

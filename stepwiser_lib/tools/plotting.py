@@ -298,11 +298,11 @@ def balancing_figure(stats: dict[str, dict], records: list[dict], min_chars: int
     x = list(range(len(names)))
     before = [stats[n]["train_unbalanced"]["positive_rate"] or 0 for n in names]
     after = [stats[n]["train_balanced"]["positive_rate"] or 0 for n in names]
-    axes[0].bar([i - 0.2 for i in x], before, width=0.4, color="#bbb", label="before")
-    axes[0].bar([i + 0.2 for i in x], after, width=0.4, color=OURS_COLOR, label="after balancing")
-    axes[0].axhline(50, ls="--", c="k", lw=0.8)
+    axes[0].bar(x, before, width=0.5, color="#bbb", label="before balancing")
+    for i, a in enumerate(after):  # 50 by construction: a mark, not a bar that tells nothing
+        axes[0].plot([i - 0.25, i + 0.25], [a, a], c=OURS_COLOR, lw=2.5, label="after balancing" if i == 0 else None)
     axes[0].set_xticks(x, names, fontsize=8)
-    axes[0].set(ylabel="positive % (train split)", title="Class ratio before / after balancing", ylim=(0, 100))
+    axes[0].set(ylabel="positive % (train split)", title="Class ratio before balancing (after: 50)", ylim=(0, 100))
     axes[0].legend(fontsize=7, loc="lower right")
     df = pd.DataFrame(records)
     if len(df):
@@ -313,10 +313,20 @@ def balancing_figure(stats: dict[str, dict], records: list[dict], min_chars: int
                 axes[1].axvline(v, c="#d62728", lw=1)
                 axes[1].text(v, axes[1].get_ylim()[1] * 0.9, f" {lab}", color="#d62728", fontsize=7)
         kept = ((chars >= min_chars) & (chars <= max_chars)).mean() * 100
+        shown = [
+            lab
+            for v, lab in ((min_chars, "MIN_CHARS"), (max_chars, "MAX_CHARS"))
+            if chars.min() <= v <= chars.max() * 1.05
+        ]
+        where = (
+            ""
+            if len(shown) == 2
+            else f"; cut-offs {min_chars}-{max_chars} chars, {'partly ' if shown else ''}off the chart"
+        )
         axes[1].set(
             xlabel="history + chunk characters",
             ylabel="examples",
-            title=f"Lengths ({kept:.0f}% inside the filter's cut-offs)",
+            title=f"Lengths ({kept:.0f}% kept by the filter{where})",
         )
         rule = names[-1] if names else "rel_ratio"
         for ok, ls in ((True, "-"), (False, "--")):
