@@ -528,3 +528,10 @@ def test_positive_share_counts_judged_steps():
     outs = {"a": [{"verdicts": ["Positive", "Negative"]}, {"verdicts": ["Positive", None]}], "b": [{"verdicts": []}]}
     assert PB.positive_share(outs) == round(100 * 2 / 3, 1)
     assert PB.positive_share({"a": [{"verdicts": [None]}]}) is None
+
+
+def test_kinds_line_gives_each_kind_as_a_share_largest_first():
+    assert PB.kinds_line("j", {"exact": 2, "too_early": 3, "false_alarm": 5, "missed": 0}) == (
+        "j: false alarm 50%, too early 30%, exact 20%"
+    )
+    assert PB.kinds_line("j", {"exact": 0}) == "j: no solution judged"

@@ -763,6 +763,16 @@ def error_kinds_by_judge(outputs: dict, bench: dict[str, list[dict]]) -> dict[st
     return {n: error_kinds(labels, [o["prediction"] for s in bench for o in outs[s]]) for n, outs in outputs.items()}
 
 
+def kinds_line(name: str, counts: dict[str, int]) -> str:
+    """One judge's :func:`error_kinds` as shares of its solutions, largest first, in words
+    (notebook 05: which kind of error dominates is read from this line, not from the figure alone)."""
+    total = sum(counts.values())
+    if not total:
+        return f"{name}: no solution judged"
+    parts = sorted(((v, k) for k, v in counts.items() if v), reverse=True)
+    return f"{name}: " + ", ".join(f"{k.replace('_', ' ')} {100 * v / total:.0f}%" for v, k in parts)
+
+
 def examples(bench: dict[str, list[dict]], outputs: dict, n: int) -> list[tuple[str, str, dict, dict]]:
     """Up to ``n`` solutions of each kind of :func:`error_kinds` (an erroneous solution whose first
     error the judge found, flagged too early, too late, or missed, i.e. judged all Positive; a
