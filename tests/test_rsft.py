@@ -116,6 +116,16 @@ def test_select_all_scores_once_and_picks_the_best_correct_response(tmp_path, ca
     assert len(loads) == 1  # the scores came from disk
     text = rsft.preference_example(_items(), scores, ["stepwiser:rel_ratio"])
     assert "PREFERRED: average chunk score 1.00" in text and "NOT PREFERRED: average chunk score 0.50" in text
+    shown = next(
+        k
+        for k in range(len(_items()))
+        if rsft.preference_example(
+            [_items()[k]], {"stepwiser:rel_ratio": [scores["stepwiser:rel_ratio"][k]]}, ["stepwiser:rel_ratio"]
+        )
+    )
+    assert (
+        rsft.preference_example(_items(), scores, ["stepwiser:rel_ratio"], skip={shown}) != text
+    )  # another prompt, or none
 
 
 def test_table_predictions_and_comparisons_of_table_8():

@@ -384,11 +384,16 @@ def paper_rows() -> list[dict]:
     ]
 
 
-def preference_example(items: list[dict], scores: dict[str, list], judges: list[str]) -> str | None:
+def preference_example(
+    items: list[dict], scores: dict[str, list], judges: list[str], skip: set | None = None
+) -> str | None:
     """The first prompt where a judge (StepWiser judges first) scores two correct responses
-    differently: both responses, chunk by chunk, with their scores. None when there is none."""
+    differently, other than the prompt indices in ``skip`` (one a notebook already showed): both
+    responses, chunk by chunk, with their scores. None when there is none."""
     for name in sorted(judges, key=lambda n: not n.startswith("stepwiser:")):
-        for it, sc in zip(items, scores[name]):
+        for k, (it, sc) in enumerate(zip(items, scores[name])):
+            if k in (skip or set()):
+                continue
             ok = [i for i, c in enumerate(it["correct"]) if c and sc[i]]
             avg = {i: response_score(sc[i]) for i in ok}
             if len(ok) >= 2 and max(avg.values()) > min(avg.values()):
