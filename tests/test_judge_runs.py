@@ -473,3 +473,20 @@ def test_in_order_keeps_every_seed_of_each_named_judge():
         "stepwiser:rel_ratio@seed1",
         "stepwiser:rel_ratio@seed2",
     ]
+
+
+def test_dev_test_line_says_whether_the_intervals_overlap():
+    sizes = {"dev": {"chunks": 112, "problems": 14}, "test": {"chunks": 360, "problems": 43}}
+    rec = {
+        "dev": {"ci95": {"balanced_acc": 50.9, "low": 41.0, "high": 60.7}},
+        "test": {"ci95": {"balanced_acc": 65.0, "low": 59.8, "high": 70.1}},
+    }
+    line = jr.dev_test_line("stepwiser:rel_ratio", rec, sizes)
+    assert line == (
+        "stepwiser:rel_ratio: dev 50.9 [41.0, 60.7] on 112 chunks (14 problems); test 65.0 [59.8, 70.1] on "
+        "360 chunks (43 problems): the intervals overlap, so dev and test do not disagree beyond noise"
+    )
+    rec["dev"]["ci95"].update(low=40.0, high=55.0)
+    assert jr.dev_test_line("j", rec, sizes).endswith(
+        "the intervals do not overlap: dev and test disagree beyond noise"
+    )

@@ -710,3 +710,21 @@ def comparisons_markdown(comparisons: list[dict]) -> str:
         for c in comparisons
     ]
     return "Paired comparisons on the same test chunks.\n\n" + io.markdown_table(rows, cols) + "\n"
+
+
+def dev_test_line(name: str, rec: dict, sizes: dict) -> str:
+    """One judge's dev and test balanced accuracy with their 95% intervals and split sizes, and
+    whether the intervals overlap (issue 36: a judge at chance on dev and well above it on test
+    looked like luck; on a dev split this small the two are often the same number within noise)."""
+    dv, ts = rec["dev"]["ci95"], rec["test"]["ci95"]
+    overlap = dv["low"] <= ts["high"] and ts["low"] <= dv["high"]
+    return (
+        f"{name}: dev {dv['balanced_acc']} [{dv['low']}, {dv['high']}] on {sizes['dev']['chunks']} chunks "
+        f"({sizes['dev']['problems']} problems); test {ts['balanced_acc']} [{ts['low']}, {ts['high']}] on "
+        f"{sizes['test']['chunks']} chunks ({sizes['test']['problems']} problems): "
+        + (
+            "the intervals overlap, so dev and test do not disagree beyond noise"
+            if overlap
+            else "the intervals do not overlap: dev and test disagree beyond noise"
+        )
+    )
