@@ -535,3 +535,10 @@ def test_kinds_line_gives_each_kind_as_a_share_largest_first():
         "j: false alarm 50%, too early 30%, exact 20%"
     )
     assert PB.kinds_line("j", {"exact": 0}) == "j: no solution judged"
+
+
+def test_by_benchmark_gives_one_table_per_set_of_splits():
+    toy = PB.table_row("j [toy]", {"toy_2step": {"error_acc": 1.0, "correct_acc": 2.0, "f1": 1.3}})
+    real = PB.table_row("calc [real]", {"gsm8k": {"error_acc": 1.0, "correct_acc": 2.0, "f1": 1.3}})
+    parts = PB.by_benchmark([toy, real, {**toy, "judge": "k [toy]"}])
+    assert [[r["judge"] for r in p] for p in parts] == [["j [toy]", "k [toy]"], ["calc [real]"]]

@@ -652,7 +652,11 @@ def describe_output(example: dict, judged: dict) -> str:
         else "not the exact re-derivation"
         + ("; its sums hold" if c["arithmetic_ok"] else "; a sum in it is wrong" if c["arithmetic_ok"] is False else "")
     )
-    implied = {True: "right", False: "wrong", None: "nothing readable"}[c["implied"]]
+    implied = {
+        True: "it implies the chunk is right",
+        False: "it implies the chunk is wrong",
+        None: "it implies no verdict (no check it can be read from)",
+    }[c["implied"]]
     v = judged.get("verdict")
     agree = (
         ""
@@ -662,7 +666,7 @@ def describe_output(example: dict, judged: dict) -> str:
         else "; the verdict contradicts it"
     )
     return (
-        f"[analysis: {analysis}; it implies the chunk is {implied}; verdict {v or 'none'}{agree}; "
+        f"[analysis: {analysis}; {implied}; verdict {v or 'none'}{agree}; "
         f"exact checker: {'right' if truth else 'wrong' if truth is False else 'n/a'}]"
     )
 

@@ -843,6 +843,16 @@ def table_row(name: str, per_split: dict[str, dict], **extra) -> dict:
     return row
 
 
+def by_benchmark(rows: list[dict]) -> list[list[dict]]:
+    """``rows`` (:func:`table_row`) grouped by the splits they have, in order of first appearance:
+    one table per benchmark (toy-ProcessBench, the real one), so that no table is mostly empty
+    columns of the other benchmark's splits (issue 36)."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(tuple(k for k in r if k.endswith(" f1")), []).append(r)
+    return list(groups.values())
+
+
 def result_rows(results: dict, baselines: dict, cis: dict, tallies: dict | None = None) -> list[dict]:
     """Notebook 05's rows (ours): every judge row of :func:`run_judges`, then the baselines, each
     :func:`table_row` with its average F1's 95% interval where it has one. With ``tallies`` (row ->
