@@ -261,6 +261,27 @@ def test_reset_example_shows_the_rejected_and_the_accepted_attempt():
     )
     assert "attempt 0 [REJECTED, judge Negative]" in text and "attempt 1 [ACCEPTED, judge Positive]" in text
     assert "judge analysis: saw BAD x" in text and "ACCEPTED HISTORY: (none)" in text
+    assert text.endswith("WHAT THIS RESET DID: the exact checker cannot judge these chunks (not a toy problem)")
+
+
+def test_reset_effect_says_whether_a_reset_helped_by_the_exact_checker():
+    from stepwiser_lib.method import chunk_reset as cr
+
+    p = "a = 49. b = a + 11. c = b + 11. Find c."
+    right, wrong = "b = a + 11 = 49 + 11 = 60", "b = a + 11 = 49 + 11 = 50"
+    step = lambda contents, k: {"attempts": [{"content": c} for c in contents], "accepted": k}  # noqa: E731
+    assert (
+        cr.reset_effect(p, step([right, wrong], 1))
+        == "it rejected a right chunk and accepted a wrong one: a reset that hurt"
+    )
+    assert (
+        cr.reset_effect(p, step([wrong, right], 1))
+        == "it rejected a wrong chunk and accepted a right one: a reset that helped"
+    )
+    assert cr.reset_effect(p, step([right, right], 1)).endswith("tokens spent, nothing gained")
+    assert cr.reset_effect(p, step([wrong, right, wrong], 2)) == (
+        "by the exact checker, attempt 0 wrong, attempt 1 right, attempt 2 wrong; attempt 2 kept"
+    )
 
 
 def test_summary_line_says_a_run_in_words():

@@ -525,8 +525,31 @@ def reset_example(runs: dict, items: dict[str, list[dict]], judges: list[str]) -
                         {"verdict": a["verdict"], "analysis": a["analysis"]},
                     ),
                 ]
+            lines.append("WHAT THIS RESET DID: " + reset_effect(it["problem"], t))
             return "\n".join(lines)
     return None
+
+
+def reset_effect(problem: str, step: dict) -> str:
+    """In words, what one reset did by the exact step checker (toy problems): whether the rejected
+    attempts were right and whether the accepted one is (issue 36: the one trace printed rejected
+    a right final answer and accepted a wrong one, unremarked)."""
+    truth = [tasks.step_truth({"problem": problem, "chunk": a["content"]}) for a in step["attempts"]]
+    acc = truth[step["accepted"]]
+    rejected = [t for i, t in enumerate(truth) if i != step["accepted"]]
+    if acc is None or any(t is None for t in rejected):
+        return "the exact checker cannot judge these chunks (not a toy problem)"
+    if all(rejected) and not acc:
+        return "it rejected a right chunk and accepted a wrong one: a reset that hurt"
+    if not any(rejected) and acc:
+        return "it rejected a wrong chunk and accepted a right one: a reset that helped"
+    if all(rejected) and acc:
+        return "it rejected a right chunk for another right one: tokens spent, nothing gained"
+    return (
+        "by the exact checker, "
+        + ", ".join(f"attempt {i} {'right' if t else 'wrong'}" for i, t in enumerate(truth))
+        + f"; attempt {step['accepted']} kept"
+    )
 
 
 def cut_note(rows: list[dict], max_chunk_tokens: int) -> str:

@@ -108,7 +108,9 @@ def clean(nb: dict, root: str | Path, source: str, profile: str) -> dict:
             f"> **Executed copy** of [`{source}`](../../{source}) at the `{profile}` profile, written by "
             "`make docs` (`stepwiser_lib/tools/docs.py`) with every output of that run. It is regenerated with the "
             "results: edit the source notebook, not this copy. Progress bars, trainers' progress tables and library "
-            "warnings are left out."
+            "warnings are left out. Where the run found an earlier run's files on disk it read them instead of "
+            'recomputing (a line saying "from disk" or "read from an earlier run" marks it), so a time printed '
+            "here can be a resumed run's; `docs/results_tiny.md` gives the run times."
         ],
     }
     nb["cells"] = [banner] + cells
