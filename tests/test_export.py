@@ -58,6 +58,7 @@ def _profile(root, name="x"):
     io.write_json(
         root / "results" / name / "judges.json",
         {
+            "config": {"GRPO_STEPS": 60, "BETA": 0.2, "DISC_LR": 1e-3},
             "variants": {
                 "stepwiser:rel_ratio": {
                     "test": {
@@ -66,7 +67,7 @@ def _profile(root, name="x"):
                         "ci95": {"low": 55.5, "high": 66.9, "problems": 44, "n": 372},
                     }
                 }
-            }
+            },
         },
     )
 
@@ -84,13 +85,17 @@ def test_export_writes_loadable_data_sets_and_judges_with_cards(tmp_path, monkey
         "stepwiser__rel_ratio",
     ]
     datasets.disable_progress_bars()
-    pb = datasets.load_dataset(str(tmp_path / "exp" / "toy-processbench"))
+    cache = str(tmp_path / "hf-cache")  # the user's datasets cache may hold an earlier export of the same name
+    pb = datasets.load_dataset(str(tmp_path / "exp" / "toy-processbench"), cache_dir=cache)
     assert list(pb) == ["toy_2step", "toy_3step", "toy_4step", "toy_5step"] and len(pb["toy_2step"]) == 200
-    assert len(datasets.load_dataset(str(tmp_path / "exp" / "toy-processbench"), "dev")["dev"]) == 200
-    assert len(datasets.load_dataset(str(tmp_path / "exp" / "labels"))["train"]) == 2
-    splits = datasets.load_dataset(str(tmp_path / "exp" / "judge-splits"), "rel_ratio-balanced")
+    assert len(datasets.load_dataset(str(tmp_path / "exp" / "toy-processbench"), "dev", cache_dir=cache)["dev"]) == 200
+    assert len(datasets.load_dataset(str(tmp_path / "exp" / "labels"), cache_dir=cache)["train"]) == 2
+    splits = datasets.load_dataset(str(tmp_path / "exp" / "judge-splits"), "rel_ratio-balanced", cache_dir=cache)
     assert list(splits) == ["train", "dev", "test"] and splits["test"][0]["chunk"] == "b = a + 3 = 2 + 3 = 5"
-    assert datasets.load_dataset(str(tmp_path / "exp" / "predictions"), "judge")["records"][0]["verdict"] == "Positive"
+    assert (
+        datasets.load_dataset(str(tmp_path / "exp" / "predictions"), "judge", cache_dir=cache)["records"][0]["verdict"]
+        == "Positive"
+    )
     card = (tmp_path / "exp" / "labels" / "README.md").read_text()
     assert card.startswith("---\nlicense: apache-2.0\n") and "Stage 02" in card and "arXiv 2508.19229" in card
 

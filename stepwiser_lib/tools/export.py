@@ -217,6 +217,10 @@ def judge_card(
         f"| prompt family | `{entry.get('prompt_family', 'toy')}` |",
         f"| trained from | `{base_model or 'a model this repository built'}` |",
     ]
+    if config:
+        seed = entry["name"].split("@seed")[1] if "@seed" in entry["name"] else None
+        rec = {**recipe(entry, config), **({"SEED": int(seed)} if seed else {})}
+        lines += [f"| recipe (notebook 04) | {', '.join(f'`{k}` {v}' for k, v in rec.items())} |"]
     if result:
         t = result.get("test", {})
         ci = t.get("ci95", {})
