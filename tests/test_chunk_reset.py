@@ -1,8 +1,9 @@
 """Chunk-Reset Reasoning with scripted policy and judge fakes (paper §4.4, Table 7)."""
+
 import pytest
 
-from stepwiser_lib.method.chunk_reset import ResetConfig, chunk_reset, summarize
 from stepwiser_lib.engines.models import Completion
+from stepwiser_lib.method.chunk_reset import ResetConfig, chunk_reset, summarize
 
 
 class ScriptedPolicy:
@@ -31,8 +32,14 @@ class ScriptedJudge:
 
     def judge(self, triples, k=1, seed=0, **kw):
         self.calls.append(triples)
-        return [{"verdict": "Negative" if "BAD" in c else "Positive", "score": 0.0 if "BAD" in c else 1.0,
-                 "analysis": f"saw {c}"} for _, _, c in triples]
+        return [
+            {
+                "verdict": "Negative" if "BAD" in c else "Positive",
+                "score": 0.0 if "BAD" in c else 1.0,
+                "analysis": f"saw {c}",
+            }
+            for _, _, c in triples
+        ]
 
 
 T = "solve::{problem}"
@@ -79,6 +86,7 @@ def test_best_score_fallback_prefers_highest_score():
     class Graded(ScriptedJudge):
         def judge(self, triples, k=1, seed=0, **kw):
             return [{"verdict": "Negative", "score": float(c.split()[1]) / 10, "analysis": ""} for _, _, c in triples]
+
     pol = ScriptedPolicy({"p": [C("BAD 3"), C("BAD 7"), C("BAD 7"), C("BAD 1"), C("BAD 2 \\boxed{1}")]})
     [r] = chunk_reset(pol, Graded(), ["p"], T, ResetConfig(max_chunks=1), progress=False)
     assert r["trace"][0]["accepted"] == 2  # highest score 0.7, tie -> the latest
@@ -95,9 +103,9 @@ def test_judge_final_off_and_no_judge_baseline():
 
 
 def test_batched_problems_advance_together_and_end_on_format_break():
-    pol = ScriptedPolicy({"p": [C("BAD"), C("ok"), "\n" + C("\\boxed{1}")],
-                          "q": [C("fine \\boxed{5}")],
-                          "r": ["no chunk tags at all"]})
+    pol = ScriptedPolicy(
+        {"p": [C("BAD"), C("ok"), "\n" + C("\\boxed{1}")], "q": [C("fine \\boxed{5}")], "r": ["no chunk tags at all"]}
+    )
     res = chunk_reset(pol, ScriptedJudge(), ["p", "q", "r"], T, ResetConfig(), progress=False)
     assert [x["chunks"] for x in res] == [2, 1, 0]
     assert len(pol.calls[0]) == 3 and len(pol.calls[1]) == 1  # one batched call per round
@@ -124,10 +132,14 @@ class SeededChunkPolicy:
         import random
 
         out = []
-        for i, (p, pre) in enumerate(zip(prompts, prefixes)):
+        for i, (_p, pre) in enumerate(zip(prompts, prefixes)):
             rng = random.Random(seeds[i] if seeds is not None else f"{seed}|{i}")
             k = pre.count("<chunk>")
-            body = f"\\boxed{{{rng.randint(0, 9)}}}" if k == 3 else f"v{rng.randint(0, 999)}{' BAD' if rng.random() < 0.3 else ''}"
+            body = (
+                f"\\boxed{{{rng.randint(0, 9)}}}"
+                if k == 3
+                else f"v{rng.randint(0, 999)}{' BAD' if rng.random() < 0.3 else ''}"
+            )
             out.append([Completion(text=("\n" if pre else "") + C(body), n_tokens=2, finished=True)])
         return out
 
@@ -145,8 +157,12 @@ class RejectOne(ScriptedJudge):
         self.problem = problem
 
     def judge(self, triples, k=1, seed=0, **kw):
-        return [{"verdict": "Negative", "score": 0.0, "analysis": ""} if p == self.problem and "BAD" in c
-                else {"verdict": "Positive", "score": 1.0, "analysis": ""} for p, _, c in triples]
+        return [
+            {"verdict": "Negative", "score": 0.0, "analysis": ""}
+            if p == self.problem and "BAD" in c
+            else {"verdict": "Positive", "score": 1.0, "analysis": ""}
+            for p, _, c in triples
+        ]
 
 
 def test_common_random_numbers_accept_all_reproduces_no_judge():
@@ -178,7 +194,7 @@ def test_draw_seed_is_stable():
     from stepwiser_lib.method.chunk_reset import draw_seed
 
     assert draw_seed(0, "p", 1, 2) == draw_seed(0, "p", 1, 2) != draw_seed(0, "p", 1, 3)
-    assert 0 <= draw_seed("judge", 0, "p", 0, 0) < 2 ** 31
+    assert 0 <= draw_seed("judge", 0, "p", 0, 0) < 2**31
 
 
 def test_run_arm_checks_each_response_and_summarizes():
@@ -208,8 +224,13 @@ def test_run_grid_table_and_comparisons_pair_every_arm(tmp_path, capsys):
     kw = dict(policy_fingerprint="fp", max_completion=8, is_correct=correct)
     reg = {"stepwiser:rel_ratio": {"name": "stepwiser:rel_ratio"}}
     runs = cr.run_grid(SeededChunkPolicy(), reg, load, items, T, ResetConfig(seed=2), 2, tmp_path, **kw)
-    assert list(runs) == [(cr.NO_JUDGE, "toy", 0), (cr.NO_JUDGE, "toy", 1), ("stepwiser:rel_ratio", "toy", 0),
-                          ("stepwiser:rel_ratio", "toy", 1), (cr.GREEDY, "toy", 0)]
+    assert list(runs) == [
+        (cr.NO_JUDGE, "toy", 0),
+        (cr.NO_JUDGE, "toy", 1),
+        ("stepwiser:rel_ratio", "toy", 0),
+        ("stepwiser:rel_ratio", "toy", 1),
+        (cr.GREEDY, "toy", 0),
+    ]
     assert loads == ["stepwiser:rel_ratio"]
     assert runs[("stepwiser:rel_ratio", "toy", 1)]["correct"] == runs[(cr.NO_JUDGE, "toy", 1)]["correct"]
     cr.run_grid(SeededChunkPolicy(), reg, load, items, T, ResetConfig(seed=2), 2, tmp_path, **kw)
@@ -220,7 +241,10 @@ def test_run_grid_table_and_comparisons_pair_every_arm(tmp_path, capsys):
     preds = cr.predictions(runs, items, seeds, 2)
     assert len(preds[cr.NO_JUDGE]) == 12 and {p["seed"] for p in preds[cr.NO_JUDGE]} == {2, 3}
     comps = cr.comparisons(preds)
-    assert [c["claim"] for c in comps] == ["the judge helps chunk-reset (Table 7)", "greedy decoding beats sampling (no judge)"]
+    assert [c["claim"] for c in comps] == [
+        "the judge helps chunk-reset (Table 7)",
+        "greedy decoding beats sampling (no judge)",
+    ]
     assert comps[0]["diff"] == 0 and comps[0]["b"] == cr.NO_JUDGE
     assert cr.reset_example(runs, items, list(reg)) is None  # accept-all never resets
     md = cr.results_markdown(rows, comps, cr.paper_rows("1.5B"), 2)
@@ -232,7 +256,40 @@ def test_reset_example_shows_the_rejected_and_the_accepted_attempt():
 
     pol = ScriptedPolicy({"p": [C("BAD x"), C("good"), "\n" + C("\\boxed{1}")]})
     rec = cr.run_arm(pol, ScriptedJudge(), [{"problem": "p", "answer": "1"}], T, ResetConfig(), lambda it, r: True)
-    text = cr.reset_example({("stepwiser:rel_ratio", "toy", 0): rec}, {"toy": [{"problem": "p", "answer": "1"}]},
-                            ["stepwiser:rel_ratio"])
+    text = cr.reset_example(
+        {("stepwiser:rel_ratio", "toy", 0): rec}, {"toy": [{"problem": "p", "answer": "1"}]}, ["stepwiser:rel_ratio"]
+    )
     assert "attempt 0 [REJECTED, judge Negative]" in text and "attempt 1 [ACCEPTED, judge Positive]" in text
     assert "judge analysis: saw BAD x" in text and "ACCEPTED HISTORY: (none)" in text
+    assert text.endswith("WHAT THIS RESET DID: the exact checker cannot judge these chunks (not a toy problem)")
+
+
+def test_reset_effect_says_whether_a_reset_helped_by_the_exact_checker():
+    from stepwiser_lib.method import chunk_reset as cr
+
+    p = "a = 49. b = a + 11. c = b + 11. Find c."
+    right, wrong = "b = a + 11 = 49 + 11 = 60", "b = a + 11 = 49 + 11 = 50"
+    step = lambda contents, k: {"attempts": [{"content": c} for c in contents], "accepted": k}  # noqa: E731
+    assert (
+        cr.reset_effect(p, step([right, wrong], 1))
+        == "it rejected a right chunk and accepted a wrong one: a reset that hurt"
+    )
+    assert (
+        cr.reset_effect(p, step([wrong, right], 1))
+        == "it rejected a wrong chunk and accepted a right one: a reset that helped"
+    )
+    assert cr.reset_effect(p, step([right, right], 1)).endswith("tokens spent, nothing gained")
+    assert cr.reset_effect(p, step([wrong, right, wrong], 2)) == (
+        "by the exact checker, attempt 0 wrong, attempt 1 right, attempt 2 wrong; attempt 2 kept"
+    )
+
+
+def test_summary_line_says_a_run_in_words():
+    from stepwiser_lib.method import chunk_reset as cr
+
+    sm = {"n": 64, "accuracy": 85.94, "judge_calls": 11.66, "resets": 7.14, "exhausted": 1.719, "cut_at_limit": 0.0}
+    assert cr.summary_line(sm) == (
+        "accuracy 85.9% on 64 problems; per problem 11.7 judge calls, 7.1 resets, "
+        "1.7 chunks exhausted (every attempt rejected)"
+    )
+    assert cr.summary_line({"n": 64, "accuracy": 87.5, "judge_calls": 0.0}) == "accuracy 87.5% on 64 problems"

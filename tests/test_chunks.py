@@ -1,4 +1,5 @@
 """The chunk format and balanced \\boxed{} reading (stepwiser_lib.core.chunks): literal cases."""
+
 import json
 import os
 import pathlib
@@ -8,16 +9,19 @@ import pytest
 from stepwiser_lib.core import chunks
 
 
-@pytest.mark.parametrize("text,expected", [
-    (r"So the answer is \boxed{57}.", "57"),
-    (r"\boxed{\frac{1}{2}}", r"\frac{1}{2}"),  # braces inside an answer: the old flat regex gave None
-    (r"\boxed{1} then \boxed{2}", "2"),        # the last box is the answer
-    (r"(1) \boxed{2} (2) \boxed{\frac{1}{2}}", r"\frac{1}{2}"),  # not the earlier flat box
-    (r"\boxed{3\sqrt{2}} and \boxed{unclosed", r"3\sqrt{2}"),     # an unclosed box ends the scan
-    (r"\boxed{ x^{2} }", "x^{2}"),
-    ("no box at all", None),
-    ("", None),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        (r"So the answer is \boxed{57}.", "57"),
+        (r"\boxed{\frac{1}{2}}", r"\frac{1}{2}"),  # braces inside an answer: the old flat regex gave None
+        (r"\boxed{1} then \boxed{2}", "2"),  # the last box is the answer
+        (r"(1) \boxed{2} (2) \boxed{\frac{1}{2}}", r"\frac{1}{2}"),  # not the earlier flat box
+        (r"\boxed{3\sqrt{2}} and \boxed{unclosed", r"3\sqrt{2}"),  # an unclosed box ends the scan
+        (r"\boxed{ x^{2} }", "x^{2}"),
+        ("no box at all", None),
+        ("", None),
+    ],
+)
 def test_last_boxed(text, expected):
     assert chunks.last_boxed(text) == expected
 

@@ -4,64 +4,171 @@ from stepwiser_lib.evals import claims
 
 
 def _c(claim, a, b, diff, low, high):
-    return {"claim": claim, "a": a, "b": b, "diff": diff, "low": low, "high": high, "test": "paired bootstrap by problem (9 problems)"}
+    return {
+        "claim": claim,
+        "a": a,
+        "b": b,
+        "diff": diff,
+        "low": low,
+        "high": high,
+        "test": "paired bootstrap by problem (9 problems)",
+    }
 
 
 def test_claims_rows_pair_paper_and_ours(tmp_path):
-    (tmp_path / "judges.json").write_text(json.dumps({"comparisons": [
-        _c("RL beats its warm-up", "stepwiser:rel_ratio", "warm-up (before RL)", 5.0, 1.0, 9.0),  # not a paper claim
-        _c("generative RL beats discriminative SFT", "stepwiser:rel_ratio@seed1", "disc_sft:rel_ratio", -4.0, -7.0, -1.0)]}))
-    (tmp_path / "chunk_reset.json").write_text(json.dumps({"comparisons": [
-        _c("the judge helps chunk-reset (Table 7)", "stepwiser:rel_ratio", "chunk policy (no judge)", 3.0, 0.5, 6.0)]}))
-    (tmp_path / "rsft.json").write_text(json.dumps({"comparisons": [
-        _c("x", "outcome-based selection", "chunk policy (greedy, no RS-FT)", -1.0, -3.0, 1.0),
-        _c("y", "disc_sft:abs_q", "outcome-based selection", 1.0, -1.0, 3.0)]}))
+    (tmp_path / "judges.json").write_text(
+        json.dumps(
+            {
+                "comparisons": [
+                    _c(
+                        "RL beats its warm-up", "stepwiser:rel_ratio", "warm-up (before RL)", 5.0, 1.0, 9.0
+                    ),  # not a paper claim
+                    _c(
+                        "generative RL beats discriminative SFT",
+                        "stepwiser:rel_ratio@seed1",
+                        "disc_sft:rel_ratio",
+                        -4.0,
+                        -7.0,
+                        -1.0,
+                    ),
+                ]
+            }
+        )
+    )
+    (tmp_path / "chunk_reset.json").write_text(
+        json.dumps(
+            {
+                "comparisons": [
+                    _c(
+                        "the judge helps chunk-reset (Table 7)",
+                        "stepwiser:rel_ratio",
+                        "chunk policy (no judge)",
+                        3.0,
+                        0.5,
+                        6.0,
+                    )
+                ]
+            }
+        )
+    )
+    (tmp_path / "rsft.json").write_text(
+        json.dumps(
+            {
+                "comparisons": [
+                    _c("x", "outcome-based selection", "chunk policy (greedy, no RS-FT)", -1.0, -3.0, 1.0),
+                    _c("y", "disc_sft:abs_q", "outcome-based selection", 1.0, -1.0, 3.0),
+                ]
+            }
+        )
+    )
     rows = claims.rows(tmp_path)
     got = [(r["paper"], r["ours"], r["verdict"]) for r in rows]
-    assert got == [(12.1, -4.0, "contradicted"),  # Table 5 rel_ratio: 36.2 - 24.1
-                   (5.7, 3.0, "reproduced"),  # Table 7 1.5B: 36.9 - 31.2
-                   (0.8, -1.0, "within noise"),  # Table 8: 60.9 - 60.1
-                   (0.9, 1.0, "within noise")]  # Table 8 disc abs_q: 61.8 - 60.9
+    assert got == [
+        (12.1, -4.0, "opposite direction"),  # Table 5 rel_ratio: 36.2 - 24.1
+        (5.7, 3.0, "same direction"),  # Table 7 1.5B: 36.9 - 31.2
+        (0.8, -1.0, "undetermined"),  # Table 8: 60.9 - 60.1
+        (0.9, 1.0, "undetermined"),
+    ]  # Table 8 disc abs_q: 61.8 - 60.9
     assert rows[0]["claim"].startswith("the generative RL judge") and "Table 5" in rows[0]["paper_source"]
     md = claims.markdown(tmp_path)
-    assert md[0].startswith("| paper claim |") and "**contradicted**" in md[2] and len(md) == 6
+    assert md[0].startswith("| paper claim |") and "**opposite direction**" in md[2] and len(md) == 6
     assert claims.markdown(tmp_path / "none") == []
 
 
 def test_toy_processbench_orderings_meet_the_papers_tables_5_and_6(tmp_path):
-    names = ["stepwiser:rel_ratio", "stepwiser:abs_q", "disc_sft:rel_ratio", "no_balance_rl:rel_ratio", "warm-up (before RL)"]
+    names = [
+        "stepwiser:rel_ratio",
+        "stepwiser:abs_q",
+        "disc_sft:rel_ratio",
+        "no_balance_rl:rel_ratio",
+        "warm-up (before RL)",
+    ]
     pairs = claims.judge_orderings(names)
-    assert [(a, b) for _, a, b in pairs] == [("stepwiser:rel_ratio", "disc_sft:rel_ratio"),
-                                            ("stepwiser:rel_ratio", "stepwiser:abs_q"),
-                                            ("stepwiser:rel_ratio", "no_balance_rl:rel_ratio")]
+    assert [(a, b) for _, a, b in pairs] == [
+        ("stepwiser:rel_ratio", "disc_sft:rel_ratio"),
+        ("stepwiser:rel_ratio", "stepwiser:abs_q"),
+        ("stepwiser:rel_ratio", "no_balance_rl:rel_ratio"),
+    ]
     assert pairs[0][0] == "the generative RL judge is better than the discriminative SFT judge (rel_ratio)"
-    (tmp_path / "processbench.json").write_text(json.dumps({"comparisons": [
-        {**_c(claim, a, b, 2.0, -1.0, 5.0), "test": "paired bootstrap by solution"} for claim, a, b in pairs]}))
+    (tmp_path / "processbench.json").write_text(
+        json.dumps(
+            {
+                "comparisons": [
+                    {**_c(claim, a, b, 2.0, -1.0, 5.0), "test": "paired bootstrap by solution"} for claim, a, b in pairs
+                ]
+            }
+        )
+    )
     rows = claims.rows(tmp_path)
-    assert [r["paper"] for r in rows] == [12.1,  # 1.5B: 36.2 - 24.1
-                                          0.1,  # 1.5B: 36.2 - 36.1
-                                          12.6]  # balancing exists at 7B only: 60.5 - 47.9
-    assert "7B" in rows[2]["paper_source"] and all(r["verdict"] == "within noise" for r in rows)
+    assert [r["paper"] for r in rows] == [
+        12.1,  # 1.5B: 36.2 - 24.1
+        0.1,  # 1.5B: 36.2 - 36.1
+        12.6,
+    ]  # balancing exists at 7B only: 60.5 - 47.9
+    assert "7B" in rows[2]["paper_source"] and all(r["verdict"] == "undetermined" for r in rows)
 
 
 def test_table4_and_same_rule_judge_orderings_enter_the_claims_table(tmp_path):
-    (tmp_path / "self_segmentation.json").write_text(json.dumps({"comparisons": [
-        {**_c("self-segmentation gives fewer steps per solution", "chunk", "base", -1.5, -1.7, -1.3), "field": "steps"},
-        {**_c("self-segmentation keeps accuracy", "chunk", "base", -20.0, -25.0, -15.0), "field": "correct"}]}))
-    (tmp_path / "judges.json").write_text(json.dumps({"comparisons": [
-        _c("the judge's chain of thought helps (RL on both)", "stepwiser:rel_ratio", "no_cot_rl:rel_ratio", 1.0, -2.0, 4.0),
-        _c("the judge's chain of thought helps (RL on both)", "stepwiser:rel_ratio", "rsft:rel_ratio", 1.0, -2.0, 4.0)]}))  # wrong pair: left out
+    (tmp_path / "self_segmentation.json").write_text(
+        json.dumps(
+            {
+                "comparisons": [
+                    {
+                        **_c("self-segmentation gives fewer steps per solution", "chunk", "base", -1.5, -1.7, -1.3),
+                        "field": "steps",
+                    },
+                    {
+                        **_c("self-segmentation keeps accuracy", "chunk", "base", -20.0, -25.0, -15.0),
+                        "field": "correct",
+                    },
+                ]
+            }
+        )
+    )
+    (tmp_path / "judges.json").write_text(
+        json.dumps(
+            {
+                "comparisons": [
+                    _c(
+                        "the judge's chain of thought helps (RL on both)",
+                        "stepwiser:rel_ratio",
+                        "no_cot_rl:rel_ratio",
+                        1.0,
+                        -2.0,
+                        4.0,
+                    ),
+                    _c(
+                        "the judge's chain of thought helps (RL on both)",
+                        "stepwiser:rel_ratio",
+                        "rsft:rel_ratio",
+                        1.0,
+                        -2.0,
+                        4.0,
+                    ),
+                ]
+            }
+        )
+    )  # wrong pair: left out
     rows = claims.rows(tmp_path)
     assert [(r["paper"], r["verdict"]) for r in rows] == [
-        (-3.6, "reproduced"),  # Table 4 1.5B steps: 6.0 - 9.6; fewer steps is the paper's direction
-        (0.5, "contradicted"),  # Table 4 1.5B accuracy: 44.7 - 44.2
-        (1.9, "within noise")]  # Table 6 1.5B no-CoT: 36.2 - 34.3 (rel_ratio)
+        (-3.6, "same direction"),  # Table 4 1.5B steps: 6.0 - 9.6; fewer steps is the paper's direction
+        (0.5, "opposite direction"),  # Table 4 1.5B accuracy: 44.7 - 44.2
+        (1.9, "undetermined"),
+    ]  # Table 6 1.5B no-CoT: 36.2 - 34.3 (rel_ratio)
     assert "steps per solution" in rows[0]["paper_source"] and "test chunks" in rows[2]["paper_source"]
 
 
 def test_rows_of_one_results_file(tmp_path):
-    c = {"claim": "self-segmentation gives fewer steps per solution", "field": "steps", "a": "chunk", "b": "base",
-         "diff": -1.0, "low": -2.0, "high": -0.5, "test": "t"}
+    c = {
+        "claim": "self-segmentation gives fewer steps per solution",
+        "field": "steps",
+        "a": "chunk",
+        "b": "base",
+        "diff": -1.0,
+        "low": -2.0,
+        "high": -0.5,
+        "test": "t",
+    }
     (tmp_path / "self_segmentation.json").write_text(json.dumps({"comparisons": [c]}))
     assert [r["file"] for r in claims.rows(tmp_path)] == ["self_segmentation"]
     assert claims.rows(tmp_path, files=["rsft"]) == []
@@ -77,9 +184,20 @@ from stepwiser_lib.evals import seeds  # noqa: E402
 
 
 def _judge_preds(name, verdicts, labels, problems, rule="rel_ratio"):
-    return [{"judge": name, "rule": rule, "split": "test", "problem_id": q, "chunk_id": f"{q}#{i}", "label": lab,
-             "verdict": v, "score": float(bool(v)), "truth": lab}
-            for i, (v, lab, q) in enumerate(zip(verdicts, labels, problems))]
+    return [
+        {
+            "judge": name,
+            "rule": rule,
+            "split": "test",
+            "problem_id": q,
+            "chunk_id": f"{q}#{i}",
+            "label": lab,
+            "verdict": v,
+            "score": float(bool(v)),
+            "truth": lab,
+        }
+        for i, (v, lab, q) in enumerate(zip(verdicts, labels, problems))
+    ]
 
 
 def _write(path, recs):
@@ -88,9 +206,13 @@ def _write(path, recs):
 
 def test_the_paper_noise_estimates():
     assert round(P.pb_avg_f1_se(), 3) == 1.025  # delta method on Table 10's 1.5B Gen + CoT + RL, Rel-Ratio
-    assert round(P.pb_avg_f1_se([(50.0, 50.0)] * 4, [(100, 100)] * 4), 3) == 1.768  # E = C = 0.5: 100 * sqrt(4 * 2 * 0.5**2 * 0.25 / 100) / 4
+    assert (
+        round(P.pb_avg_f1_se([(50.0, 50.0)] * 4, [(100, 100)] * 4), 3) == 1.768
+    )  # E = C = 0.5: 100 * sqrt(4 * 2 * 0.5**2 * 0.25 / 100) / 4
     assert round(P.accuracy_se(50.0, 100), 6) == 5.0
-    assert round(P.mean_accuracy_se(50.0, 50.0), 4) == round(0.5 * (25 / 500 * 100 ** 2 / 100 + 25 / 1000 * 100) ** 0.5, 4)
+    assert round(P.mean_accuracy_se(50.0, 50.0), 4) == round(
+        0.5 * (25 / 500 * 100**2 / 100 + 25 / 1000 * 100) ** 0.5, 4
+    )
 
 
 def test_verdict_rules():
@@ -109,12 +231,14 @@ def test_claims_table_resamples_seeds_names_directions_and_marks_arms_that_never
     problems = [f"label-0-{i // 4}" for i in range(160)]  # 40 problems, 4 chunks each
     labels = [bool(i % 2) for i in range(160)]
     preds = _judge_preds("warm-up (before RL)", [False] * 160, labels, problems)
-    for s, run in enumerate(["", "@seed1", "@seed2"]):
+    for run in ["", "@seed1", "@seed2"]:
         good = [lab if rng.random() < 0.8 else not lab for lab in labels]  # about 80% right
         fair = [lab if rng.random() < 0.6 else not lab for lab in labels]  # about 60% right
         preds += _judge_preds(f"stepwiser:rel_ratio{run}", good, labels, problems)
         preds += _judge_preds(f"disc_sft:rel_ratio{run}", fair, labels, problems)
-        preds += _judge_preds(f"rsft:rel_ratio{run}", [False] * 159 + [True], labels, problems)  # the warm-up's verdicts
+        preds += _judge_preds(
+            f"rsft:rel_ratio{run}", [False] * 159 + [True], labels, problems
+        )  # the warm-up's verdicts
     _write(tmp_path / "judge_predictions.jsonl", preds)
     rows = claims.table(tmp_path, n_boot=2000)
     by = {(r["a"], r["b"]): r for r in rows}
@@ -126,27 +250,45 @@ def test_claims_table_resamples_seeds_names_directions_and_marks_arms_that_never
     assert gen["verdict"] == "same direction" and gen["p_holm"] >= gen["p"]
     rs = by[("stepwiser:rel_ratio", "rsft:rel_ratio")]
     assert rs["verdict"] == "uninformative" and rs["p_holm"] is None and "3 of 3 runs" in rs["uninformative"]
-    assert claims.degenerate(preds, "rsft:rel_ratio", "rel_ratio") and not claims.degenerate(preds, "stepwiser:rel_ratio", "rel_ratio")
+    assert claims.degenerate(preds, "rsft:rel_ratio", "rel_ratio") and not claims.degenerate(
+        preds, "stepwiser:rel_ratio", "rel_ratio"
+    )
     # the estimate is the mean over seeds of each arm's balanced accuracy, its difference
-    arm = lambda v: claims.judge_arm(preds, claims._runs({p["judge"] for p in preds}, v), "rel_ratio",  # noqa: E731
-                                     sorted(set(problems)))
-    want = seeds.arm_estimate(arm("stepwiser:rel_ratio"), seeds.balanced_accuracy_stat) - \
-        seeds.arm_estimate(arm("disc_sft:rel_ratio"), seeds.balanced_accuracy_stat)
+    arm = lambda v: claims.judge_arm(
+        preds,
+        claims._runs({p["judge"] for p in preds}, v),
+        "rel_ratio",  # noqa: E731
+        sorted(set(problems)),
+    )
+    want = seeds.arm_estimate(arm("stepwiser:rel_ratio"), seeds.balanced_accuracy_stat) - seeds.arm_estimate(
+        arm("disc_sft:rel_ratio"), seeds.balanced_accuracy_stat
+    )
     assert abs(gen["estimate"] - want) < 0.01
     doc = claims.write(tmp_path, "unit", n_boot=500)
     assert json.loads((tmp_path / "claims.json").read_text())["claims"][0]["claim"] == doc["claims"][0]["claim"]
     md = claims.table_markdown(doc)
     assert md[0] == claims.summary_line(doc) and md[0].startswith(f"{len(doc['claims'])} claims: ")
     assert "*uninformative*" in md[0] and "Seeds per arm: 3" in md[0]
-    assert md[2].startswith("| paper claim |") and len(md) == 4 + len(doc["claims"]) and "**uninformative**" in "\n".join(md)
+    assert (
+        md[2].startswith("| paper claim |")
+        and len(md) == 4 + len(doc["claims"])
+        and "**uninformative**" in "\n".join(md)
+    )
 
 
 def test_claim_text_follows_the_papers_sign_and_the_label_rule_rows_are_not_established_at_1p5b(tmp_path):
     preds = []
-    for j, v in (("stepwiser:rel_effective", "rel_effective"), ("stepwiser:abs_q", "abs_q")):
+    for j, _rule in (("stepwiser:rel_effective", "rel_effective"), ("stepwiser:abs_q", "abs_q")):
         for i in range(40):
-            preds.append({"judge": j, "split": "toy_2step", "id": f"toy_2step-{i}", "label": -1 if i % 2 else 1,
-                          "prediction": -1 if (i % 3) else 1})
+            preds.append(
+                {
+                    "judge": j,
+                    "split": "toy_2step",
+                    "id": f"toy_2step-{i}",
+                    "label": -1 if i % 2 else 1,
+                    "prediction": -1 if (i % 3) else 1,
+                }
+            )
     _write(tmp_path / "processbench_predictions.jsonl", preds)
     (row,) = claims.table(tmp_path, n_boot=500)
     # the paper's 1.5B difference is -1.3 (34.8 - 36.1): the row says "worse", and that is inside the paper's noise
@@ -156,9 +298,21 @@ def test_claim_text_follows_the_papers_sign_and_the_label_rule_rows_are_not_esta
 
 
 def test_keeps_accuracy_is_an_equivalence_test(tmp_path):
-    recs = [{"method": m, "task": "toy", "seed": s, "problem_id": f"eval-0-{q}", "sample": k,
-             "correct": (q + k) % 3 != 0, "steps": 5 if m == "base" else 3}
-            for m in ("base", "chunk") for s in (1,) for q in range(300) for k in range(4)]
+    recs = [
+        {
+            "method": m,
+            "task": "toy",
+            "seed": s,
+            "problem_id": f"eval-0-{q}",
+            "sample": k,
+            "correct": (q + k) % 3 != 0,
+            "steps": 5 if m == "base" else 3,
+        }
+        for m in ("base", "chunk")
+        for s in (1,)
+        for q in range(300)
+        for k in range(4)
+    ]
     _write(tmp_path / "self_segmentation_predictions.jsonl", recs)
     steps, keeps = claims.table(tmp_path, n_boot=1000)
     assert steps["estimate"] == -2.0 and steps["paper_diff"] == -3.6 and steps["verdict"] == "same direction"
@@ -171,11 +325,17 @@ def test_ratio_stat():
 
 
 def test_chunk_reset_arms_that_share_sampling_seeds_are_resampled_together(tmp_path):
-    recs = [{"method": m, "task": "toy", "seed": s, "problem_id": f"toy/eval-0-{q}", "correct": (q + s) % 3 != 0}
-            for m in ("chunk policy (no judge)", "stepwiser:rel_ratio") for s in (0, 1) for q in range(64)]
+    recs = [
+        {"method": m, "task": "toy", "seed": s, "problem_id": f"toy/eval-0-{q}", "correct": (q + s) % 3 != 0}
+        for m in ("chunk policy (no judge)", "stepwiser:rel_ratio")
+        for s in (0, 1)
+        for q in range(64)
+    ]
     _write(tmp_path / "chunk_reset_predictions.jsonl", recs)
     (row,) = claims.table(tmp_path, n_boot=500)
     # identical arms on shared seeds: every replicate draws the same seeds and problems for both, so 0 exactly
     assert row["estimate"] == 0.0 and row["ci_low"] == 0.0 == row["ci_high"]
     assert set(row["seed_units"].values()) == {"sampling seeds (shared)"} and row["seeds"] == {
-        "stepwiser:rel_ratio": 2, "chunk policy (no judge)": 2}
+        "stepwiser:rel_ratio": 2,
+        "chunk policy (no judge)": 2,
+    }

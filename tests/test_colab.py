@@ -10,15 +10,26 @@ from pathlib import Path
 
 import pytest
 
-from stepwiser_lib.tools import colab
 from stepwiser_lib.core import paths
+from stepwiser_lib.tools import colab
 
 ROOT = paths.ROOT
 #: What a Colab VM might have: its own CUDA torch and Jupyter stack, an older transformers (outside
 #: our range), a pandas inside it, no trl, peft, math-verify, ...
-COLAB = {"torch": "2.8.0+cu126", "torchvision": "0.23.0+cu126", "ipykernel": "6.17.1", "ipython": "7.34.0",
-         "jupyter-server": "2.14.0", "tornado": "6.4.2", "google-colab": "1.0.0",
-         "transformers": "4.57.1", "pandas": "2.2.2", "matplotlib": "3.10.0", "tqdm": "4.67.1", "numpy": "2.0.2"}
+COLAB = {
+    "torch": "2.8.0+cu126",
+    "torchvision": "0.23.0+cu126",
+    "ipykernel": "6.17.1",
+    "ipython": "7.34.0",
+    "jupyter-server": "2.14.0",
+    "tornado": "6.4.2",
+    "google-colab": "1.0.0",
+    "transformers": "4.57.1",
+    "pandas": "2.2.2",
+    "matplotlib": "3.10.0",
+    "tqdm": "4.67.1",
+    "numpy": "2.0.2",
+}
 
 
 class FakeVM:
@@ -71,8 +82,12 @@ def fake_colab(tmp_path, monkeypatch):
 
 def test_install_plan_keeps_what_satisfies_the_ranges_and_never_touches_torch():
     reqs = ["torch>=2.4,<3", "transformers>=5.19,<6", "pandas>=2.2,<4", "trl>=1.16,<2"]
-    pins = {"torch": "torch==2.13.0", "transformers": "transformers==5.19.0", "pandas": "pandas==3.1.1",
-            "trl": "trl==1.16.0"}
+    pins = {
+        "torch": "torch==2.13.0",
+        "transformers": "transformers==5.19.0",
+        "pandas": "pandas==3.1.1",
+        "trl": "trl==1.16.0",
+    }
     plan = colab.install_plan(reqs, pins, COLAB)
     assert plan.keep == {"torch": "2.8.0+cu126", "pandas": "2.2.2"}
     assert plan.install == ["transformers==5.19.0", "trl==1.16.0"]  # missing or outside the range
@@ -98,7 +113,9 @@ def test_bootstrap_cell_in_a_simulated_colab(fake_colab, monkeypatch, capsys):
     monkeypatch.setattr(colab, "_pip", vm.pip)
     monkeypatch.setattr(colab, "installed_versions", vm.versions)
     monkeypatch.setenv("STEPWISER_COLAB_DIR", str(ROOT))  # the clone is already there
-    monkeypatch.setenv(paths.OUTPUT_ROOT_ENV, "")  # the bootstrap sets it: undone after the test, not leaked to the next
+    monkeypatch.setenv(
+        paths.OUTPUT_ROOT_ENV, ""
+    )  # the bootstrap sets it: undone after the test, not leaked to the next
     monkeypatch.chdir(ROOT)
     monkeypatch.setattr(sys, "path", list(sys.path))
     cells = json.loads((ROOT / "notebooks" / "02_rollout_labelling.ipynb").read_text())["cells"]
@@ -134,6 +151,7 @@ def test_without_drive_outputs_stay_in_the_vm_and_it_says_so(fake_colab, monkeyp
 
     def refuse(p):
         raise PermissionError("mount refused by the user")
+
     monkeypatch.setattr(fake_colab, "mount", refuse)
     for f in ("pyproject.toml", "constraints.txt"):
         (tmp_path / f).write_text((ROOT / f).read_text())
@@ -170,7 +188,9 @@ def test_badges_and_bootstrap_follow_repo_url_and_set_repo_points_them_at_a_fork
     for nb in (ROOT / "notebooks").glob("*.ipynb"):
         (tmp_path / "notebooks" / nb.name).write_text(nb.read_text())
     (tmp_path / "README.md").write_text((ROOT / "README.md").read_text())
-    (tmp_path / "stepwiser_lib" / "tools" / "colab.py").write_text((ROOT / "stepwiser_lib" / "tools" / "colab.py").read_text())
+    (tmp_path / "stepwiser_lib" / "tools" / "colab.py").write_text(
+        (ROOT / "stepwiser_lib" / "tools" / "colab.py").read_text()
+    )
     fork = "https://github.com/someone/my-fork"
     changed = colab.set_repo(fork, tmp_path)
     assert "stepwiser_lib/tools/colab.py" in changed and "README.md" in changed and len(changed) == 9
@@ -195,24 +215,30 @@ def test_real_pip_in_a_python_3_12_venv_keeps_colab_torch(tmp_path):
     import glob
     import shutil
 
-    cands = [os.environ.get("PYTHON312"), *sorted(glob.glob(str(Path.home() / ".pyenv/versions/3.12*/bin/python"))),
-             shutil.which("python3.12")]
+    cands = [
+        os.environ.get("PYTHON312"),
+        *sorted(glob.glob(str(Path.home() / ".pyenv/versions/3.12*/bin/python"))),
+        shutil.which("python3.12"),
+    ]
     py = next((c for c in cands if c and subprocess.run([c, "--version"], capture_output=True).returncode == 0), None)
     if py is None:
         pytest.skip("no working python3.12 here")
     venv = tmp_path / "v"
     subprocess.run([py, "-m", "venv", str(venv)], check=True)
     vpy = venv / "bin" / "python"
-    site = subprocess.run([vpy, "-c", "import site; print(site.getsitepackages()[0])"], capture_output=True,
-                          text=True, check=True).stdout.strip()
+    site = subprocess.run(
+        [vpy, "-c", "import site; print(site.getsitepackages()[0])"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     for name, version in [("torch", "2.8.0+cu126"), ("ipykernel", "6.17.1"), ("pandas", "2.2.2")]:
         d = Path(site) / f"{name}-{version}.dist-info"
         d.mkdir()
         (d / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
         (d / "RECORD").write_text("")
-    code = ("import json, sys; sys.path.insert(0, sys.argv[1]); from stepwiser_lib.tools import colab; "
-            "r = colab.bootstrap(sys.argv[1], use_drive=False, dry_run=True, say=lambda s: None); "
-            "print(json.dumps(r))")
+    code = (
+        "import json, sys; sys.path.insert(0, sys.argv[1]); from stepwiser_lib.tools import colab; "
+        "r = colab.bootstrap(sys.argv[1], use_drive=False, dry_run=True, say=lambda s: None); "
+        "print(json.dumps(r))"
+    )
     r = subprocess.run([vpy, "-c", code, str(ROOT)], capture_output=True, text=True, cwd=tmp_path, timeout=600)
     if r.returncode != 0 and "No matching distribution" in r.stderr + r.stdout:
         pytest.skip("package index not reachable")

@@ -7,13 +7,13 @@ import pytest
 from stepwiser_lib.core import config as C
 from stepwiser_lib.core.config import checked_parameters, list_notebooks
 
-CELL = '''
+CELL = """
 PROFILE: str = "tiny"  # scale
 N: int = 3  # count
 LR: float = 1e-3  # rate
 USE: bool = False  # switch
 IDS: list[int] = [1, 2]  # ids
-'''
+"""
 
 
 def write_profile(d: Path, name: str, text: str) -> None:
@@ -27,12 +27,15 @@ def test_parse_parameters_cell():
     assert p["IDS"].type == "list"
 
 
-@pytest.mark.parametrize("src,msg", [
-    ("N = 3", "only `NAME: type = literal`"),
-    ("N: int = 3.5", "is not a int"),
-    ("N: set = 3", "is not one of"),
-    ("N: int = len('ab')", "literal"),
-])
+@pytest.mark.parametrize(
+    "src,msg",
+    [
+        ("N = 3", "only `NAME: type = literal`"),
+        ("N: int = 3.5", "is not a int"),
+        ("N: set = 3", "is not one of"),
+        ("N: int = len('ab')", "literal"),
+    ],
+)
 def test_parse_parameters_rejects(src, msg):
     with pytest.raises(C.ConfigError, match=msg):
         C.parse_parameters_source(src)
@@ -74,8 +77,7 @@ def test_check_profile_file_rejects_stray_sections(tmp_path):
 
 
 def _ns(**over):
-    ns = {"__annotations__": {"PROFILE": "str", "N": "int", "LR": "float"},
-          "PROFILE": "tiny", "N": 3, "LR": 0.1}
+    ns = {"__annotations__": {"PROFILE": "str", "N": "int", "LR": "float"}, "PROFILE": "tiny", "N": 3, "LR": 0.1}
     ns.update(over)
     return ns
 
@@ -88,7 +90,7 @@ def test_resolve_freezes_and_validates(tmp_path):
     with pytest.raises(AttributeError, match="frozen"):
         cfg.N = 4
     with pytest.raises(AttributeError, match="no parameter"):
-        cfg.MISSING
+        _ = cfg.MISSING
     assert C.resolve(_ns(PROFILE="smoke"), "nb", tmp_path, verbose=False).N == 1  # profile applied
     with pytest.raises(C.ConfigError, match="unknown parameter"):
         C.resolve(_ns(TYPO=1), "nb", tmp_path)  # e.g. injected by papermill -p TYPO 1
@@ -105,7 +107,7 @@ def test_shipped_profiles_are_complete_and_valid(profile):
     assert nbs, "no notebooks found"
     params = checked_parameters(profile, nbs)
     assert set(params) == {p.stem for p in nbs}
-    for nb, vals in params.items():
+    for vals in params.values():
         assert vals["PROFILE"] == profile
 
 
@@ -129,10 +131,13 @@ def test_notebooks_follow_the_skeleton():
         for line in src.strip().splitlines():
             assert "#" in line, f"{path.name}: parameter without a comment: {line}"
         assert "config.resolve(globals()" in "".join(cells[i + 1]["source"])
-        assert all(not c.get("outputs") for c in cells if c["cell_type"] == "code"), \
+        assert all(not c.get("outputs") for c in cells if c["cell_type"] == "code"), (
             f"{path.name} is committed with outputs"
+        )
         close = _closing_cells(path.name, cells)
-        assert any("save_metrics" in "".join(c["source"]) for c in cells[:close]), f"{path.name}: metrics are written before the closing cells"
+        assert any("save_metrics" in "".join(c["source"]) for c in cells[:close]), (
+            f"{path.name}: metrics are written before the closing cells"
+        )
 
 
 def _closing_cells(name: str, cells: list[dict]) -> int:
@@ -148,7 +153,9 @@ def _closing_cells(name: str, cells: list[dict]) -> int:
         assert part in text, f"{name}: no {part}"
     learned = text.split("**What you learned.**")[1].split("\n\n")[0]
     assert len([ln for ln in learned.splitlines() if ln.startswith("- ")]) == 3, f"{name}: not three lines learned"
-    assert re.search(r"\]\((0\d_\w+\.ipynb|\.\./README\.md)\)", text.split("**What you learned.**")[1]), f"{name}: no link onward"
+    assert re.search(r"\]\((0\d_\w+\.ipynb|\.\./README\.md)\)", text.split("**What you learned.**")[1]), (
+        f"{name}: no link onward"
+    )
     tries = src[-1]
     assert tries.startswith("## Try this") and f"--only {name[:2]}" in tries, f"{name}: no Try this cell"
     assert len([ln for ln in tries.splitlines() if ln.startswith("| `")]) >= 2, f"{name}: fewer than two knobs"
@@ -178,7 +185,11 @@ def test_every_notebook_has_the_colab_badge_and_bootstrap_cell():
 
 
 #: Parameters that act only when another is set (the real-model profiles may leave them at tiny's value).
-ONLY_WHEN = {"ADAPTIVE_RULE": ("ADAPTIVE", True), "ADAPTIVE_ROUND": ("ADAPTIVE", True), "ADAPTIVE_Z": ("ADAPTIVE", True)}
+ONLY_WHEN = {
+    "ADAPTIVE_RULE": ("ADAPTIVE", True),
+    "ADAPTIVE_ROUND": ("ADAPTIVE", True),
+    "ADAPTIVE_Z": ("ADAPTIVE", True),
+}
 
 
 @pytest.mark.parametrize("profile", ["colab", "paper"])
@@ -192,8 +203,11 @@ def test_real_model_profiles_set_every_value_chosen_for_tiny(profile):
     missing = []
     for nb in C.list_notebooks():
         decl = C.notebook_parameters(nb)
-        vals = {**{k: v.default for k, v in decl.items()}, **{k: v for k, v in data["shared"].items() if k in decl},
-                **data["notebooks"].get(nb.stem, {})}
+        vals = {
+            **{k: v.default for k, v in decl.items()},
+            **{k: v for k, v in data["shared"].items() if k in decl},
+            **data["notebooks"].get(nb.stem, {}),
+        }
         own = set(data["notebooks"].get(nb.stem, {})) | set(data["shared"])
         for k, p in decl.items():
             if "tiny:" in p.comment.lower() and k not in own:
@@ -201,3 +215,53 @@ def test_real_model_profiles_set_every_value_chosen_for_tiny(profile):
                 if switch is None or vals.get(switch[0]) == switch[1]:
                     missing.append(f"{nb.stem}.{k}")
     assert not missing, f"{profile} inherits tiny's value of {missing}"
+
+
+def test_the_config_echo_says_what_the_profile_changed_not_every_value():
+    """Issue 36: the echo under the parameters cell repeated it (up to 53 lines); it now names the changes."""
+    cfg = C.Config("04_judge_grpo", {"PROFILE": "x", "A": 1, "B": [1, 2]}, {"PROFILE": "tiny", "A": 1, "B": []})
+    assert cfg.changed() == {"B": [1, 2]}
+    assert repr(cfg).splitlines() == [
+        "Config(04_judge_grpo): 3 parameters checked against their declared types and "
+        "ranges, profile 'x'; these 1 differ from the parameters cell:",
+        "  B = [1, 2]",
+    ]
+    same = C.Config("n", {"PROFILE": "tiny", "A": 1}, {"PROFILE": "tiny", "A": 1})
+    assert repr(same).endswith("every value is the parameters cell's") and "\n" not in repr(same)
+    assert C.Config("n", {"PROFILE": "p", "A": 1}).changed() == {"A": 1}  # defaults unknown: every value
+
+
+def test_a_constraint_lives_at_the_start_of_the_comment():
+    """Issue 37: papermill's inspection reads a plain type, so what a parameter allows moved from a
+    quoted annotation ("int in [1, inf)") to the start of its comment, where `--help-notebook` shows it."""
+    assert C.spec_text("int", "in [1, inf); shards per worker") == ("int in [1, inf)", "shards per worker")
+    assert C.spec_text("float", "in (0, 1]") == ("float in (0, 1]", "")
+    assert C.spec_text("str", "in {toy, paper}; which prompts") == ("str in {toy, paper}", "which prompts")
+    assert C.spec_text("list[str]", "each in {toy, math500}; tasks") == ("list[str in {toy, math500}]", "tasks")
+    assert C.spec_text("'list[judge]'", "judges of notebook 04") == ("list[judge]", "judges of notebook 04")
+    assert C.spec_text("str", "index into the list; in words") == (
+        "str",
+        "index into the list; in words",
+    )  # no constraint
+    with pytest.raises(C.ConfigError, match="needs a list"):
+        C.spec_text("int", "each in {1, 2}; x")
+    p = C.parse_parameters_source("N: int = 0  # in [1, inf); count\n".replace("= 0", "= 2"))
+    assert (p["N"].spec.text, p["N"].comment) == ("int in [1, inf)", "count")
+    with pytest.raises(C.ConfigError, match=r"in \[1, inf\)"):
+        C.parse_parameters_source("N: int = 0  # in [1, inf); count")
+
+
+def test_papermill_sees_every_parameter_with_what_it_allows():
+    """`papermill --help-notebook` lists every parameter of every notebook (it saw 43 of 193 when
+    the constraints were in quoted annotations), and its help starts with the constraint."""
+    import papermill
+
+    for path in list_notebooks():
+        seen = papermill.inspect_notebook(str(path))
+        decl = C.notebook_parameters(path)
+        assert list(seen) == list(decl), path.name
+        for name, p in decl.items():
+            t = p.spec.text
+            if " in " in t:  # "int in [1, inf)" -> "in [1, inf)"; "list[str in {a}]" -> "each in {a}"
+                want = "each " + t[t.index(" in ") + 1 : -1] if t.startswith("list[") else t.split(" ", 1)[1]
+                assert seen[name]["help"].startswith(want), (path.name, name)

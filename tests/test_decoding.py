@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from stepwiser_lib.engines import decoding, models
 from stepwiser_lib.core import prompts
+from stepwiser_lib.engines import decoding, models
 from stepwiser_lib.method import tasks
 from stepwiser_lib.toy import toyworld
 
@@ -15,8 +15,10 @@ from stepwiser_lib.toy import toyworld
 @pytest.fixture(scope="module")
 def gens(toy_model):
     model, tok = toy_model
-    return (models.HFGenerator(model, tok, batch_size=16, engine="generate"),
-            models.HFGenerator(model, tok, batch_size=16, engine="loop"))
+    return (
+        models.HFGenerator(model, tok, batch_size=16, engine="generate"),
+        models.HFGenerator(model, tok, batch_size=16, engine="loop"),
+    )
 
 
 def _prompts(k=4, seed=5):
@@ -104,7 +106,10 @@ def test_the_loops_sdpa_calls_follow_the_cuda_rule(qwen_standin, monkeypatch):
 
     model, tok = models.load_model(qwen_standin)
     assert model.config.num_attention_heads > model.config.num_key_value_heads  # a GQA model
-    seqs = [tok("What is 2 + 3?", add_special_tokens=False)["input_ids"], tok("Hi", add_special_tokens=False)["input_ids"]]
+    seqs = [
+        tok("What is 2 + 3?", add_special_tokens=False)["input_ids"],
+        tok("Hi", add_special_tokens=False)["input_ids"],
+    ]
     kw = dict(max_new_tokens=6, temperature=0.0, eos=[tok.eos_token_id], batch_size=4)
     cpu = [[r.tokens for r in s] for s in decoding.sample(model, seqs, 2, **kw)]
     calls, sdpa = [], torch.nn.functional.scaled_dot_product_attention

@@ -1,8 +1,8 @@
 """The discriminative "+"/"-" baseline: conversation format, verdict-only loss mask, inference."""
+
 import pytest
 
 from stepwiser_lib.engines.trainers import SFTSettings
-
 from stepwiser_lib.method import discriminative as disc
 
 
@@ -29,8 +29,9 @@ def test_verdict_tokens_are_single_tokens(tok):
 
 @pytest.mark.parametrize("label", [True, False])
 def test_only_the_final_verdict_token_carries_loss(tok, label):
-    r = disc.encode(tok, "a = 3. b = a + 4. Find b.", ["First, a = 3.", "b = a + 4 = 3 + 4 = 7"],
-                    "The answer is \\boxed{7}.", label)
+    r = disc.encode(
+        tok, "a = 3. b = a + 4. Find b.", ["First, a = 3.", "b = a + 4 = 3 + 4 = 7"], "The answer is \\boxed{7}.", label
+    )
     mask, ids = r["completion_mask"], r["input_ids"]
     assert len(mask) == len(ids) and sum(mask) == 1
     i = mask.index(1)
@@ -39,10 +40,11 @@ def test_only_the_final_verdict_token_carries_loss(tok, label):
     plus = disc.verdict_ids(tok)[True]
     assert sum(1 for j, t in enumerate(ids) if t == plus and j != i) == 2
     # the text before the verdict is exactly the inference prompt
-    assert ids[:i] == disc._prefix_ids(tok, "a = 3. b = a + 4. Find b.",
-                                       ["First, a = 3.", "b = a + 4 = 3 + 4 = 7"], "The answer is \\boxed{7}.")
+    assert ids[:i] == disc._prefix_ids(
+        tok, "a = 3. b = a + 4. Find b.", ["First, a = 3.", "b = a + 4 = 3 + 4 = 7"], "The answer is \\boxed{7}."
+    )
     # ...and what follows is the end-of-turn, never trained
-    assert tok.decode(ids[i + 1:]).startswith(tok.eos_token)
+    assert tok.decode(ids[i + 1 :]).startswith(tok.eos_token)
 
 
 def test_encode_rejects_a_multi_token_verdict(tok, monkeypatch):
@@ -65,10 +67,14 @@ def test_disc_training_and_inference(toy_base_dir, tmp_path):
     triples = [(e["problem"], e["history"], e["chunk"]) for e in ex[:6]]
     before = disc.DiscJudge.load(toy_base_dir).scores(triples)
     assert all(0.3 < s < 0.7 for s in before)  # the base has no opinion on "+" vs "-"
-    r = disc.train_disc_judge(toy_base_dir, ex, tmp_path, SFTSettings(epochs=4, lr=1e-3, global_batch=16, max_length=1024), progress=False)
+    r = disc.train_disc_judge(
+        toy_base_dir, ex, tmp_path, SFTSettings(epochs=4, lr=1e-3, global_batch=16, max_length=1024), progress=False
+    )
     assert r["steps"] == 8 and r["records"] == 32
     j = disc.DiscJudge.load(r["model_dir"])
     out = j.judge([(e["problem"], e["history"], e["chunk"]) for e in ex[:6]])
     assert all(set(o) == {"verdict", "analysis", "score", "n_unparsed"} for o in out)
     assert all(o["score"] > 0.9 and o["verdict"] == "Positive" for o in out)  # all-positive labels learnt
-    assert j.scores([(ex[0]["problem"], ex[0]["history"], ex[0]["chunk"])])[0] == pytest.approx(out[0]["score"], abs=1e-5)
+    assert j.scores([(ex[0]["problem"], ex[0]["history"], ex[0]["chunk"])])[0] == pytest.approx(
+        out[0]["score"], abs=1e-5
+    )

@@ -15,8 +15,17 @@ def _preds(judge, verdicts, labels, problems):
 
 def test_judge_predictions_schema_and_unparsed_is_wrong():
     p = _preds("j", [True, None], [True, False], ["a", "a"])
-    assert p[0] == {"judge": "j", "rule": "rel_ratio", "split": "dev", "problem_id": "a", "chunk_id": "a/s0#0", "label": True,
-                    "verdict": True, "score": 0.5, "truth": None}
+    assert p[0] == {
+        "judge": "j",
+        "rule": "rel_ratio",
+        "split": "dev",
+        "problem_id": "a",
+        "chunk_id": "a/s0#0",
+        "label": True,
+        "verdict": True,
+        "score": 0.5,
+        "truth": None,
+    }
     assert p[1]["verdict"] is None and not evaluation.correct(p[1])
     with pytest.raises(ValueError, match="2 judge outputs for 1 chunks"):
         evaluation.judge_predictions("j", "rel_ratio", "dev", [_ex("a", 0, True)], [{"verdict": "Positive"}] * 2)
@@ -54,8 +63,9 @@ def test_compare_pairs_by_chunk_and_reports_both_tests():
 
 def test_rates_pair_by_problem_over_seeds():
     ids = [f"q{i}" for i in range(20)]
-    a = (evaluation.problem_predictions("judge", "toy", 0, ids, [True] * 15 + [False] * 5)
-         + evaluation.problem_predictions("judge", "toy", 1, ids, [True] * 10 + [False] * 10))
+    a = evaluation.problem_predictions(
+        "judge", "toy", 0, ids, [True] * 15 + [False] * 5
+    ) + evaluation.problem_predictions("judge", "toy", 1, ids, [True] * 10 + [False] * 10)
     b = evaluation.problem_predictions("none", "toy", 0, ids, [True] * 10 + [False] * 10)
     assert a[0] == {"method": "judge", "task": "toy", "seed": 0, "problem_id": "q0", "correct": True}
     ci = evaluation.rate_ci(a, n_boot=300)
@@ -73,7 +83,9 @@ def test_reference_judge_replaces_only_the_verdicts():
     base = _preds("model", [True, False], [True, True], ["a", "b"])
     ref = evaluation.reference_judge(base, "exact checker", [True, None])
     assert [(r["judge"], r["verdict"], r["score"], r["chunk_id"]) for r in ref] == [
-        ("exact checker", True, 1.0, "a/s0#0"), ("exact checker", None, None, "b/s0#1")]
+        ("exact checker", True, 1.0, "a/s0#0"),
+        ("exact checker", None, None, "b/s0#1"),
+    ]
     with pytest.raises(ValueError, match="1 verdicts for 2 chunks"):
         evaluation.reference_judge(base, "x", [True])
 

@@ -1,8 +1,9 @@
 """`make gpu-check` (stepwiser_lib/tools/gpucheck.py): what can be checked without a GPU."""
+
 import pytest
 
-from stepwiser_lib.tools import gpucheck, runner
 from stepwiser_lib.core import paths
+from stepwiser_lib.tools import gpucheck, runner
 
 
 def test_refuses_a_machine_without_cuda_clearly():

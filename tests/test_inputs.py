@@ -17,7 +17,7 @@ def first_cells(stem: str, profile: str = "smoke", **overrides) -> dict:
     k = next(i for i, c in enumerate(cells) if "inputs" in c["metadata"].get("tags", []))
     assert "inputs.check(cfg)" in "".join(cells[k]["source"]) and "config.resolve" in "".join(cells[k - 1]["source"])
     ns: dict = {}
-    for c in cells[1:k + 1]:
+    for c in cells[1 : k + 1]:
         exec(compile("".join(c["source"]), stem, "exec"), ns)
         if "parameters" in c["metadata"].get("tags", []):
             ns.update(PROFILE=profile, **overrides)
@@ -31,11 +31,14 @@ def empty_outputs(tmp_path, monkeypatch):
 
 
 # notebook -> the chain its message must name, from an empty output folder (each chain starts at 01)
-FIRST = {"02_rollout_labelling": "then this one", "03_balancing": "then 02_rollout_labelling, then this one",
-         "04_judge_grpo": "then 02_rollout_labelling, 03_balancing, then this one",
-         "05_processbench": "then 02_rollout_labelling, 03_balancing, 04_judge_grpo, then this one",
-         "06_chunk_reset": "then 02_rollout_labelling, 03_balancing, 04_judge_grpo, then this one",
-         "07_rsft": "then 02_rollout_labelling, 03_balancing, 04_judge_grpo, then this one"}
+FIRST = {
+    "02_rollout_labelling": "then this one",
+    "03_balancing": "then 02_rollout_labelling, then this one",
+    "04_judge_grpo": "then 02_rollout_labelling, 03_balancing, then this one",
+    "05_processbench": "then 02_rollout_labelling, 03_balancing, 04_judge_grpo, then this one",
+    "06_chunk_reset": "then 02_rollout_labelling, 03_balancing, 04_judge_grpo, then this one",
+    "07_rsft": "then 02_rollout_labelling, 03_balancing, 04_judge_grpo, then this one",
+}
 
 
 @pytest.mark.parametrize("stem", sorted(FIRST))
@@ -62,13 +65,17 @@ def test_the_chain_to_run_skips_what_is_there(empty_outputs):
     model = empty_outputs / "runs/smoke/artifacts/01_self_segmentation/chunk_policy/model"
     model.mkdir(parents=True)
     (model / "config.json").write_text("{}")
-    with pytest.raises(inputs.MissingInputs, match="chunk_policy/model: the chunk policy .* \\(incomplete: config or weights missing"):
+    with pytest.raises(
+        inputs.MissingInputs, match="chunk_policy/model: the chunk policy .* \\(incomplete: config or weights missing"
+    ):
         first_cells("07_rsft")  # a model folder without weights: notebook 01 stopped while saving
     (model / "model.safetensors").write_bytes(b"weights")
     with pytest.raises(inputs.MissingInputs) as e:
         first_cells("07_rsft")
-    assert ("Run notebook 02_rollout_labelling.ipynb first, at PROFILE = 'smoke', then 03_balancing, "
-            "04_judge_grpo, then this one") in str(e.value)
+    assert (
+        "Run notebook 02_rollout_labelling.ipynb first, at PROFILE = 'smoke', then 03_balancing, "
+        "04_judge_grpo, then this one"
+    ) in str(e.value)
     assert "chunk_policy" not in str(e.value).split("missing:")[1].split("Run")[0]
 
 
@@ -78,15 +85,31 @@ def test_what_is_needed_follows_the_config(empty_outputs):
         return config.Config(stem, {**{k: d.default for k, d in decl.items()}, "PROFILE": "smoke", **values})
 
     assert inputs.needs("02_rollout_labelling", cfg("02_rollout_labelling", POLICY_MODEL="Qwen/Qwen2.5-1.5B")) == []
-    rules = {n.path.parent.name for n in inputs.needs("04_judge_grpo", cfg(
-        "04_judge_grpo", VARIANTS=["stepwiser:abs_q", "disc_sft:rel_ratio"], JUDGE_INIT="Qwen/Qwen2.5-1.5B"))}
+    rules = {
+        n.path.parent.name
+        for n in inputs.needs(
+            "04_judge_grpo",
+            cfg("04_judge_grpo", VARIANTS=["stepwiser:abs_q", "disc_sft:rel_ratio"], JUDGE_INIT="Qwen/Qwen2.5-1.5B"),
+        )
+    }
     assert rules == {"abs_q", "rel_ratio"}
     # a registry whose judge folder is gone (a partial copy of runs/) names that judge
     reg = empty_outputs / "runs/smoke/artifacts/04_judge_grpo/judges.json"
     reg.parent.mkdir(parents=True)
-    reg.write_text(json.dumps([{"name": "stepwiser:rel_ratio", "base": "Qwen/Qwen2.5-1.5B",
-                                "adapter": str(reg.parent / "stepwiser__rel_ratio" / "adapter")}]))
-    with pytest.raises(inputs.MissingInputs, match=r"judge 'stepwiser:rel_ratio' \(adapter\); written by 04_judge_grpo"):
+    reg.write_text(
+        json.dumps(
+            [
+                {
+                    "name": "stepwiser:rel_ratio",
+                    "base": "Qwen/Qwen2.5-1.5B",
+                    "adapter": str(reg.parent / "stepwiser__rel_ratio" / "adapter"),
+                }
+            ]
+        )
+    )
+    with pytest.raises(
+        inputs.MissingInputs, match=r"judge 'stepwiser:rel_ratio' \(adapter\); written by 04_judge_grpo"
+    ):
         inputs.check(cfg("05_processbench"))
     with pytest.raises(ValueError, match="unknown notebook"):
         inputs.needs("08_nope", cfg("05_processbench"))

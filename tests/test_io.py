@@ -18,7 +18,7 @@ def test_read_jsonl_names_line_and_field(tmp_path):
     p.write_text('{"a": true}\n')
     with pytest.raises(io.RecordError, match=r"line 1: field 'a' has type bool"):
         io.read_jsonl(p, required={"a": int})
-    p.write_text('[1, 2]\n')
+    p.write_text("[1, 2]\n")
     with pytest.raises(io.RecordError, match="expected a JSON object"):
         io.read_jsonl(p)
 
@@ -90,10 +90,18 @@ def test_committed_results_hold_repository_relative_paths(tmp_path):
     from stepwiser_lib.core import io
 
     root = tmp_path / "repo"
-    obj = {"model_dir": f"{root}/runs/tiny/m", "n": 3, "list": [f"{root}/data/x", "/elsewhere/y"],
-           "near": f"{root}-other/z"}
-    assert io.repo_relative(obj, root) == {"model_dir": "runs/tiny/m", "n": 3,
-                                           "list": ["data/x", "/elsewhere/y"], "near": f"{root}-other/z"}
+    obj = {
+        "model_dir": f"{root}/runs/tiny/m",
+        "n": 3,
+        "list": [f"{root}/data/x", "/elsewhere/y"],
+        "near": f"{root}-other/z",
+    }
+    assert io.repo_relative(obj, root) == {
+        "model_dir": "runs/tiny/m",
+        "n": 3,
+        "list": ["data/x", "/elsewhere/y"],
+        "near": f"{root}-other/z",
+    }
     from stepwiser_lib.core import paths
 
     io.write_result(tmp_path / "r.json", {"p": str(paths.ROOT / "runs" / "a")})
@@ -111,12 +119,22 @@ def test_paths_under_the_output_root_are_written_relative_to_it(tmp_path, monkey
 
 
 def test_results_keep_timings_apart_so_two_runs_diff_cleanly(tmp_path):
-    run = {"n": 3, "seconds": 12.5, "stats": {"rollouts": 10, "prefilter_seconds": 1.0},
-           "table": [{"acc": 50.0, "seconds": 2.0}], "rollouts_per_s": 31.0, "flag_seconds": "x"}
+    run = {
+        "n": 3,
+        "seconds": 12.5,
+        "stats": {"rollouts": 10, "prefilter_seconds": 1.0},
+        "table": [{"acc": 50.0, "seconds": 2.0}],
+        "rollouts_per_s": 31.0,
+        "flag_seconds": "x",
+    }
     io.write_result(tmp_path / "r.json", run)
     assert io.read_json(tmp_path / "r.json") == {
-        "n": 3, "stats": {"rollouts": 10}, "table": [{"acc": 50.0}], "flag_seconds": "x",
-        "timings": {"seconds": 12.5, "stats.prefilter_seconds": 1.0, "table.0.seconds": 2.0, "rollouts_per_s": 31.0}}
+        "n": 3,
+        "stats": {"rollouts": 10},
+        "table": [{"acc": 50.0}],
+        "flag_seconds": "x",
+        "timings": {"seconds": 12.5, "stats.prefilter_seconds": 1.0, "table.0.seconds": 2.0, "rollouts_per_s": 31.0},
+    }
 
 
 def test_bad_bytes_nan_and_damaged_caches_are_named_or_recomputed(tmp_path):

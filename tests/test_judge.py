@@ -1,24 +1,29 @@
 import pytest
 
-from stepwiser_lib.method.judge import parse_verdict, verdict_reward
 from stepwiser_lib.method import judge_train
-@pytest.mark.parametrize("text,expected", [
-    ("analysis... \\boxed{Positive}", "Positive"),
-    ("\\boxed{Negative}", "Negative"),
-    ("\\boxed{ positive }", "Positive"),  # whitespace, case
-    ("\\boxed{NEGATIVE}.", "Negative"),
-    ("first \\boxed{Positive} then \\boxed{Negative}", "Negative"),  # the last box counts
-    ("\\boxed{Negative} and finally \\boxed{Positive}", "Positive"),
-    ("\\boxed{\\text{Positive}}", None),  # nested braces: content is \text{Positive}
-    ("\\boxed{{Positive}}", None),
-    ("the answer is \\boxed{42}", None),  # another word
-    ("\\boxed{}", None),  # empty
-    ("Positive", None),  # no box
-    ("\\boxed{Positive", None),  # unclosed
-    ("\\boxed{Positive} \\boxed{maybe}", None),  # last box is not a verdict
-    ("", None),
-    (None, None),
-])
+from stepwiser_lib.method.judge import parse_verdict, verdict_reward
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("analysis... \\boxed{Positive}", "Positive"),
+        ("\\boxed{Negative}", "Negative"),
+        ("\\boxed{ positive }", "Positive"),  # whitespace, case
+        ("\\boxed{NEGATIVE}.", "Negative"),
+        ("first \\boxed{Positive} then \\boxed{Negative}", "Negative"),  # the last box counts
+        ("\\boxed{Negative} and finally \\boxed{Positive}", "Positive"),
+        ("\\boxed{\\text{Positive}}", None),  # nested braces: content is \text{Positive}
+        ("\\boxed{{Positive}}", None),
+        ("the answer is \\boxed{42}", None),  # another word
+        ("\\boxed{}", None),  # empty
+        ("Positive", None),  # no box
+        ("\\boxed{Positive", None),  # unclosed
+        ("\\boxed{Positive} \\boxed{maybe}", None),  # last box is not a verdict
+        ("", None),
+        (None, None),
+    ],
+)
 def test_parse_verdict(text, expected):
     assert parse_verdict(text) == expected
 
@@ -32,10 +37,18 @@ def test_verdict_reward_literal_cases():
 def test_verdict_reward_trl_calling_convention():
     # TRL calls reward functions with prompts, completions, completion_ids, every dataset column
     # as a keyword list and the trainer state; conversational completions are message lists.
-    comps = [[{"role": "assistant", "content": "ok \\boxed{Positive}"}],
-             [{"role": "assistant", "content": "bad \\boxed{Positive}"}]]
-    r = verdict_reward(prompts=["p", "q"], completions=comps, completion_ids=[[1], [2]],
-                       label=[True, False], problem=["x", "y"], trainer_state=None)
+    comps = [
+        [{"role": "assistant", "content": "ok \\boxed{Positive}"}],
+        [{"role": "assistant", "content": "bad \\boxed{Positive}"}],
+    ]
+    r = verdict_reward(
+        prompts=["p", "q"],
+        completions=comps,
+        completion_ids=[[1], [2]],
+        label=[True, False],
+        problem=["x", "y"],
+        trainer_state=None,
+    )
     assert r == [1.0, 0.0]
     with pytest.raises(ValueError, match="label"):
         verdict_reward(["\\boxed{Positive}"])
@@ -50,13 +63,15 @@ def _examples(n=200):
     out = []
     for p in tw.generate_problems("label", n, seed=4):
         hist, step, _ = tw.check_example(p, rng)
-        out.append({"problem": p.text, "history": [hist] if hist else [], "chunk": step,
-                    "label": tw.check_step(p, step).ok})
+        out.append(
+            {"problem": p.text, "history": [hist] if hist else [], "chunk": step, "label": tw.check_step(p, step).ok}
+        )
     return out
 
 
 def test_warmup_teaches_format_not_labels():
     from stepwiser_lib.toy.judge_text import analysis_implied, toy_analysis, warmup_records
+
     ex = _examples()
     recs = warmup_records(ex, seed=0)
     verdicts = [parse_verdict(r["completion"]) for r in recs]
@@ -76,6 +91,7 @@ def test_warmup_teaches_format_not_labels():
 
 def test_step_accuracy():
     from stepwiser_lib.method.judge import step_accuracy
+
     ex = [{"label": True}, {"label": True}, {"label": False}, {"label": False}]
     js = [{"verdict": "Positive"}, {"verdict": None}, {"verdict": "Negative"}, {"verdict": "Positive"}]
     r = step_accuracy(js, ex)
@@ -84,19 +100,31 @@ def test_step_accuracy():
 
 def test_direct_reward_format_penalty():
     from stepwiser_lib.method.judge import is_direct_format, make_direct_reward
+
     f = make_direct_reward(-1.0)
-    comps = ["\\boxed{Positive}", " \\boxed{Negative}\n", "\\boxed{Positive}", "so \\boxed{Negative}",
-             "\\boxed{maybe}", ""]
+    comps = [
+        "\\boxed{Positive}",
+        " \\boxed{Negative}\n",
+        "\\boxed{Positive}",
+        "so \\boxed{Negative}",
+        "\\boxed{maybe}",
+        "",
+    ]
     labels = [True, False, False, False, True, True]
     assert f(comps, label=labels) == [1.0, 1.0, 0.0, -1.0, -1.0, -1.0]
-    assert f(completions=[[{"role": "assistant", "content": "\\boxed{Negative}"}]], label=[False],
-             prompts=["p"], trainer_state=None) == [1.0]
+    assert f(
+        completions=[[{"role": "assistant", "content": "\\boxed{Negative}"}]],
+        label=[False],
+        prompts=["p"],
+        trainer_state=None,
+    ) == [1.0]
     assert f.__name__ == "direct_reward"  # TRL logs rewards under the function's name
     assert not is_direct_format("\\boxed{Positive} \\boxed{Negative}")
 
 
 def test_warmup_direct_style_and_label_blindness():
     from stepwiser_lib.toy.judge_text import warmup_records
+
     ex = _examples(40)
     flipped = [{**e, "label": not e["label"]} for e in ex]
     assert warmup_records(ex, style="direct") == warmup_records(flipped, style="direct")
@@ -108,30 +136,52 @@ def test_warmup_direct_style_and_label_blindness():
 
 def test_rsft_select_keeps_label_matching_outputs():
     from stepwiser_lib.method.judge_train import rsft_select
-    ex = [{"problem": "a = 1. Find a.", "history": [], "chunk": "c", "label": True},
-          {"problem": "a = 1. Find a.", "history": [], "chunk": "d", "label": False},
-          {"problem": "a = 1. Find a.", "history": [], "chunk": "e", "label": True}]
-    samples = [["x \\boxed{Negative}", "y \\boxed{Positive}", "z \\boxed{Positive}"],
-               ["\\boxed{Positive}", "no verdict"],
-               ["w \\boxed{Positive}", "w \\boxed{Positive}", "v \\boxed{Positive}"]]
+
+    ex = [
+        {"problem": "a = 1. Find a.", "history": [], "chunk": "c", "label": True},
+        {"problem": "a = 1. Find a.", "history": [], "chunk": "d", "label": False},
+        {"problem": "a = 1. Find a.", "history": [], "chunk": "e", "label": True},
+    ]
+    samples = [
+        ["x \\boxed{Negative}", "y \\boxed{Positive}", "z \\boxed{Positive}"],
+        ["\\boxed{Positive}", "no verdict"],
+        ["w \\boxed{Positive}", "w \\boxed{Positive}", "v \\boxed{Positive}"],
+    ]
     one = rsft_select(ex, samples, per_example=1)
     assert [r["completion"] for r in one] == ["y \\boxed{Positive}", "w \\boxed{Positive}"]
     two = rsft_select(ex, samples, per_example=2)
-    assert [r["completion"] for r in two] == ["y \\boxed{Positive}", "z \\boxed{Positive}",
-                                              "w \\boxed{Positive}", "v \\boxed{Positive}"]  # duplicates dropped
+    assert [r["completion"] for r in two] == [
+        "y \\boxed{Positive}",
+        "z \\boxed{Positive}",
+        "w \\boxed{Positive}",
+        "v \\boxed{Positive}",
+    ]  # duplicates dropped
     with pytest.raises(ValueError):
         rsft_select(ex, samples[:2])
     # with the RL judge's verdict-only loss, the analysis moves into the prompt: only the verdict is trained on
     v = rsft_select(ex, samples, per_example=1, loss_tokens="verdict")
     assert [r["completion"] for r in v] == ["Positive}", "Positive}"]
-    assert v[0]["prompt"] == one[0]["prompt"] + "y \\boxed{" and v[0]["prompt"] + v[0]["completion"] == one[0]["prompt"] + one[0]["completion"]
+    assert (
+        v[0]["prompt"] == one[0]["prompt"] + "y \\boxed{"
+        and v[0]["prompt"] + v[0]["completion"] == one[0]["prompt"] + one[0]["completion"]
+    )
 
 
 def test_parse_variant_and_truth():
     from stepwiser_lib.core.vocab import KINDS, parse_variant, variant_slug
     from stepwiser_lib.toy.judge_text import chunk_truth
+
     assert parse_variant("stepwiser:rel_ratio") == ("stepwiser", "rel_ratio")
-    assert set(KINDS) == {"stepwiser", "disc_sft", "no_cot_rl", "no_balance_rl", "rsft", "exact_rl", "disc_warmup_sft", "restate_rl"}
+    assert set(KINDS) == {
+        "stepwiser",
+        "disc_sft",
+        "no_cot_rl",
+        "no_balance_rl",
+        "rsft",
+        "exact_rl",
+        "disc_warmup_sft",
+        "restate_rl",
+    }
     for bad in ["stepwiser", "magic:rel_ratio", "stepwiser:q", ""]:
         with pytest.raises(ValueError, match="KIND:RULE"):
             parse_variant(bad)
@@ -154,29 +204,34 @@ def test_judge_prompt_styles():
 
 def test_balanced_order_balances_every_step():
     from stepwiser_lib.method.judge_train import balanced_order
+
     ex = [{"label": i % 3 == 0, "i": i} for i in range(30)]  # 10 positive, 20 negative
     o = balanced_order(ex, 4, seed=0)
     assert sorted(e["i"] for e in o) == list(range(30))  # a permutation: nothing lost
-    blocks = [sum(e["label"] for e in o[k:k + 4]) for k in range(0, 20, 4)]
+    blocks = [sum(e["label"] for e in o[k : k + 4]) for k in range(0, 20, 4)]
     assert blocks == [2] * 5  # all 10 positives in balanced steps, leftovers last
     assert o == balanced_order(ex, 4, seed=0) and o != balanced_order(ex, 4, seed=1)
     odd = balanced_order([{"label": i % 2 == 0} for i in range(40)], 5, seed=0)
-    assert all(sum(e["label"] for e in odd[k:k + 5]) in (2, 3) for k in range(0, 35, 5))
+    assert all(sum(e["label"] for e in odd[k : k + 5]) in (2, 3) for k in range(0, 35, 5))
 
 
 def test_verdict_loss_mask():
     import torch
 
     from stepwiser_lib.method.judge_train import verdict_loss_mask
+
     ids = torch.tensor([[5, 6, 9, 7, 0], [9, 5, 8, 7, 7], [1, 2, 3, 4, 0]])
     m = verdict_loss_mask(ids, {8, 9})
-    assert m.tolist() == [[0, 0, 1, 1, 1],  # from the verdict to the end
-                          [0, 0, 1, 1, 1],  # the LAST verdict token counts
-                          [1, 1, 1, 1, 1]]  # no verdict: everything stays in the loss
+    assert m.tolist() == [
+        [0, 0, 1, 1, 1],  # from the verdict to the end
+        [0, 0, 1, 1, 1],  # the LAST verdict token counts
+        [1, 1, 1, 1, 1],
+    ]  # no verdict: everything stays in the loss
 
 
 def test_verdict_tokens_are_single_tokens(toy_model):
     from stepwiser_lib.method.judge_train import verdict_token_ids
+
     _, tok = toy_model
     ids = verdict_token_ids(tok)
     assert len(ids) == 2
@@ -185,6 +240,7 @@ def test_verdict_tokens_are_single_tokens(toy_model):
 
 def test_score_auc():
     from stepwiser_lib.method.judge import score_auc
+
     assert score_auc([0.9, 0.8, 0.1, 0.2], [True, True, False, False]) == 1.0
     assert score_auc([0.1, 0.2, 0.9, 0.8], [True, True, False, False]) == 0.0
     assert score_auc([0.5, 0.5, 0.5, 0.5], [True, False, True, False]) == 0.5  # ties count one half
@@ -203,22 +259,26 @@ def test_discriminative_judges_start_where_they_say(monkeypatch, tmp_path, kind,
     def fake_train(model_dir, examples, out_dir, settings, progress=True):
         seen["start"] = model_dir
         return {"model_dir": str(out_dir), "seconds": 0.0, "steps": 1, "records": len(examples), "loss_curve": []}
+
     monkeypatch.setattr(judge_train, "train_disc_judge", fake_train)
     ex = [{"problem": "p", "history": [], "chunk": "c", "label": True, "problem_id": "a"}]
     data = {"rel_ratio": {"train_balanced": ex, "train_unbalanced": ex, "dev_balanced": ex}}
     from stepwiser_lib.engines.trainers import GRPOSettings, SFTSettings
 
     recipe = {"rl": GRPOSettings(), "disc": SFTSettings()}
-    r = judge_train.train_variant(f"{kind}:rel_ratio", data, tmp_path, base_model="BASE", warmups={"cot": "WARMUP"}, recipe=recipe)
+    r = judge_train.train_variant(
+        f"{kind}:rel_ratio", data, tmp_path, base_model="BASE", warmups={"cot": "WARMUP"}, recipe=recipe
+    )
     assert seen["start"] == start and r["entry"]["style"] == "disc" and r["entry"]["base"] == str(tmp_path)
 
 
 def test_restate_warmup_computes_nothing():
     """The restate_rl ablation's warm-up (review W3d): the analysis restates stated values only,
     so it is the same for a right and a wrong chunk stating the same numbers, and implies no verdict."""
-    from stepwiser_lib.toy import toyworld as tw
     from stepwiser_lib.core.vocab import WARMUP_OF
+    from stepwiser_lib.toy import toyworld as tw
     from stepwiser_lib.toy.judge_text import analysis_implied, warmup_records
+
     assert tw.restate_text("We have c = b + 6 = 55 + 6 = 62. So \\boxed{62}") == "stated c = 62\nstated answer = 62"
     assert tw.restate_text("Nothing new here.") == "stated: no new value"
     ex = _examples(20)
@@ -226,16 +286,25 @@ def test_restate_warmup_computes_nothing():
     assert [r["prompt"] for r in recs] == [r["prompt"] for r in warmup_records(ex)]  # the CoT judge prompt
     assert all(r["completion"].startswith(tw.restate_text(e["chunk"])) for r, e in zip(recs, ex))
     assert all(analysis_implied(r["completion"]) is None for r in recs)  # nothing to read a verdict from
-    assert WARMUP_OF["restate_rl"] == "restate" and WARMUP_OF["disc_sft"] is None and WARMUP_OF["disc_warmup_sft"] == "cot"
+    assert (
+        WARMUP_OF["restate_rl"] == "restate" and WARMUP_OF["disc_sft"] is None and WARMUP_OF["disc_warmup_sft"] == "cot"
+    )
 
 
 def test_recipe_key_holds_only_what_a_kind_trains_with():
     from stepwiser_lib.core.vocab import KINDS
-    from stepwiser_lib.method.judge_train import recipe_key
     from stepwiser_lib.engines.trainers import GRPOSettings, SFTSettings
+    from stepwiser_lib.method.judge_train import recipe_key
 
-    r = {"rl": GRPOSettings(), "disc": SFTSettings(lr=5e-4), "rsft": SFTSettings(), "rsft_samples": 4,
-         "rsft_per_example": 1, "direct_max_completion": 8, "format_penalty": -1.0}
+    r = {
+        "rl": GRPOSettings(),
+        "disc": SFTSettings(lr=5e-4),
+        "rsft": SFTSettings(),
+        "rsft_samples": 4,
+        "rsft_per_example": 1,
+        "direct_max_completion": 8,
+        "format_penalty": -1.0,
+    }
     new_disc = {**r, "disc": SFTSettings(lr=1e-3)}
     assert recipe_key("stepwiser", r) == recipe_key("stepwiser", new_disc)  # no GRPO judge retrained
     assert recipe_key("disc_sft", r) != recipe_key("disc_sft", new_disc)
@@ -244,18 +313,22 @@ def test_recipe_key_holds_only_what_a_kind_trains_with():
 
 
 def test_self_check_yield_counts_parsable_and_label_matching_samples():
-    from stepwiser_lib.method.judge import Judge, self_check_yield
     from stepwiser_lib.engines.models import Completion
+    from stepwiser_lib.method.judge import Judge, self_check_yield
 
     class Scripted:  # chunk "p": two Positive, one Negative, one unparsable; chunk "q": nothing parsable
         def generate(self, prompts, n=1, **kw):
-            texts = {True: ["\\boxed{Positive}", "x \\boxed{Positive}", "\\boxed{Negative}", "the answer is 7"],
-                     False: ["7", "8", "9", "10"]}
+            texts = {
+                True: ["\\boxed{Positive}", "x \\boxed{Positive}", "\\boxed{Negative}", "the answer is 7"],
+                False: ["7", "8", "9", "10"],
+            }
             return [[Completion(t, 1, True) for t in texts["CHUNK-p" in p][:n]] for p in prompts]
 
-    ex = [{"problem": "P", "history": [], "chunk": "CHUNK-p", "label": True},
-          {"problem": "P", "history": [], "chunk": "CHUNK-p", "label": False},
-          {"problem": "Q", "history": [], "chunk": "CHUNK-q", "label": True}]
+    ex = [
+        {"problem": "P", "history": [], "chunk": "CHUNK-p", "label": True},
+        {"problem": "P", "history": [], "chunk": "CHUNK-p", "label": False},
+        {"problem": "Q", "history": [], "chunk": "CHUNK-q", "label": True},
+    ]
     r = self_check_yield(Judge(Scripted()), ex, k=4)
     assert (r["chunks"], r["samples"], r["parsable"], r["label_matching"]) == (3, 12, 6, 3)  # 2 + 1
 
@@ -265,11 +338,27 @@ def test_loader_reads_the_notebooks_judge_settings(monkeypatch):
     from types import SimpleNamespace
 
     from stepwiser_lib.method import judge
+
     calls = []
-    monkeypatch.setattr(judge, "load_judge", lambda entry, family, max_new, batch, backend, engine:
-                        calls.append((entry["name"], family, max_new, batch, backend, engine)) or "J")
-    v = dict(PROMPT_FAMILY="paper", MAX_COMPLETION=256, JUDGE_BATCH=8, JUDGE_BACKEND="hf", VLLM_GPU_MEMORY=0.5,
-             VLLM_TP=2, TEACHER_VLLM_TP=8, VLLM_KV_CACHE_GB=0, VLLM_EAGER=False, VLLM_MAX_MODEL_LEN=4096)
+    monkeypatch.setattr(
+        judge,
+        "load_judge",
+        lambda entry, family, max_new, batch, backend, engine: (
+            calls.append((entry["name"], family, max_new, batch, backend, engine)) or "J"
+        ),
+    )
+    v = dict(
+        PROMPT_FAMILY="paper",
+        MAX_COMPLETION=256,
+        JUDGE_BATCH=8,
+        JUDGE_BACKEND="hf",
+        VLLM_GPU_MEMORY=0.5,
+        VLLM_TP=2,
+        TEACHER_VLLM_TP=8,
+        VLLM_KV_CACHE_GB=0,
+        VLLM_EAGER=False,
+        VLLM_MAX_MODEL_LEN=4096,
+    )
     cfg = SimpleNamespace(**v, as_dict=lambda: v)
     load = judge.loader(cfg)
     assert calls == []  # nothing loads until a judge is asked for
@@ -277,4 +366,5 @@ def test_loader_reads_the_notebooks_judge_settings(monkeypatch):
     name, family, max_new, batch, backend, engine = calls[0]
     assert (name, family, max_new, batch, backend) == ("stepwiser:rel_ratio", "paper", 256, 8, "hf")
     from stepwiser_lib.engines.models import engine_settings
+
     assert engine == engine_settings(cfg)

@@ -1,8 +1,10 @@
 import pytest
 
 from stepwiser_lib.core import io
-from stepwiser_lib.method import judge_runs as jr
 from stepwiser_lib.core.vocab import WARMUP_NAME
+from stepwiser_lib.method import judge_runs as jr
+
+
 def _ex(problem, chunk="c", history=()):
     return {"problem": problem, "history": list(history), "chunk": chunk, "label": True, "problem_id": problem}
 
@@ -16,12 +18,17 @@ def test_training_runs_repeat_every_variant_at_every_seed():
     assert [r for _, _, r in runs] == variants + [f"{v}@seed{s}" for s in (1, 2) for v in variants]
     assert runs[-1] == ("no_cot_rl:rel_ratio", 2, "no_cot_rl:rel_ratio@seed2")
     assert jr.seeds_of([r for _, _, r in runs], "stepwiser:rel_ratio") == [
-        "stepwiser:rel_ratio", "stepwiser:rel_ratio@seed1", "stepwiser:rel_ratio@seed2"]
+        "stepwiser:rel_ratio",
+        "stepwiser:rel_ratio@seed1",
+        "stepwiser:rel_ratio@seed2",
+    ]
 
 
 def test_warmup_inputs_dedupe_and_refuse_held_out_problems():
-    data = {"abs_q": {"train_unbalanced": [_ex("p1"), _ex("p2")], "dev_balanced": [_ex("d")], "test_balanced": [_ex("t")]},
-            "rel_ratio": {"train_unbalanced": [_ex("p1"), _ex("p1", "other")], "dev_balanced": [], "test_balanced": []}}
+    data = {
+        "abs_q": {"train_unbalanced": [_ex("p1"), _ex("p2")], "dev_balanced": [_ex("d")], "test_balanced": [_ex("t")]},
+        "rel_ratio": {"train_unbalanced": [_ex("p1"), _ex("p1", "other")], "dev_balanced": [], "test_balanced": []},
+    }
     got = jr.warmup_inputs(data, [_ex("s1")])
     assert [(e["problem"], e["chunk"]) for e in got] == [("p1", "c"), ("p2", "c"), ("s1", "c"), ("p1", "other")]
     with pytest.raises(ValueError, match="1 warm-up input problem.* are dev or test problems, e.g. 't'"):
@@ -29,20 +36,41 @@ def test_warmup_inputs_dedupe_and_refuse_held_out_problems():
 
 
 def _p(judge, verdicts, labels=(True, False, True, False)):
-    return [{"judge": judge, "split": "test", "problem_id": f"q{i // 2}", "chunk_id": f"q{i // 2}/s0#{i}",
-             "label": lab, "truth": lab, "verdict": v, "score": float(bool(v))} for i, (v, lab) in enumerate(zip(verdicts, labels))]
+    return [
+        {
+            "judge": judge,
+            "split": "test",
+            "problem_id": f"q{i // 2}",
+            "chunk_id": f"q{i // 2}/s0#{i}",
+            "label": lab,
+            "truth": lab,
+            "verdict": v,
+            "score": float(bool(v)),
+        }
+        for i, (v, lab) in enumerate(zip(verdicts, labels))
+    ]
 
 
 def test_comparison_pairs_ask_the_papers_questions_where_both_sides_exist():
     right, wrong = [True, False, True, False], [False, True, False, True]
-    names = ["stepwiser:rel_ratio", "stepwiser:rel_ratio@seed1", "disc_sft:rel_ratio", "no_cot_rl:rel_ratio",
-             "stepwiser:abs_q", "disc_warmup_sft:rel_ratio"]
+    names = [
+        "stepwiser:rel_ratio",
+        "stepwiser:rel_ratio@seed1",
+        "disc_sft:rel_ratio",
+        "no_cot_rl:rel_ratio",
+        "stepwiser:abs_q",
+        "disc_warmup_sft:rel_ratio",
+    ]
     preds = {(n, n.split(":")[1].split("@")[0], "test"): _p(n, right) for n in names}
     preds[(WARMUP_NAME, "rel_ratio", "test")] = _p(WARMUP_NAME, wrong)
     pairs = jr.comparison_pairs(preds, names, "stepwiser:rel_ratio")
     assert [c for c, *_ in pairs] == [
-        "RL beats its warm-up", "RL beats chance (a constant verdict)", "generative RL beats discriminative SFT",
-        "the warm-up helps the discriminative judge", "the judge's chain of thought helps (RL on both)"]
+        "RL beats its warm-up",
+        "RL beats chance (a constant verdict)",
+        "generative RL beats discriminative SFT",
+        "the warm-up helps the discriminative judge",
+        "the judge's chain of thought helps (RL on both)",
+    ]
     assert all(rule == "rel_ratio" for _, rule, _, _ in pairs)  # stepwiser:abs_q meets other labels: not here
     _, _, a, b = pairs[0]
     assert len(a) == 2 and b[0]["judge"] == WARMUP_NAME  # both seeds of the main judge
@@ -68,19 +96,35 @@ def test_read_registry_names_what_is_missing(tmp_path, monkeypatch):
 
 def test_reference_predictions_and_summary(monkeypatch):
     from stepwiser_lib.method import tasks
+
     monkeypatch.setattr(tasks, "analysis_verdict", lambda text: text == "difference 0")  # a toy analysis's reading
-    ex = [{**_ex(f"q{i // 2}", f"c{i}"), "label": lab, "traj_id": f"q{i // 2}/s0", "chunk_index": i}
-          for i, lab in enumerate((True, False, False, True))]
+    ex = [
+        {**_ex(f"q{i // 2}", f"c{i}"), "label": lab, "traj_id": f"q{i // 2}/s0", "chunk_index": i}
+        for i, lab in enumerate((True, False, False, True))
+    ]
     data_rule = {"dev_balanced": ex[:2], "test_balanced": ex}
-    judged = {"dev": [{"verdict": "Positive", "analysis": "1 + 2 = 3, difference 0"}] * 2,
-              "test": [{"verdict": v, "analysis": a} for v, a in (
-                  ("Positive", "difference 0"), ("Negative", "difference 1"), ("Positive", "difference 0"), (None, "difference 2"))]}
+    judged = {
+        "dev": [{"verdict": "Positive", "analysis": "1 + 2 = 3, difference 0"}] * 2,
+        "test": [
+            {"verdict": v, "analysis": a}
+            for v, a in (
+                ("Positive", "difference 0"),
+                ("Negative", "difference 1"),
+                ("Positive", "difference 0"),
+                (None, "difference 2"),
+            )
+        ],
+    }
     preds = jr.predictions(WARMUP_NAME, "abs_q", data_rule, judged)
     assert sorted(preds) == [(WARMUP_NAME, "abs_q", "dev"), (WARMUP_NAME, "abs_q", "test")]
     assert [p["verdict"] for p in preds[(WARMUP_NAME, "abs_q", "test")]] == [True, False, True, None]
     refs = jr.reference_predictions(preds, "abs_q", judged)
-    assert list(refs) == [(jr.REF_RULE, "abs_q", "dev"), (jr.REF_EXACT, "abs_q", "dev"),
-                          (jr.REF_RULE, "abs_q", "test"), (jr.REF_EXACT, "abs_q", "test")]
+    assert list(refs) == [
+        (jr.REF_RULE, "abs_q", "dev"),
+        (jr.REF_EXACT, "abs_q", "dev"),
+        (jr.REF_RULE, "abs_q", "test"),
+        (jr.REF_EXACT, "abs_q", "test"),
+    ]
     rule_test = refs[(jr.REF_RULE, "abs_q", "test")]
     assert [p["verdict"] for p in rule_test] == [True, False, True, False]  # every difference 0 -> Positive
     assert all(p["verdict"] is None for p in refs[(jr.REF_EXACT, "abs_q", "test")])  # not toy problems: no checker
@@ -90,34 +134,63 @@ def test_reference_predictions_and_summary(monkeypatch):
 
 
 def test_variant_row_names_its_seed_and_paper_row():
-    rec = {"entry": {"row": "Generative CoT + RL (StepWiser)", "rule": "rel_ratio"}, "train": {"seconds": 12.0},
-           "dev": {"balanced_acc": 60.0}, "test": {"balanced_acc": 62.5, "ci95": {"low": 55.0, "high": 70.0}}}
+    rec = {
+        "entry": {"row": "Generative CoT + RL (StepWiser)", "rule": "rel_ratio"},
+        "train": {"seconds": 12.0},
+        "dev": {"balanced_acc": 60.0},
+        "test": {"balanced_acc": 62.5, "ci95": {"low": 55.0, "high": 70.0}},
+    }
     row = jr.variant_row("stepwiser:rel_ratio@seed2", rec, 0)
     assert (row["seed"], row["ci95"], row["dev_balanced_acc"], row["paper_pb_avg_f1"], row["paper_model"]) == (
-        2, "[55.0, 70.0]", 60.0, 36.2, "1.5B")
+        2,
+        "[55.0, 70.0]",
+        60.0,
+        36.2,
+        "1.5B",
+    )
     assert jr.variant_row("stepwiser:rel_ratio", rec, 0)["seed"] == 0
 
 
 def test_main_summary_and_variants_out():
     ci = {"low": 50.0, "high": 70.0}
-    records = {"stepwiser:rel_ratio": {"test": {"balanced_acc": 60.0, "ci95": ci, "score_auc": 0.7}},
-               "stepwiser:rel_ratio@seed1": {"test": {"balanced_acc": 58.0, "ci95": ci, "score_auc": 0.6}},
-               "disc_sft:rel_ratio": {"test": {"balanced_acc": 65.0, "ci95": ci}}}
+    records = {
+        "stepwiser:rel_ratio": {"test": {"balanced_acc": 60.0, "ci95": ci, "score_auc": 0.7}},
+        "stepwiser:rel_ratio@seed1": {"test": {"balanced_acc": 58.0, "ci95": ci, "score_auc": 0.6}},
+        "disc_sft:rel_ratio": {"test": {"balanced_acc": 65.0, "ci95": ci}},
+    }
     before = {"rel_ratio": {"balanced_acc": 50.0, "score_auc": 0.5}}
     comps = [{"verdict": "a higher"}, {"verdict": "within noise"}]
     s = jr.main_summary("stepwiser:rel_ratio", records, before, comps, auc_k=4)
-    assert (s["seeds"], s["rl_balanced_acc"], s["rl_beats_warmup"], s["rl_beats_chance"]) == (2, [60.0, 58.0], True, False)
+    assert (s["seeds"], s["rl_balanced_acc"], s["rl_beats_warmup"], s["rl_beats_chance"]) == (
+        2,
+        [60.0, 58.0],
+        True,
+        False,
+    )
     assert s["rl_score_auc"] == [0.7, 0.6] and s["warmup_score_auc"] == 0.5
     assert "rl_score_auc" not in jr.main_summary("stepwiser:rel_ratio", records, before, comps)
-    rec = {"entry": {"name": "x"}, "test": {}, "dev": {}, "train": {"seconds": 1.0, "steps": 2, "train_examples": 3, "rsft_kept": 4}}
-    assert jr.variants_out({"x": rec})["x"] == {"entry": {"name": "x"}, "test": {}, "dev": {}, "seconds": 1.0, "steps": 2,
-                                                "train_examples": 3, "rsft_kept": 4}
+    rec = {
+        "entry": {"name": "x"},
+        "test": {},
+        "dev": {},
+        "train": {"seconds": 1.0, "steps": 2, "train_examples": 3, "rsft_kept": 4},
+    }
+    assert jr.variants_out({"x": rec})["x"] == {
+        "entry": {"name": "x"},
+        "test": {},
+        "dev": {},
+        "seconds": 1.0,
+        "steps": 2,
+        "train_examples": 3,
+        "rsft_kept": 4,
+    }
     assert jr.warmup_entry({"cot": "warm/model"}, {"cot": "k"}, "init")["base"] == "warm/model"
 
 
 def test_train_runs_trains_each_run_once_and_retrains_only_what_a_setting_names(tmp_path, monkeypatch, capsys):
-    from stepwiser_lib.method import judge_train
     from stepwiser_lib.core import paths
+    from stepwiser_lib.method import judge_train
+
     calls = []
 
     def fake_train(name, data, d, *, seed, **kw):
@@ -125,7 +198,9 @@ def test_train_runs_trains_each_run_once_and_retrains_only_what_a_setting_names(
         return {"entry": {"name": name, "kind": name.split(":")[0]}, "train": {"seconds": 1.0}}
 
     monkeypatch.setattr(judge_train, "train_variant", fake_train)
-    monkeypatch.setattr(judge_train, "recipe_key", lambda kind, recipe: {kind: recipe[kind]})  # each kind reads its own setting
+    monkeypatch.setattr(
+        judge_train, "recipe_key", lambda kind, recipe: {kind: recipe[kind]}
+    )  # each kind reads its own setting
     monkeypatch.setattr(paths, "model_fingerprint", lambda init: "fp")
     kw = dict(init="init", warmups={}, warm_keys={}, data={}, data_hash={"rel_ratio": "h"}, family="toy")
     variants = ["stepwiser:rel_ratio", "disc_sft:rel_ratio"]
@@ -141,8 +216,9 @@ def test_train_runs_trains_each_run_once_and_retrains_only_what_a_setting_names(
 
 
 def test_evaluate_runs_rows_in_order_with_intervals(monkeypatch):
-    from stepwiser_lib.method import judge, tasks
     from stepwiser_lib.engines import models
+    from stepwiser_lib.method import judge, tasks
+
     monkeypatch.setattr(tasks, "analysis_verdict", lambda text: True)
     monkeypatch.setattr(judge, "load_judge", lambda e, fam, max_new, batch: ("judge", e["name"], max_new))
     monkeypatch.setattr(models, "release", lambda *a: None)
@@ -152,45 +228,93 @@ def test_evaluate_runs_rows_in_order_with_intervals(monkeypatch):
         return {"balanced_acc": 100.0, "max_new": j[2]}, judged
 
     monkeypatch.setattr(judge, "evaluate_judge", fake_eval)
-    ex = [{**_ex(f"q{i // 2}", f"c{i}"), "label": i % 2 == 0, "traj_id": f"q{i // 2}/s0", "chunk_index": i} for i in range(4)]
+    ex = [
+        {**_ex(f"q{i // 2}", f"c{i}"), "label": i % 2 == 0, "traj_id": f"q{i // 2}/s0", "chunk_index": i}
+        for i in range(4)
+    ]
     data = {"rel_ratio": {"dev_balanced": ex[:2], "test_balanced": ex}}
-    warm = {"rel_ratio": {"dev": [{"verdict": "Positive", "analysis": ""}] * 2,
-                          "test": [{"verdict": "Positive", "analysis": ""}] * 4}}
-    records = {"no_cot_rl:rel_ratio": {"entry": {"name": "no_cot_rl:rel_ratio", "rule": "rel_ratio", "style": "direct",
-                                                 "row": "Ablate CoT (discriminative format + RL)"}, "train": {"seconds": 2.0}}}
+    warm = {
+        "rel_ratio": {
+            "dev": [{"verdict": "Positive", "analysis": ""}] * 2,
+            "test": [{"verdict": "Positive", "analysis": ""}] * 4,
+        }
+    }
+    records = {
+        "no_cot_rl:rel_ratio": {
+            "entry": {
+                "name": "no_cot_rl:rel_ratio",
+                "rule": "rel_ratio",
+                "style": "direct",
+                "row": "Ablate CoT (discriminative format + RL)",
+            },
+            "train": {"seconds": 2.0},
+        }
+    }
     preds, rows, judged_by, refs = jr.evaluate_runs(
-        records, data, {"rel_ratio": {"balanced_acc": 50.0}}, {"rel_ratio": {"balanced_acc": 50.0}}, warm, family="toy",
-        max_completion=128, direct_max_completion=8, judge_batch=4, auc_k=0, seed=0)
+        records,
+        data,
+        {"rel_ratio": {"balanced_acc": 50.0}},
+        {"rel_ratio": {"balanced_acc": 50.0}},
+        warm,
+        family="toy",
+        max_completion=128,
+        direct_max_completion=8,
+        judge_batch=4,
+        auc_k=0,
+        seed=0,
+    )
     assert [r["judge"] for r in rows] == ["warm-up (before RL)", jr.REF_RULE, jr.REF_EXACT, "no_cot_rl:rel_ratio"]
     assert records["no_cot_rl:rel_ratio"]["test"]["max_new"] == 8  # a direct judge keeps its own token limit
     assert records["no_cot_rl:rel_ratio"]["test"]["ci95"]["balanced_acc"] == 100.0
     assert len(preds[("no_cot_rl:rel_ratio", "rel_ratio", "test")]) == 4 and list(judged_by) == ["no_cot_rl:rel_ratio"]
     assert set(refs) == {jr.REF_RULE, jr.REF_EXACT}
-    assert jr.split_sizes(data) == {"rel_ratio": {"dev": {"chunks": 2, "problems": 1}, "test": {"chunks": 4, "problems": 2}}}
+    assert jr.split_sizes(data) == {
+        "rel_ratio": {"dev": {"chunks": 2, "problems": 1}, "test": {"chunks": 4, "problems": 2}}
+    }
     _, rows_paper, _, refs_paper = jr.evaluate_runs(
-        records, data, {"rel_ratio": {"balanced_acc": 50.0}}, {"rel_ratio": {"balanced_acc": 50.0}}, warm, family="paper",
-        max_completion=128, direct_max_completion=8, judge_batch=4, auc_k=0, seed=0)
+        records,
+        data,
+        {"rel_ratio": {"balanced_acc": 50.0}},
+        {"rel_ratio": {"balanced_acc": 50.0}},
+        warm,
+        family="paper",
+        max_completion=128,
+        direct_max_completion=8,
+        judge_batch=4,
+        auc_k=0,
+        seed=0,
+    )
     assert len(rows_paper) == 2 and refs_paper == {}  # the yardsticks read the toy analysis
 
 
 def test_notebook04_figures_draw_what_they_get():
     from stepwiser_lib.tools import plotting
-    tr = {"log_history": [{"step": s, "reward": 0.1 * s, "entropy": 1.0, "completions/mean_length": 50} for s in (1, 2, 3)],
-          "val_curve": [{"step": 0, "balanced_acc": 50.0}, {"step": 3, "balanced_acc": 60.0}]}
+
+    tr = {
+        "log_history": [
+            {"step": s, "reward": 0.1 * s, "entropy": 1.0, "completions/mean_length": 50} for s in (1, 2, 3)
+        ],
+        "val_curve": [{"step": 0, "balanced_acc": 50.0}, {"step": 3, "balanced_acc": 60.0}],
+    }
     fig = plotting.grpo_curves({"a": tr, "b": tr})
     assert len(fig.axes[0].lines) == 4 and len(fig.axes[1].lines) == 3  # 2 runs x (raw, mean); 2 curves + chance
     assert list(fig.axes[0].lines[1].get_ydata()) == pytest.approx([0.1, 0.15, 0.2])  # the running mean
     fig = plotting.readout_histograms({"warm-up": [{"p_positive": 0.3, "analysis": "difference 0"}], "rl": []})
     assert len(fig.axes) == 2
-    fig = plotting.judge_bars([{"judge": "warm-up (before RL)", "rule": "r", "balanced_acc": 55.0},
-                               {"judge": "j", "rule": "r", "balanced_acc": 60.0, "truth_balanced_acc": 70.0}])
+    fig = plotting.judge_bars(
+        [
+            {"judge": "warm-up (before RL)", "rule": "r", "balanced_acc": 55.0},
+            {"judge": "j", "rule": "r", "balanced_acc": 60.0, "truth_balanced_acc": 70.0},
+        ]
+    )
     assert [p.get_height() for p in fig.axes[0].patches][:2] == [55.0, 60.0] and len(fig.axes[0].patches) == 4
 
 
 def test_train_warmups_one_per_style_cached_and_the_direct_one_shorter(tmp_path, monkeypatch, capsys):
-    from stepwiser_lib.method import tasks
     from stepwiser_lib.core import paths
     from stepwiser_lib.engines import sft
+    from stepwiser_lib.method import tasks
+
     runs = []
 
     def fake_sft(init, recs, d, ws):
@@ -214,43 +338,155 @@ def test_train_warmups_one_per_style_cached_and_the_direct_one_shorter(tmp_path,
 
 
 def test_evaluate_start_per_rule_and_the_toy_only_truth_column(monkeypatch):
-    from stepwiser_lib.method import judge
     from stepwiser_lib.engines import models
+    from stepwiser_lib.method import judge
+
     monkeypatch.setattr(judge, "load_judge", lambda *a: "j")
     monkeypatch.setattr(models, "release", lambda *a: None)
-    monkeypatch.setattr(judge, "evaluate_judge", lambda j, ex, auc_k=0, readout=False: ({"n": len(ex), "readout": readout}, ex))
+    monkeypatch.setattr(
+        judge, "evaluate_judge", lambda j, ex, auc_k=0, readout=False: ({"n": len(ex), "readout": readout}, ex)
+    )
     monkeypatch.setattr(jr, "analysis_implies_truth", lambda judged, ex: 42.0)
     data = {r: {"test_balanced": [_ex("t")] * 3, "dev_balanced": [_ex("d")]} for r in ("abs_q", "rel_ratio")}
     before, bj, dev, dj = jr.evaluate_start({}, data, family="toy", max_completion=8, batch=2, auc_k=0)
-    assert list(before) == ["abs_q", "rel_ratio"] and before["abs_q"] == {"n": 3, "readout": True, "analysis_implies_truth": 42.0}
+    assert list(before) == ["abs_q", "rel_ratio"] and before["abs_q"] == {
+        "n": 3,
+        "readout": True,
+        "analysis_implies_truth": 42.0,
+    }
     assert dev["rel_ratio"] == {"n": 1, "readout": False} and len(bj["abs_q"]) == 3 and len(dj["abs_q"]) == 1
-    assert "analysis_implies_truth" not in jr.evaluate_start({}, data, family="paper", max_completion=8, batch=2, auc_k=0)[0]["abs_q"]
+    assert (
+        "analysis_implies_truth"
+        not in jr.evaluate_start({}, data, family="paper", max_completion=8, batch=2, auc_k=0)[0]["abs_q"]
+    )
 
 
 def test_results_markdown_says_which_numbers_are_the_papers():
-    md = jr.results_markdown([{"judge": "stepwiser:rel_ratio", "balanced_acc": 61.25, "paper_pb_avg_f1": 36.2}],
-                             ["judge", "balanced_acc", "paper_pb_avg_f1"])
+    md = jr.results_markdown(
+        [{"judge": "stepwiser:rel_ratio", "balanced_acc": 61.25, "paper_pb_avg_f1": 36.2}],
+        ["judge", "balanced_acc", "paper_pb_avg_f1"],
+    )
     head, table = md.split("\n\n", 1)
     assert "paper_pb_avg_f1 is the PAPER's" in head and md.endswith("\n")
-    assert table.splitlines() == ["| judge | balanced_acc | paper_pb_avg_f1 |", "|---|---|---|",
-                                  "| stepwiser:rel_ratio | 61.2 | 36.2 |"]
+    assert table.splitlines() == [
+        "| judge | balanced_acc | paper_pb_avg_f1 |",
+        "|---|---|---|",
+        "| stepwiser:rel_ratio | 61.2 | 36.2 |",
+    ]
 
 
 def test_comparisons_markdown_leaves_an_uninformative_comparison_without_numbers():
-    comps = [{"claim": "RL beats its warm-up", "a": "stepwiser:rel_ratio", "b": "warm-up (before RL)", "diff": 4.25,
-              "low": 1.0, "high": 7.5, "test": "paired bootstrap by problem", "p_bootstrap": 0.004,
-              "mcnemar": {"p": 0.01}, "verdict": "a higher"},
-             {"claim": "x", "a": "restate_rl:rel_ratio", "b": "warm-up (before RL)", "diff": None, "low": None,
-              "high": None, "test": "no verdict parsed", "p_bootstrap": None, "verdict": "uninformative"}]
+    comps = [
+        {
+            "claim": "RL beats its warm-up",
+            "a": "stepwiser:rel_ratio",
+            "b": "warm-up (before RL)",
+            "diff": 4.25,
+            "low": 1.0,
+            "high": 7.5,
+            "test": "paired bootstrap by problem",
+            "p_bootstrap": 0.004,
+            "mcnemar": {"p": 0.01},
+            "verdict": "a higher",
+        },
+        {
+            "claim": "x",
+            "a": "restate_rl:rel_ratio",
+            "b": "warm-up (before RL)",
+            "diff": None,
+            "low": None,
+            "high": None,
+            "test": "no verdict parsed",
+            "p_bootstrap": None,
+            "verdict": "uninformative",
+        },
+    ]
     lines = jr.comparisons_markdown(comps).splitlines()
-    assert lines[-2] == ("| RL beats its warm-up | stepwiser:rel_ratio − warm-up (before RL) | +4.2 | [+1.0, +7.5] | "
-                         "paired bootstrap by problem | 0.004 | 0.01 | a higher |")
-    assert lines[-1] == "| x | restate_rl:rel_ratio − warm-up (before RL) |  |  | no verdict parsed |  |  | uninformative |"
+    assert lines[-2] == (
+        "| RL beats its warm-up | stepwiser:rel_ratio − warm-up (before RL) | +4.2 | [+1.0, +7.5] | "
+        "paired bootstrap by problem | 0.004 | 0.01 | a higher |"
+    )
+    assert (
+        lines[-1]
+        == "| x | restate_rl:rel_ratio − warm-up (before RL) |  |  | no verdict parsed |  |  | uninformative |"
+    )
+
+
+def test_behaviour_measures_what_the_analysis_and_the_verdict_do():
+    """Issue 36: the printed analyses invented arithmetic and verdicts contradicted them; these rates say how often."""
+    from stepwiser_lib.toy import judge_text
+
+    p = "a = 25. b = a + 30. c = b + 6. Find c."
+    ex = [{"problem": p, "chunk": "b = a + 30 = 25 + 30 = 55"}] * 3
+    exact = judge_text.toy_analysis(p, ex[0]["chunk"])
+    judged = [
+        {"verdict": "Positive", "analysis": exact + "\n\\boxed{Positive}"},  # exact, follows
+        {"verdict": "Negative", "analysis": exact},  # exact, contradicts its analysis
+        {"verdict": None, "analysis": "b = a + 30 = 25 + 30 = 51\ncheck b: b = 51; stated 55; 55 - 51 = 4"},
+    ]  # 25 + 30 != 51
+    b = jr.behaviour(judged, ex)
+    assert {k: (v["rate"], v["n"]) for k, v in b.items()} == {
+        "analysis_exact": (66.7, 3),
+        "arithmetic_ok": (66.7, 3),
+        "follows_analysis": (50.0, 2),
+        "positive": (33.3, 3),
+    }
+    assert b["positive"]["low"] < 33.3 < b["positive"]["high"]
+    lines = jr.behaviour_lines({"warm-up": b, "RL": b})
+    assert len(lines) == 4 and lines[2].startswith("- *the verdict is the one its own analysis implies*: warm-up 50.0%")
+    assert jr.behaviour(judged, [{"problem": "not a toy problem", "chunk": "x"}] * 3) is None
+
+
+def test_describe_output_says_what_a_printed_judge_output_is():
+    from stepwiser_lib.toy import judge_text
+
+    p = "a = 25. b = a + 30. c = b + 6. Find c."
+    e = {"problem": p, "chunk": "b = a + 30 = 25 + 30 = 55"}
+    line = jr.describe_output(e, {"verdict": "Negative", "analysis": judge_text.toy_analysis(p, e["chunk"])})
+    assert line == (
+        "[analysis: the exact re-derivation; it implies the chunk is right; verdict Negative; the verdict "
+        "contradicts it; exact checker: right]"
+    )
+    bad = jr.describe_output(
+        e, {"verdict": "Negative", "analysis": "b = a + 30 = 25 + 30 = 51\ncheck b: b = 51; stated 55; 55 - 51 = 4"}
+    )
+    assert "a sum in it is wrong" in bad and "the verdict follows it" in bad
 
 
 def test_in_order_keeps_every_seed_of_each_named_judge():
     """A notebook that ordered its judges by JUDGES dropped the repeat seeds EVERY_SEED had read (toy-full's 06 and 07)."""
-    reg = {n: {"name": n} for n in ["warm-up (before RL)", "stepwiser:rel_ratio", "disc_sft:rel_ratio",
-                                    "stepwiser:rel_ratio@seed1", "disc_sft:rel_ratio@seed1", "stepwiser:rel_ratio@seed2"]}
+    reg = {
+        n: {"name": n}
+        for n in [
+            "warm-up (before RL)",
+            "stepwiser:rel_ratio",
+            "disc_sft:rel_ratio",
+            "stepwiser:rel_ratio@seed1",
+            "disc_sft:rel_ratio@seed1",
+            "stepwiser:rel_ratio@seed2",
+        ]
+    }
     assert list(jr.in_order(reg, ["disc_sft:rel_ratio", "stepwiser:rel_ratio"])) == [
-        "disc_sft:rel_ratio", "disc_sft:rel_ratio@seed1", "stepwiser:rel_ratio", "stepwiser:rel_ratio@seed1", "stepwiser:rel_ratio@seed2"]
+        "disc_sft:rel_ratio",
+        "disc_sft:rel_ratio@seed1",
+        "stepwiser:rel_ratio",
+        "stepwiser:rel_ratio@seed1",
+        "stepwiser:rel_ratio@seed2",
+    ]
+
+
+def test_dev_test_line_says_whether_the_intervals_overlap():
+    sizes = {"dev": {"chunks": 112, "problems": 14}, "test": {"chunks": 360, "problems": 43}}
+    rec = {
+        "dev": {"ci95": {"balanced_acc": 50.9, "low": 41.0, "high": 60.7}},
+        "test": {"ci95": {"balanced_acc": 65.0, "low": 59.8, "high": 70.1}},
+    }
+    line = jr.dev_test_line("stepwiser:rel_ratio", rec, sizes)
+    assert line == (
+        "stepwiser:rel_ratio: dev 50.9 [41.0, 60.7] on 112 chunks (14 problems); test 65.0 [59.8, 70.1] on "
+        "360 chunks (43 problems): the intervals overlap, so dev and test do not disagree beyond noise"
+    )
+    rec["dev"]["ci95"].update(low=40.0, high=55.0)
+    assert jr.dev_test_line("j", rec, sizes).endswith(
+        "the intervals do not overlap: dev and test disagree beyond noise"
+    )

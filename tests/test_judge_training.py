@@ -1,12 +1,12 @@
 """The judge's training and inference plumbing on the real toy base model (notebook 04)."""
+
 import random
 
 import pytest
 
-from stepwiser_lib.method import judge
-from stepwiser_lib.toy import toyworld as tw
 from stepwiser_lib.engines.trainers import GRPOSettings
-from stepwiser_lib.method import judge_train
+from stepwiser_lib.method import judge, judge_train
+from stepwiser_lib.toy import toyworld as tw
 
 
 @pytest.fixture(scope="module")
@@ -25,10 +25,19 @@ def test_grpo_smoke_run_changes_the_adapter(toy_base_dir, examples, tmp_path):
     def length_reward(completions, **kw):
         return [len(c[-1]["content"] if isinstance(c, list) else c) / 50 for c in completions]
 
-    s = GRPOSettings(steps=2, prompts_per_step=2, group_size=4, max_completion=24, eval_every=1,
-                     temperature=1.5, updates_per_step=2, micro_batch=4)  # 2 updates per step
-    r = judge_train.train_grpo_judge(toy_base_dir, examples[:16], tmp_path, s, val=examples[16:],
-                               reward_funcs=[length_reward])
+    s = GRPOSettings(
+        steps=2,
+        prompts_per_step=2,
+        group_size=4,
+        max_completion=24,
+        eval_every=1,
+        temperature=1.5,
+        updates_per_step=2,
+        micro_batch=4,
+    )  # 2 updates per step
+    r = judge_train.train_grpo_judge(
+        toy_base_dir, examples[:16], tmp_path, s, val=examples[16:], reward_funcs=[length_reward]
+    )
     w = load_file(f"{r['dir']}/adapter_model.safetensors")
     lora_b = [v for k, v in w.items() if "lora_B" in k]
     assert lora_b and any(float(v.abs().max()) > 0 for v in lora_b)  # lora_B starts at exactly 0
@@ -39,6 +48,7 @@ def test_grpo_smoke_run_changes_the_adapter(toy_base_dir, examples, tmp_path):
     import gc
 
     from trl import GRPOTrainer
+
     assert not [o for o in gc.get_objects() if isinstance(o, GRPOTrainer)]
 
 
@@ -61,11 +71,14 @@ def test_sampling_a_master_weight_model_under_autocast_keeps_a_half_cache(toy_ba
             def set(self, keys, values):
                 seen.append((keys.dtype, values.dtype))
                 super().set(keys, values)
+
         return Spy
 
     monkeypatch.setattr(decoding, "_grow_layer_class", spy)
     seqs = [tok("x = 1", add_special_tokens=False)["input_ids"]] * 2
-    rows = decoding.sample(model, seqs, 2, max_new_tokens=4, temperature=0.0, eos=[tok.eos_token_id], half=torch.bfloat16)
+    rows = decoding.sample(
+        model, seqs, 2, max_new_tokens=4, temperature=0.0, eos=[tok.eos_token_id], half=torch.bfloat16
+    )
     assert all(len(r.tokens) >= 1 for s in rows for r in s)
     assert seen and set(seen) == {(torch.bfloat16, torch.bfloat16)}
     assert models.sampling_half(model) is None  # fp32 on the CPU: sampled as it is
@@ -74,8 +87,15 @@ def test_sampling_a_master_weight_model_under_autocast_keeps_a_half_cache(toy_ba
 def test_grpo_verdict_loss_and_balanced_steps_run(toy_base_dir, examples, tmp_path):
     """The toy-scale options of notebook 04 go through TRL: a verdict-only loss mask (here no
     sample writes a verdict, so every token stays in the loss) and balanced steps."""
-    s = GRPOSettings(steps=2, prompts_per_step=2, group_size=4, max_completion=16, eval_every=0,
-                     loss_tokens="verdict", balanced_steps=True)
+    s = GRPOSettings(
+        steps=2,
+        prompts_per_step=2,
+        group_size=4,
+        max_completion=16,
+        eval_every=0,
+        loss_tokens="verdict",
+        balanced_steps=True,
+    )
     r = judge_train.train_grpo_judge(toy_base_dir, examples[:16], tmp_path, s, val=examples[16:20], progress=False)
     assert r["steps"] == 2 and any("reward" in h for h in r["log_history"])
     assert r["val_curve"] == []  # eval_every 0 draws no curve, not even step 0 (toy-full's time cut)
@@ -98,10 +118,12 @@ def test_verdict_readout_on_literal_outputs(toy_base_dir, examples):
     j = judge.Judge.load(toy_base_dir, max_new_tokens=24)
     ex = examples[:4]
     triples = [(e["problem"], e["history"], e["chunk"]) for e in ex]
-    outs = ["check b: b = 5; stated 5; 5 - 5 = 0\n\\boxed{Positive}",
-            "check b: b = 5; stated 6; 6 - 5 = 1\n\\boxed{Negative}",
-            "no box here",
-            "check c: c = 7; stated 7; 7 - 7 = 0\n\\boxed{"]
+    outs = [
+        "check b: b = 5; stated 5; 5 - 5 = 0\n\\boxed{Positive}",
+        "check b: b = 5; stated 6; 6 - 5 = 1\n\\boxed{Negative}",
+        "no box here",
+        "check c: c = 7; stated 7; 7 - 7 = 0\n\\boxed{",
+    ]
     p = j.verdict_probs(triples, outs)
     assert p[2] is None and all(0.0 <= x <= 1.0 for x in (p[0], p[1], p[3]))
     judged = [{"verdict": judge.parse_verdict(o), "analysis": o} for o in outs]
@@ -156,9 +178,14 @@ def _grpo_trainer(toy_base_dir, examples, tmp_path, temperature):
     models.neutral_generation_config(model, tok)
     s = GRPOSettings(steps=1, prompts_per_step=2, group_size=4, max_completion=40, temperature=temperature)
     cls = judge_train.verdict_loss_trainer(tok)
-    return cls(model=model, reward_funcs=[judge.verdict_reward], args=s.grpo_args(tmp_path, 1, progress=False),
-               train_dataset=judge_train.grpo_dataset(examples[:8]), processing_class=tok,
-               peft_config=models.lora_config(4, 8)), tok
+    return cls(
+        model=model,
+        reward_funcs=[judge.verdict_reward],
+        args=s.grpo_args(tmp_path, 1, progress=False),
+        train_dataset=judge_train.grpo_dataset(examples[:8]),
+        processing_class=tok,
+        peft_config=models.lora_config(4, 8),
+    ), tok
 
 
 def test_grpo_groups_are_sampled_by_the_loop_as_trl_would(toy_base_dir, examples, tmp_path, monkeypatch):
@@ -170,8 +197,10 @@ def test_grpo_groups_are_sampled_by_the_loop_as_trl_would(toy_base_dir, examples
     from stepwiser_lib.engines import decoding, models
 
     trainer, tok = _grpo_trainer(toy_base_dir, examples, tmp_path, temperature=1e-4)
-    prompts = [tok(models.render_prompt(tok, judge.judge_prompt_of(e), True), add_special_tokens=False)["input_ids"]
-               for e in examples[:3]]
+    prompts = [
+        tok(models.render_prompt(tok, judge.judge_prompt_of(e), True), add_special_tokens=False)["input_ids"]
+        for e in examples[:3]
+    ]
     ids = [p for p in prompts for _ in range(4)]  # TRL's RepeatSampler layout
     calls = []
     real = decoding.sample
@@ -204,7 +233,7 @@ def test_sampling_copy_of_a_lora_model_has_its_logits(toy_base_dir):
     assert models.for_sampling(model) is model is not merged  # a plain model is sampled as it is
 
 
-KILLED_GRPO = '''
+KILLED_GRPO = """
 import os, signal, sys
 sys.path.insert(0, "tests")
 import transformers
@@ -223,9 +252,10 @@ transformers.Trainer._save_checkpoint = save_then_die
 ex = make_examples()
 judge_train.train_grpo_judge(sys.argv[1], ex[:16], sys.argv[2], GRPOSettings(**RESUME_SETTINGS), val=ex[16:20],
                              reward_funcs=[length_reward], progress=False)
-'''
-RESUME_SETTINGS = dict(steps=4, prompts_per_step=2, group_size=4, max_completion=16, eval_every=1, temperature=1.5,
-                       save_every=1)
+"""
+RESUME_SETTINGS = dict(
+    steps=4, prompts_per_step=2, group_size=4, max_completion=16, eval_every=1, temperature=1.5, save_every=1
+)
 
 
 def length_reward(completions, **kw):
@@ -237,8 +267,9 @@ def make_examples():
     out = []
     for p in tw.generate_problems("label", 24, seed=11):
         hist, step, _ = tw.check_example(p, rng)
-        out.append({"problem": p.text, "history": [hist] if hist else [], "chunk": step,
-                    "label": tw.check_step(p, step).ok})
+        out.append(
+            {"problem": p.text, "history": [hist] if hist else [], "chunk": step, "label": tw.check_step(p, step).ok}
+        )
     return out
 
 
@@ -254,24 +285,29 @@ def test_a_killed_grpo_run_resumes_from_its_checkpoint_to_the_same_weights(toy_b
 
     ex = make_examples()
     s = GRPOSettings(**RESUME_SETTINGS)
-    whole = judge_train.train_grpo_judge(toy_base_dir, ex[:16], tmp_path / "whole", s, val=ex[16:20],
-                                         reward_funcs=[length_reward], progress=False)
+    whole = judge_train.train_grpo_judge(
+        toy_base_dir, ex[:16], tmp_path / "whole", s, val=ex[16:20], reward_funcs=[length_reward], progress=False
+    )
     script = tmp_path / "killed.py"
     script.write_text(KILLED_GRPO)
     run = tmp_path / "run"
     p = subprocess.run([sys.executable, str(script), toy_base_dir, str(run)], cwd=judge_train.paths.ROOT, timeout=600)
     assert p.returncode == -9  # killed, after its checkpoint
     assert sorted(c.name for c in (run / "trainer").glob("*/checkpoint-*")) == ["checkpoint-1", "checkpoint-2"]
-    resumed = judge_train.train_grpo_judge(toy_base_dir, ex[:16], run, s, val=ex[16:20],
-                                           reward_funcs=[length_reward], progress=False)
+    resumed = judge_train.train_grpo_judge(
+        toy_base_dir, ex[:16], run, s, val=ex[16:20], reward_funcs=[length_reward], progress=False
+    )
     assert resumed["resumed_from"] == "checkpoint-2" and whole["resumed_from"] is None
-    a, b = load_file(f"{whole['dir']}/adapter_model.safetensors"), load_file(f"{resumed['dir']}/adapter_model.safetensors")
+    a, b = (
+        load_file(f"{whole['dir']}/adapter_model.safetensors"),
+        load_file(f"{resumed['dir']}/adapter_model.safetensors"),
+    )
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     assert [c["step"] for c in resumed["val_curve"]] == [0, 1, 2, 3, 4] and resumed["val_curve"] == whole["val_curve"]
     assert not list((run / "trainer").glob("*/checkpoint-*"))  # dropped once the model is saved
 
 
-KILLED_SFT = '''
+KILLED_SFT = """
 import os, signal, sys
 sys.path.insert(0, "tests")
 import transformers
@@ -288,7 +324,7 @@ def save_then_die(self, *a, **kw):
 
 transformers.Trainer._save_checkpoint = save_then_die
 sft(sys.argv[1], sft_records(), sys.argv[2], SFTSettings(**SFT_SETTINGS), progress=False)
-'''
+"""
 SFT_SETTINGS = dict(max_steps=4, global_batch=4, lr=1e-3, save_every=1, max_length=128)
 
 
@@ -306,6 +342,7 @@ def test_a_killed_sft_run_resumes_from_its_checkpoint_to_the_same_weights(toy_ba
 
     from stepwiser_lib.engines.sft import sft
     from stepwiser_lib.engines.trainers import SFTSettings
+
     whole = sft(toy_base_dir, sft_records(), tmp_path / "whole", SFTSettings(**SFT_SETTINGS), progress=False)
     script = tmp_path / "killed.py"
     script.write_text(KILLED_SFT)

@@ -1,13 +1,14 @@
 import pytest
+from fakes import FakeToyPolicy, fake_items
 
 from stepwiser_lib.core import vocab
 from stepwiser_lib.method import labelling as L
-from fakes import FakeToyPolicy, fake_items
 
 TEMPLATE = "Solve.\nProblem: {problem}"
 
 
 # ----------------------------------------------------------------------------- label rules
+
 
 def test_abs_q_hand_cases():
     assert L.abs_q_labels([0.5, 0.0, 0.0625, 1.0]) == [True, False, True, True]
@@ -66,6 +67,7 @@ def test_settled_for_all_rules_is_settled_for_each():
 
 # ----------------------------------------------------------------------------- pipeline
 
+
 def _cfg(**kw):
     base = dict(n_prefilter=8, m_rollouts=8, traj_per_prompt=2, shard_size=3, seed=1)
     base.update(kw)
@@ -106,9 +108,9 @@ def test_label_shard_records_and_batching(tmp_path):
 def test_adaptive_keeps_abs_q_labels_and_saves_rollouts():
     items = fake_items(12)
     full, st_full = L.label_shard(FakeToyPolicy(), items, TEMPLATE, _cfg(m_rollouts=16), 0)
-    ad, st_ad = L.label_shard(FakeToyPolicy(), items, TEMPLATE,
-                              _cfg(m_rollouts=16, adaptive=True, adaptive_rule="abs_q",
-                                   adaptive_round=4), 0)
+    ad, st_ad = L.label_shard(
+        FakeToyPolicy(), items, TEMPLATE, _cfg(m_rollouts=16, adaptive=True, adaptive_rule="abs_q", adaptive_round=4), 0
+    )
     assert st_ad.rollouts < st_full.rollouts
     # the fake's outcomes do not depend on the round, so labels must agree exactly
     assert [r["label_abs_q"] for r in full] == [r["label_abs_q"] for r in ad]
@@ -139,24 +141,25 @@ def test_truncated_or_corrupt_shards_are_redone(tmp_path):
     assert any("truncated" in x for x in res["redone"])
     assert res["records"] == ref["records"]
     # a different configuration does not silently reuse shards
-    res2 = L.label_prompts(FakeToyPolicy(), items, TEMPLATE, _cfg(m_rollouts=4), tmp_path, "m",
-                           progress=False)
+    res2 = L.label_prompts(FakeToyPolicy(), items, TEMPLATE, _cfg(m_rollouts=4), tmp_path, "m", progress=False)
     assert res2["resumed"] == 0 and all("another configuration" in x for x in res2["redone"])
 
 
 def test_label_summary():
-    recs = [{"traj_id": "t", "problem_id": "p", "q": 0.5, **{f"label_{r}": True for r in vocab.RULES}},
-            {"traj_id": "t", "problem_id": "p", "q": 0.0, **{f"label_{r}": False for r in vocab.RULES}}]
+    recs = [
+        {"traj_id": "t", "problem_id": "p", "q": 0.5, **{f"label_{r}": True for r in vocab.RULES}},
+        {"traj_id": "t", "problem_id": "p", "q": 0.0, **{f"label_{r}": False for r in vocab.RULES}},
+    ]
     s = L.label_summary(recs)
     assert s["chunks"] == 2 and s["positive_abs_q"] == 50.0 and s["mean_q"] == 0.25
 
 
 def test_confidence_bound_uses_fewer_rollouts_than_exact():
     items = fake_items(12)
-    _, exact = L.label_shard(FakeToyPolicy(), items, TEMPLATE,
-                             _cfg(m_rollouts=16, adaptive=True, adaptive_round=4), 0)
-    _, conf = L.label_shard(FakeToyPolicy(), items, TEMPLATE,
-                            _cfg(m_rollouts=16, adaptive=True, adaptive_round=4, adaptive_z=1.0), 0)
+    _, exact = L.label_shard(FakeToyPolicy(), items, TEMPLATE, _cfg(m_rollouts=16, adaptive=True, adaptive_round=4), 0)
+    _, conf = L.label_shard(
+        FakeToyPolicy(), items, TEMPLATE, _cfg(m_rollouts=16, adaptive=True, adaptive_round=4, adaptive_z=1.0), 0
+    )
     assert conf.rollouts <= exact.rollouts < exact.rollouts_full
 
 
@@ -208,7 +211,9 @@ def test_every_detectable_corruption_is_named_set_aside_and_redone(tmp_path):
     live.write_text("half")
     res = L.label_prompts(FakeToyPolicy(), items, TEMPLATE, _cfg(), tmp_path, "m", progress=False)
     assert res["resumed"] == 1 and len(res["redone"]) == 3
-    assert "shard_00000.jsonl: not UTF-8 at byte 100 (corrupt) -> set aside as shard_00000.jsonl.corrupt" in res["redone"]
+    assert (
+        "shard_00000.jsonl: not UTF-8 at byte 100 (corrupt) -> set aside as shard_00000.jsonl.corrupt" in res["redone"]
+    )
     assert any("shard_00001.jsonl: corrupt footer (not an object)" in r for r in res["redone"])
     assert any("shard_00002.jsonl, line 1: malformed record (field 'q')" in r for r in res["redone"])
     assert res["records"] == ref["records"]
@@ -240,8 +245,15 @@ def test_a_threshold_change_relabels_the_stored_q_without_a_rollout(tmp_path):
 def test_the_shard_key_covers_exactly_what_the_rollouts_depend_on():
     base = L.LabelConfig()
     assert base.digest("m") == L.LabelConfig(gamma=0.5, alpha=0.9, mu_n=2, adaptive_rule="abs_q").digest("m")
-    for change in ({"m_rollouts": 8}, {"temperature": 0.7}, {"seed": 1}, {"n_prefilter": 8},
-                   {"max_new_tokens": 10}, {"traj_per_prompt": 2}, {"shard_size": 4}):
+    for change in (
+        {"m_rollouts": 8},
+        {"temperature": 0.7},
+        {"seed": 1},
+        {"n_prefilter": 8},
+        {"max_new_tokens": 10},
+        {"traj_per_prompt": 2},
+        {"shard_size": 4},
+    ):
         assert L.LabelConfig(**change).digest("m") != base.digest("m"), change
     ad = L.LabelConfig(adaptive=True, adaptive_rule="rel_ratio")
     assert ad.digest("m") != base.digest("m")
@@ -279,10 +291,19 @@ def test_n_kept_counts_prompts_that_pass_the_pre_filter(tmp_path):
     cfg = L.LabelConfig(n_prefilter=16, m_rollouts=4, traj_per_prompt=1, shard_size=4, n_kept=6)
     res = L.label_prompts(gen, items, TEMPLATE, cfg, tmp_path, "fake", progress=False)
     assert res["stats"]["kept_prompts"] >= 6 and res["shards"] < 10
-    assert res["stats"]["kept_prompts"] - min(4, res["stats"]["kept_prompts"]) < 6  # stopped after the shard that reached it
+    assert (
+        res["stats"]["kept_prompts"] - min(4, res["stats"]["kept_prompts"]) < 6
+    )  # stopped after the shard that reached it
     assert L.LabelConfig(n_kept=6).digest("m") == L.LabelConfig().digest("m")  # not a rollout setting
-    full = L.label_prompts(gen, items, TEMPLATE, L.LabelConfig(n_prefilter=16, m_rollouts=4, traj_per_prompt=1, shard_size=4),
-                           tmp_path / "all", "fake", progress=False)
+    full = L.label_prompts(
+        gen,
+        items,
+        TEMPLATE,
+        L.LabelConfig(n_prefilter=16, m_rollouts=4, traj_per_prompt=1, shard_size=4),
+        tmp_path / "all",
+        "fake",
+        progress=False,
+    )
     assert full["shards"] == 10
 
 
@@ -304,13 +325,26 @@ def test_rollouts_state_q_interval_and_the_adaptive_stop():
 
 
 def test_results_markdown_puts_each_rule_beside_the_paper():
-    m = {"summary": {"chunks": 10, "trajectories": 3, "positive_abs_q": 70.0, "positive_rel_effective": 60.0,
-                     "positive_rel_ratio": 50.0},
-         "stats": {"kept_prompts": 2, "prompts": 4, "rollouts": 40, "rollouts_full": 64},
-         "paper_positive_rates": {"abs_q": 70.2, "rel_ratio_gamma0.8": 56.5}}
+    m = {
+        "summary": {
+            "chunks": 10,
+            "trajectories": 3,
+            "positive_abs_q": 70.0,
+            "positive_rel_effective": 60.0,
+            "positive_rel_ratio": 50.0,
+        },
+        "stats": {"kept_prompts": 2, "prompts": 4, "rollouts": 40, "rollouts_full": 64},
+        "paper_positive_rates": {"abs_q": 70.2, "rel_ratio_gamma0.8": 56.5},
+    }
     md = L.results_markdown(m)
-    assert md.startswith("10 chunks of 3 trajectories (2/4 prompts kept by the pre-filter); 40 rollouts of 64 at full M.")
-    assert md.splitlines()[-3:] == ["| abs_q | 70.0 | 70.2 |", "| rel_effective | 60.0 |  |", "| rel_ratio | 50.0 | 56.5 |"]
+    assert md.startswith(
+        "10 chunks of 3 trajectories (2/4 prompts kept by the pre-filter); 40 rollouts of 64 at full M."
+    )
+    assert md.splitlines()[-3:] == [
+        "| abs_q | 70.0 | 70.2 |",
+        "| rel_effective | 60.0 |  |",
+        "| rel_ratio | 50.0 | 56.5 |",
+    ]
 
 
 @pytest.mark.parametrize("n_kept", [0, 5])
@@ -324,8 +358,9 @@ def test_workers_label_their_shards_and_the_merge_equals_one_process(tmp_path, n
         written = []
         for w in reversed(range(k)):  # the last worker first: it cannot count on the others' shards
             before = set((out / "shards").glob("shard_*.jsonl")) if (out / "shards").exists() else set()
-            L.label_prompts(FakeToyPolicy(), items, TEMPLATE, _cfg(n_kept=n_kept), out, "m", progress=False,
-                            worker=w, workers=k)
+            L.label_prompts(
+                FakeToyPolicy(), items, TEMPLATE, _cfg(n_kept=n_kept), out, "m", progress=False, worker=w, workers=k
+            )
             new = {int(p.name[6:11]) for p in set((out / "shards").glob("shard_*.jsonl")) - before}
             assert all(sid % k == w for sid in new)  # only its own shards
             written += new
@@ -338,3 +373,32 @@ def test_workers_label_their_shards_and_the_merge_equals_one_process(tmp_path, n
         assert merged["records"] == one["records"] and timeless(merged["stats"]) == timeless(one["stats"])
     with pytest.raises(ValueError, match="want 0 <= worker < workers"):
         L.label_prompts(FakeToyPolicy(), items, TEMPLATE, _cfg(), tmp_path / "bad", "m", worker=2, workers=2)
+
+
+def test_stats_lines_say_the_run_in_words():
+    st = {
+        "prompts": 112,
+        "kept_prompts": 96,
+        "trajectories": 288,
+        "prefixes": 813,
+        "rollouts": 7450,
+        "rollouts_full": 13008,
+        "seconds": 93.6,
+        "prefilter_seconds": 17.8,
+    }
+    s = {
+        "chunks": 1101,
+        "problems": 96,
+        "positive_abs_q": 68.94,
+        "positive_rel_effective": 67.57,
+        "positive_rel_ratio": 63.12,
+        "mean_q": 0.5524,
+    }
+    lines = L.stats_lines(st, s)
+    assert (
+        len(lines) == 3
+        and "96 kept by the pre-filter" in lines[0]
+        and "1101 chunks labelled on 96 problems" in lines[0]
+    )
+    assert "7,450 of the 13,008" in lines[1] and "(57%)" in lines[1] and "98 per second" in lines[1]  # 7450 / 75.8 s
+    assert lines[2] == "Positive labels: Abs-Q 68.9%, Rel-Effective 67.6%, Rel-Ratio 63.1%; mean Q 0.55"

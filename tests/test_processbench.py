@@ -51,17 +51,26 @@ def _write(tmp_path, recs, raw_lines=()):
     return tmp_path
 
 
-GOOD = {"id": "gsm8k-0", "generator": "g", "problem": "p", "steps": ["a", "b"],
-        "final_answer_correct": True, "label": -1}
+GOOD = {
+    "id": "gsm8k-0",
+    "generator": "g",
+    "problem": "p",
+    "steps": ["a", "b"],
+    "final_answer_correct": True,
+    "label": -1,
+}
 
 
-@pytest.mark.parametrize("bad,msg", [
-    ({k: v for k, v in GOOD.items() if k != "steps"}, "line 1: missing field 'steps'"),
-    ({**GOOD, "label": 2}, "outside -1..1"),
-    ({**GOOD, "label": "1"}, "'label' should be int"),
-    ({**GOOD, "final_answer_correct": 1}, "should be bool"),
-    ({**GOOD, "steps": []}, "non-empty list"),
-])
+@pytest.mark.parametrize(
+    "bad,msg",
+    [
+        ({k: v for k, v in GOOD.items() if k != "steps"}, "line 1: missing field 'steps'"),
+        ({**GOOD, "label": 2}, "outside -1..1"),
+        ({**GOOD, "label": "1"}, "'label' should be int"),
+        ({**GOOD, "final_answer_correct": 1}, "should be bool"),
+        ({**GOOD, "steps": []}, "non-empty list"),
+    ],
+)
 def test_loader_validation_errors(tmp_path, bad, msg):
     d = _write(tmp_path, [bad])
     with pytest.raises(PB.ProcessBenchError, match=msg):
@@ -91,7 +100,6 @@ def test_real_processbench_loads_with_paper_counts(recwarn):
 
 
 # ----------------------------------------------------------------------------- protocol and toy
-
 
 
 def test_threshold_predictions_and_best_threshold():
@@ -126,14 +134,22 @@ class _ScriptedJudge:
 
     def judge(self, triples, k=1, seed=0, **kw):
         self.batches.append(triples)
-        return [{"verdict": "Negative" if "bad" in c else "Positive", "score": 0.0 if "bad" in c else 1.0,
-                 "analysis": f"a:{c}"} for _, _, c in triples]
+        return [
+            {
+                "verdict": "Negative" if "bad" in c else "Positive",
+                "score": 0.0 if "bad" in c else 1.0,
+                "analysis": f"a:{c}",
+            }
+            for _, _, c in triples
+        ]
 
 
 def test_judge_solutions_protocol():
-    recs = [{"problem": "P", "steps": ["ok", "bad", "ok", "bad"]},
-            {"problem": "Q", "steps": ["ok", "ok"]},
-            {"problem": "R", "steps": ["bad"]}]
+    recs = [
+        {"problem": "P", "steps": ["ok", "bad", "ok", "bad"]},
+        {"problem": "Q", "steps": ["ok", "ok"]},
+        {"problem": "R", "steps": ["bad"]},
+    ]
     j = _ScriptedJudge()
     out = PB.judge_solutions(j, recs, progress=False)
     assert [o["prediction"] for o in out] == [1, -1, 0]
@@ -147,32 +163,36 @@ def test_judge_solutions_protocol():
 
 def test_stopping_at_a_zero_score_leaves_every_thresholded_prediction_as_it_was():
     """The Maj@k score path judges fewer steps, and no threshold can tell."""
+
     class Graded(_ScriptedJudge):  # score = the fraction of Positive samples a step's text names
         def judge(self, triples, k=1, seed=0, **kw):
             self.batches.append(triples)
             return [{"verdict": None, "score": float(c), "analysis": c} for _, _, c in triples]
 
-    recs = [{"problem": "P", "steps": ["1", "0.5", "0", "0.25", "1"]},
-            {"problem": "Q", "steps": ["0.75", "1"]},
-            {"problem": "R", "steps": ["0", "0.75", "0"]},
-            {"problem": "S", "steps": ["0.25", "0.5", "0.75"]}]
+    recs = [
+        {"problem": "P", "steps": ["1", "0.5", "0", "0.25", "1"]},
+        {"problem": "Q", "steps": ["0.75", "1"]},
+        {"problem": "R", "steps": ["0", "0.75", "0"]},
+        {"problem": "S", "steps": ["0.25", "0.5", "0.75"]},
+    ]
     full = PB.judge_solutions(Graded(), recs, stop_at_first_negative=False, progress=False)
     j = Graded()
     cut = PB.judge_solutions(j, recs, stop_at_first_negative=False, stop_at_zero_score=True, progress=False)
     assert [o["scores"] for o in cut] == [[1.0, 0.5, 0.0], [0.75, 1.0], [0.0], [0.25, 0.5, 0.75]]
     assert sum(map(len, j.batches)) == 9  # of the 13 steps
     for t in (0.0, 0.1, 0.26, 0.5, 0.6, 0.8, 1.0, 1.1):
-        assert (PB.threshold_predictions([o["scores"] for o in cut], t)
-                == PB.threshold_predictions([o["scores"] for o in full], t)), t
+        assert PB.threshold_predictions([o["scores"] for o in cut], t) == PB.threshold_predictions(
+            [o["scores"] for o in full], t
+        ), t
     labels = [2, -1, 0, 1]
-    assert (PB.best_threshold(labels, [o["scores"] for o in cut])
-            == PB.best_threshold(labels, [o["scores"] for o in full]))
+    assert PB.best_threshold(labels, [o["scores"] for o in cut]) == PB.best_threshold(
+        labels, [o["scores"] for o in full]
+    )
 
 
 def test_toy_processbench_labels_agree_with_the_step_checker():
-    from stepwiser_lib.toy import toyworld as tw
-
     from stepwiser_lib.core.paths import ROOT
+    from stepwiser_lib.toy import toyworld as tw
 
     man = json.loads((ROOT / schemas.TOY_DIR_DEFAULT / "manifest.json").read_text())
     for split in schemas.TOY_SPLITS:
@@ -193,9 +213,12 @@ def test_toy_loader_errors(tmp_path):
         PB.load_toy("toy_9step")
     with pytest.raises(FileNotFoundError, match="make toy-processbench"):
         PB.load_toy("toy_2step", tmp_path)
-    (tmp_path / "toy_2step.jsonl").write_text(json.dumps({"id": "x", "generator": "g", "problem": "p",
-                                                          "steps": ["a"], "final_answer_correct": True,
-                                                          "label": 3}) + "\n")
+    (tmp_path / "toy_2step.jsonl").write_text(
+        json.dumps(
+            {"id": "x", "generator": "g", "problem": "p", "steps": ["a"], "final_answer_correct": True, "label": 3}
+        )
+        + "\n"
+    )
     with pytest.raises(PB.ProcessBenchError, match="toy_2step, line 1.*label"):
         PB.load_toy("toy_2step", tmp_path)
 
@@ -203,8 +226,10 @@ def test_toy_loader_errors(tmp_path):
 def test_prediction_records_literal():
     bench = {"s1": [{"id": "a", "label": 2}, {"id": "b", "label": -1}]}
     recs = PB.prediction_records("j", bench, {"s1": [2, 0]})
-    assert recs == [{"judge": "j", "split": "s1", "id": "a", "label": 2, "prediction": 2},
-                    {"judge": "j", "split": "s1", "id": "b", "label": -1, "prediction": 0}]
+    assert recs == [
+        {"judge": "j", "split": "s1", "id": "a", "label": 2, "prediction": 2},
+        {"judge": "j", "split": "s1", "id": "b", "label": -1, "prediction": 0},
+    ]
     with pytest.raises(ValueError, match="1 predictions for 2 s1 solutions"):
         PB.prediction_records("j", bench, {"s1": [2]})
 
@@ -231,9 +256,21 @@ def test_compare_avg_f1_pairs_the_same_solutions():
 
 
 def test_notebook05_table_helpers():
-    per = {"a": {"error_acc": 50.0, "correct_acc": 100.0, "f1": 66.666}, "b": {"error_acc": 0.0, "correct_acc": 100.0, "f1": 0.0}}
-    assert PB.table_row("j", per, source="ours") == {"judge": "j", "source": "ours", "a err": 50.0, "a corr": 100.0, "a f1": 66.7,
-                                                     "b err": 0.0, "b corr": 100.0, "b f1": 0.0, "avg f1": 33.3}
+    per = {
+        "a": {"error_acc": 50.0, "correct_acc": 100.0, "f1": 66.666},
+        "b": {"error_acc": 0.0, "correct_acc": 100.0, "f1": 0.0},
+    }
+    assert PB.table_row("j", per, source="ours") == {
+        "judge": "j",
+        "source": "ours",
+        "a err": 50.0,
+        "a corr": 100.0,
+        "a f1": 66.7,
+        "b err": 0.0,
+        "b corr": 100.0,
+        "b f1": 0.0,
+        "avg f1": 33.3,
+    }
     bench = {"a": [{"steps": ["1 + 1 = 2", "2 + 2 = 5"], "label": 1}, {"steps": ["1 + 1 = 2"], "label": -1}]}
     base, preds = PB.baselines("toy", bench)
     assert preds == {"a": [1, -1]} and base["calculator [toy]"]["a"]["f1"] == 100.0
@@ -241,17 +278,27 @@ def test_notebook05_table_helpers():
     # scores per step; the best threshold on the first split is applied to the second as it is
     t, thr = PB.thresholded({"a": [1, -1], "b": [0]}, {"a": [[0.9, 0.1], [0.9]], "b": [[0.05, 0.9]]})
     assert thr["a"] == [1, -1] and thr["b"] == [0] and t == pytest.approx(0.1 + 1e-6)  # just above the wrong step
-    rows = PB.paper_rows([{"row": "Generative CoT + RL (StepWiser)", "rule": "rel_ratio"},
-                          {"row": "Generative CoT + RL (StepWiser)", "rule": "rel_ratio"}, {"row": "format warm-up", "rule": None}])
+    rows = PB.paper_rows(
+        [
+            {"row": "Generative CoT + RL (StepWiser)", "rule": "rel_ratio"},
+            {"row": "Generative CoT + RL (StepWiser)", "rule": "rel_ratio"},
+            {"row": "format warm-up", "rule": None},
+        ]
+    )
     assert len(rows) == 1 and rows[0]["avg f1"] == 36.2 and rows[0]["judge"].startswith("PAPER 1.5B-chunk")
 
 
 def test_run_judges_rows_thresholds_cache_and_the_orderings_inputs(tmp_path, monkeypatch, capsys):
     from stepwiser_lib.engines import models
+
     monkeypatch.setattr(models, "release", lambda *a: None)
-    bench = {"a": [{"id": "1", "problem": "P", "steps": ["ok", "bad"], "label": 1},
-                   {"id": "2", "problem": "Q", "steps": ["ok"], "label": -1}],
-             "b": [{"id": "3", "problem": "R", "steps": ["bad", "ok"], "label": 0}]}
+    bench = {
+        "a": [
+            {"id": "1", "problem": "P", "steps": ["ok", "bad"], "label": 1},
+            {"id": "2", "problem": "Q", "steps": ["ok"], "label": -1},
+        ],
+        "b": [{"id": "3", "problem": "R", "steps": ["bad", "ok"], "label": 0}],
+    }
     loads = []
 
     def load(e):
@@ -259,23 +306,42 @@ def test_run_judges_rows_thresholds_cache_and_the_orderings_inputs(tmp_path, mon
         return _ScriptedJudge()
 
     judges = [{"name": "stepwiser:rel_ratio", "style": "cot"}, {"name": "disc_sft:rel_ratio", "style": "disc"}]
-    kw = dict(bench_kind="toy", stop_at_first_negative=True, maj_k=1, maj_temperature=1.0, max_completion=8,
-              maj_k_score=2, maj_k_score_judges=["stepwiser:rel_ratio"], seed=0)
+    kw = dict(
+        bench_kind="toy",
+        stop_at_first_negative=True,
+        maj_k=1,
+        maj_temperature=1.0,
+        max_completion=8,
+        maj_k_score=2,
+        maj_k_score_judges=["stepwiser:rel_ratio"],
+        seed=0,
+    )
     run = PB.run_judges(judges, bench, tmp_path, load, **kw)
     assert [r.split(" (threshold")[0] for r in run["results"]] == [
-        "stepwiser:rel_ratio", "stepwiser:rel_ratio Maj@2 score", "disc_sft:rel_ratio", "disc_sft:rel_ratio"]
+        "stepwiser:rel_ratio",
+        "stepwiser:rel_ratio Maj@2 score",
+        "disc_sft:rel_ratio",
+        "disc_sft:rel_ratio",
+    ]
     assert run["results"]["stepwiser:rel_ratio"]["a"]["f1"] == 100.0  # the scripted judge finds every error
     assert loads == ["stepwiser:rel_ratio", "stepwiser:rel_ratio", "disc_sft:rel_ratio"]  # greedy, Maj@2, disc
     assert len(run["records"]) == 3 * len(run["results"]) and set(run["cis"]) == set(run["results"])
     thr_row = next(r for r in run["results"] if r.startswith("disc_sft:rel_ratio (threshold"))
-    assert run["first_error"]["disc_sft:rel_ratio"] == {s: [r["prediction"] for r in run["records"] if r["judge"] == thr_row and r["split"] == s]
-                                                        for s in bench}  # the disc judge meets others at its threshold
+    assert run["first_error"]["disc_sft:rel_ratio"] == {
+        s: [r["prediction"] for r in run["records"] if r["judge"] == thr_row and r["split"] == s] for s in bench
+    }  # the disc judge meets others at its threshold
     assert run["outputs"]["disc_sft:rel_ratio"]["a"][0]["scores"] == [1.0, 0.0]  # run on every step
     PB.run_judges(judges, bench, tmp_path, load, **kw)
     assert len(loads) == 3  # all from disk
     kinds = PB.error_kinds_by_judge(run["outputs"], bench)
-    assert kinds["stepwiser:rel_ratio"] == {"exact": 3, "too_early": 0, "too_late": 0, "missed": 0, "false_alarm": 0,
-                                            "no_verdict": 0}
+    assert kinds["stepwiser:rel_ratio"] == {
+        "exact": 3,
+        "too_early": 0,
+        "too_late": 0,
+        "missed": 0,
+        "false_alarm": 0,
+        "no_verdict": 0,
+    }
     ex = PB.examples(bench, run["outputs"]["stepwiser:rel_ratio"], 1)
     assert [(k, s, r["id"]) for k, s, r, _ in ex] == [("found", "a", "1")]
     text = PB.format_example(ex[0][0], ex[0][1], {**ex[0][2], "generator": "g"}, ex[0][3])
@@ -314,8 +380,10 @@ def test_take_both_keeps_one_solution_per_problem_in_round_order():
     """toy-ProcessBench's selection (build_toy): correct solutions pick their problems first, each
     problem is used once across both kinds, and a later round's records come after the first
     round's (a top-up never changes what the first round chose)."""
+
     def rec(problem, label):
         return {"problem": problem, "label": label}
+
     cor = [((1, 0, 0), rec("p9", -1)), ((0, 1, 0), rec("p1", -1)), ((0, 0, 1), rec("p0", -1))]
     err = [((0, 0, 0), rec("p0", 2)), ((0, 2, 0), rec("p2", 1)), ((1, 1, 0), rec("p8", 0)), ((0, 3, 0), rec("p3", 1))]
     c, e = processbench_build._take_both(cor, err, 2)
@@ -325,10 +393,36 @@ def test_take_both_keeps_one_solution_per_problem_in_round_order():
     assert [r["problem"] for r in c] == ["p0", "p1", "p9"] and [r["problem"] for r in e] == ["p2", "p3", "p8"]
 
 
-def test_examples_show_a_found_error_a_missed_one_and_a_false_alarm():
-    bench = {"s": [{"id": "1", "label": 1}, {"id": "2", "label": 0}, {"id": "3", "label": -1}, {"id": "4", "label": -1}]}
-    outs = {"s": [{"prediction": 1}, {"prediction": -1}, {"prediction": -1}, {"prediction": 0}]}
-    assert [(k, r["id"]) for k, _, r, _ in PB.examples(bench, outs, 1)] == [("found", "1"), ("missed", "2"), ("false alarm", "4")]
+def test_examples_show_each_kind_of_error_named_as_error_kinds_names_it():
+    bench = {
+        "s": [
+            {"id": "1", "label": 1},
+            {"id": "2", "label": 0},
+            {"id": "3", "label": -1},
+            {"id": "4", "label": -1},
+            {"id": "5", "label": 4},
+            {"id": "6", "label": 1},
+            {"id": "7", "label": 2},
+        ]
+    }
+    outs = {
+        "s": [
+            {"prediction": 1},
+            {"prediction": -1},
+            {"prediction": -1},
+            {"prediction": 0},
+            {"prediction": 2},
+            {"prediction": 3},
+            {"prediction": 0},
+        ]
+    }
+    assert [(k, r["id"]) for k, _, r, _ in PB.examples(bench, outs, 1)] == [
+        ("found", "1"),
+        ("missed", "2"),
+        ("false alarm", "4"),
+        ("too early", "5"),
+        ("too late", "6"),
+    ]  # the first of each kind
     r = {"id": "4", "label": -1, "generator": "g", "problem": "P", "steps": ["a"]}
     text = PB.format_example("false alarm", "s", r, {"prediction": 0, "verdicts": ["Negative"], "analyses": ["why"]})
     assert "true first error = none (a correct solution), judge predicted 0" in text and "judge analysis: why" in text
@@ -348,9 +442,15 @@ def test_judge_bench_in_shards_two_workers_and_the_join(tmp_path, monkeypatch):
     one shard is judged exactly as :func:`judge_solutions` judges it, with the run's own seed."""
     from stepwiser_lib.core import shards
     from stepwiser_lib.engines import models
+
     monkeypatch.setattr(models, "release", lambda *a: None)
-    bench = {"a": [{"id": str(i), "problem": "P", "steps": ["ok", "bad" if i % 2 else "ok"], "label": 1 if i % 2 else -1}
-                   for i in range(5)], "b": [{"id": "9", "problem": "Q", "steps": ["bad"], "label": 0}]}
+    bench = {
+        "a": [
+            {"id": str(i), "problem": "P", "steps": ["ok", "bad" if i % 2 else "ok"], "label": 1 if i % 2 else -1}
+            for i in range(5)
+        ],
+        "b": [{"id": "9", "problem": "Q", "steps": ["bad"], "label": 0}],
+    }
     loads = []
 
     def load(e):
@@ -360,8 +460,9 @@ def test_judge_bench_in_shards_two_workers_and_the_join(tmp_path, monkeypatch):
     e = {"name": "stepwiser:rel_ratio", "style": "cot"}
     kw = dict(load=load, k=1, stop=True, temperature=1.0, seed=3, shard_size=2)
     one = PB.judge_bench(e, bench, path=tmp_path / "one.json", key="k", **kw)
-    assert [o["analyses"][0] for o in one["outputs"]["a"]] == ["a:ok|3"] * 2 + [f"a:ok|{shards.shard_seed(3, 1)}"] * 2 + [
-        f"a:ok|{shards.shard_seed(3, 2)}"]
+    assert [o["analyses"][0] for o in one["outputs"]["a"]] == ["a:ok|3"] * 2 + [
+        f"a:ok|{shards.shard_seed(3, 1)}"
+    ] * 2 + [f"a:ok|{shards.shard_seed(3, 2)}"]
     assert one["outputs"]["b"] == PB.judge_solutions(_SeededJudge(), bench["b"], seed=3, progress=False)  # one shard
     assert not (tmp_path / "one.shards").exists()  # the joined run is cached; its shards are gone
     path = tmp_path / "two.json"
@@ -372,10 +473,31 @@ def test_judge_bench_in_shards_two_workers_and_the_join(tmp_path, monkeypatch):
     joined = PB.judge_bench(e, bench, path=path, key="k", **kw)
     assert len(loads) == n and joined["outputs"] == one["outputs"] and json.loads(path.read_text())["_key"] == "k"
     assert PB.judge_bench(e, bench, path=path, key="k", **kw) == joined and len(loads) == n  # from the cache
-    keys = [PB.judge_key(e, bench, "toy", stop_at_first_negative=True, maj_k=1, maj_temperature=1.0, max_completion=8,
-                         seed=3, shard_size=size) for size in (2, 3, 5)]
-    assert keys[0] != keys[1] and keys[2] == PB.judge_key(e, bench, "toy", stop_at_first_negative=True, maj_k=1,
-                                                          maj_temperature=1.0, max_completion=8, seed=3, shard_size=6)
+    keys = [
+        PB.judge_key(
+            e,
+            bench,
+            "toy",
+            stop_at_first_negative=True,
+            maj_k=1,
+            maj_temperature=1.0,
+            max_completion=8,
+            seed=3,
+            shard_size=size,
+        )
+        for size in (2, 3, 5)
+    ]
+    assert keys[0] != keys[1] and keys[2] == PB.judge_key(
+        e,
+        bench,
+        "toy",
+        stop_at_first_negative=True,
+        maj_k=1,
+        maj_temperature=1.0,
+        max_completion=8,
+        seed=3,
+        shard_size=6,
+    )
 
 
 def test_toy_processbench_dev_split_is_disjoint_from_the_reported_splits():
@@ -400,3 +522,23 @@ def test_dev_threshold_is_chosen_on_the_dev_split_only():
     assert preds["toy_2step"] == PB.threshold_predictions(scores["toy_2step"], t)
     s, q = PB.step_scores({"x": [{"p_positive": [0.8, None], "scores": [1.0, 0.0]}]}, "p_positive")
     assert s == {"x": [[0.8, 0.0]]} and q == {"x": [[False, True]]}
+
+
+def test_positive_share_counts_judged_steps():
+    outs = {"a": [{"verdicts": ["Positive", "Negative"]}, {"verdicts": ["Positive", None]}], "b": [{"verdicts": []}]}
+    assert PB.positive_share(outs) == round(100 * 2 / 3, 1)
+    assert PB.positive_share({"a": [{"verdicts": [None]}]}) is None
+
+
+def test_kinds_line_gives_each_kind_as_a_share_largest_first():
+    assert PB.kinds_line("j", {"exact": 2, "too_early": 3, "false_alarm": 5, "missed": 0}) == (
+        "j: false alarm 50%, too early 30%, exact 20%"
+    )
+    assert PB.kinds_line("j", {"exact": 0}) == "j: no solution judged"
+
+
+def test_by_benchmark_gives_one_table_per_set_of_splits():
+    toy = PB.table_row("j [toy]", {"toy_2step": {"error_acc": 1.0, "correct_acc": 2.0, "f1": 1.3}})
+    real = PB.table_row("calc [real]", {"gsm8k": {"error_acc": 1.0, "correct_acc": 2.0, "f1": 1.3}})
+    parts = PB.by_benchmark([toy, real, {**toy, "judge": "k [toy]"}])
+    assert [[r["judge"] for r in p] for p in parts] == [["j [toy]", "k [toy]"], ["calc [real]"]]

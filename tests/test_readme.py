@@ -1,5 +1,6 @@
 """README.md is a short front door, the long pages live in docs/, every link between them
 resolves, and the generated blocks (stepwiser_lib.tools.readme) match the committed results."""
+
 import re
 import shutil
 
@@ -10,8 +11,14 @@ from stepwiser_lib.tools import readme
 
 ROOT = paths.ROOT
 #: The pages README.md sends a reader to (issue 32: its long sections moved there).
-PAGES = ("docs/toy_world.md", "docs/results_toy_full.md", "docs/results_tiny.md", "docs/real_models.md",
-         "docs/colab.md", "docs/architecture.md")
+PAGES = (
+    "docs/toy_world.md",
+    "docs/results_toy_full.md",
+    "docs/results_tiny.md",
+    "docs/real_models.md",
+    "docs/colab.md",
+    "docs/architecture.md",
+)
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
@@ -55,8 +62,15 @@ def test_every_generated_block_is_up_to_date(tmp_path):
     assert colab.count("| `0") == 7 and " min |" in colab
     text = (tmp_path / readme.RESULTS_TINY).read_text()
     results = text.split("<!-- results-tiny:")[1].split("<!-- /results-tiny -->")[0]
-    for title in ("01 self-segmentation", "02 rollout labelling", "03 balancing", "04 judges",
-                  "05 toy-ProcessBench", "06 chunk-reset", "07 stepwise RS-FT"):
+    for title in (
+        "01 self-segmentation",
+        "02 rollout labelling",
+        "03 balancing",
+        "04 judges",
+        "05 toy-ProcessBench",
+        "06 chunk-reset",
+        "07 stepwise RS-FT",
+    ):
         assert title in results
 
 
@@ -93,8 +107,9 @@ def test_the_readme_is_a_short_front_door():
         assert (ROOT / page).is_file(), page
         assert any(t.split("#")[0] == page for t in links), f"README.md does not link {page}"
         title, what = (ROOT / page).read_text().split("\n\n")[:2]
-        assert title.startswith("# ") and "\n" not in title and "](../README.md)" in what, \
+        assert title.startswith("# ") and "\n" not in title and "](../README.md)" in what, (
             f"{page}: does not start with a title, a line saying what it is, and a link back to the README"
+        )
 
 
 def test_every_relative_link_resolves():
@@ -131,13 +146,18 @@ def test_the_architecture_page_names_every_package_and_module():
 
 def test_anchors_follow_github():
     assert _anchors("# Results (toy world, `tiny` profile)\n## Colab, step by step\n## A\n## A\n") == {
-        "results-toy-world-tiny-profile", "colab-step-by-step", "a", "a-1"}
+        "results-toy-world-tiny-profile",
+        "colab-step-by-step",
+        "a",
+        "a-1",
+    }
 
 
 def test_run_times_table(tmp_path, monkeypatch):
     (tmp_path / "results" / "p").mkdir(parents=True)
     (tmp_path / "results" / "p" / "run_times.json").write_text(
-        '{"notebooks": {"01_a": 120.0, "02_b": 30.0}, "cpus": 2, "fresh": true}')
+        '{"notebooks": {"01_a": 120.0, "02_b": 30.0}, "cpus": 2, "fresh": true}'
+    )
     monkeypatch.setenv("STEPWISER_OUTPUT_ROOT", str(tmp_path))  # the output root the run wrote to
     lines = readme.run_times("p")
     assert "from a fresh clone" in lines[0] and "| 01_a | 2.0 |" in lines and "| **all** | **2.5** |" in lines

@@ -7,18 +7,16 @@ segmentation teacher given real text; then all seven notebooks at the ``real-smo
 notebook 02 again on the real vLLM engine, ``real-smoke-vllm``), each checked for what a real
 model's untidy text must produce: the real rates printed, verdict-less judges reported as
 uninformative, never a number that pretends. Skipped visibly outside ``make test-real``."""
+
 import json
 import os
 
 import pytest
 
-from stepwiser_lib.core import chunks, io, paths
-from stepwiser_lib.engines import checkpoints
-from stepwiser_lib.method import discriminative, segmentation
-from stepwiser_lib.engines import models
-from stepwiser_lib.core import config
+from stepwiser_lib.core import chunks, config, io, paths
+from stepwiser_lib.engines import checkpoints, models
+from stepwiser_lib.method import discriminative, judge_train, segmentation
 from stepwiser_lib.tools import runner
-from stepwiser_lib.method import judge_train
 
 pytestmark = pytest.mark.real
 
@@ -44,7 +42,9 @@ def smol(smollm2):
 def test_the_conversion_is_recorded_and_loads_like_a_hub_model(smollm2):
     prov = json.loads((paths.SMOLLM2_DIR / "provenance.json").read_text())
     assert prov["architecture"] == "LlamaForCausalLM" and prov["parameters"] == 134_515_008
-    assert prov["wheel_sha256"] and prov["licence"].startswith("Apache-2.0") and (paths.SMOLLM2_DIR / "LICENSE").exists()
+    assert (
+        prov["wheel_sha256"] and prov["licence"].startswith("Apache-2.0") and (paths.SMOLLM2_DIR / "LICENSE").exists()
+    )
     assert not any(f.stat().st_size > 1e9 for f in paths.SMOLLM2_DIR.iterdir())
 
 
@@ -73,12 +73,16 @@ def test_the_table_1_teacher_is_given_real_text(smol):
     responses = [it["solution"] for it in items]
     gen = models.HFGenerator(model, tok, batch_size=8)
     n_tok = max(len(tok(r, add_special_tokens=False)["input_ids"]) for r in responses)
-    teacher = segmentation.llm_teacher(gen, n_segmentations=2, seed=0, max_new_tokens=segmentation.teacher_budget(n_tok))
+    teacher = segmentation.llm_teacher(
+        gen, n_segmentations=2, seed=0, max_new_tokens=segmentation.teacher_budget(n_tok)
+    )
     outs = teacher(responses)  # each: the first segmentation that reconstructs its response, else None
     assert len(outs) == len(responses)
     assert all(o is None or chunks.strip_tags(o) == r for r, o in zip(responses, outs))
-    print(f"[real model] SmolLM2 as the Table 1 teacher: {sum(o is not None for o in outs)} of {len(outs)} responses "
-          "segmented with exact reconstruction")
+    print(
+        f"[real model] SmolLM2 as the Table 1 teacher: {sum(o is not None for o in outs)} of {len(outs)} responses "
+        "segmented with exact reconstruction"
+    )
 
 
 def _results(profile: str, name: str) -> dict:
@@ -98,7 +102,10 @@ def test_real_smoke_notebook(stem, smollm2):
         assert rates["truncated"] > 50  # a 135M model writes to the token limit
         assert r["data"]["accepted_segmentations"] > 0  # the [shortcut] references reach SFT
         out = (paths.run_dir("real-smoke") / f"{stem}.ipynb").read_text()
-        assert "samples of the model's own" in out and "held-out gsm8k problems" in (paths.results_dir("real-smoke") / "self_segmentation.md").read_text()
+        assert (
+            "samples of the model's own" in out
+            and "held-out gsm8k problems" in (paths.results_dir("real-smoke") / "self_segmentation.md").read_text()
+        )
     elif stem == "02_rollout_labelling":
         st = _results("real-smoke", "labelling.json")["stats"]
         assert st["prefilter_samples"] > 0 and st["rollouts"] > 0
@@ -107,7 +114,11 @@ def test_real_smoke_notebook(stem, smollm2):
         r = _results("real-smoke", "judges.json")
         rows = (paths.results_dir("real-smoke") / "judges.md").read_text()
         assert "verdicts" in rows
-        preds = [p for p in io.read_jsonl(paths.results_dir("real-smoke") / "judge_predictions.jsonl") if p["split"] == "test"]
+        preds = [
+            p
+            for p in io.read_jsonl(paths.results_dir("real-smoke") / "judge_predictions.jsonl")
+            if p["split"] == "test"
+        ]
         silent = {j for j in {p["judge"] for p in preds} if all(p["verdict"] is None for p in preds if p["judge"] == j)}
         assert silent  # SmolLM2 writes no boxed verdict: the generative judges are silent
         for c in r["comparisons"]:  # uninformative exactly when a side parsed nothing, and then no number

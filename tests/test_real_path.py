@@ -1,13 +1,13 @@
 """Tokenisation- and model-dependent logic of the real-model path, on the Qwen2 stand-in (real
 151,936-token vocabulary, Qwen2-compatible BPE, ChatML template, Qwen2.5's sampling defaults in
 its generation_config.json): what the toy tokenizer cannot show."""
+
 import pytest
 import torch
 
 from stepwiser_lib.core import chunks, prompts
-from stepwiser_lib.method import discriminative, judge
 from stepwiser_lib.engines import models
-from stepwiser_lib.method import judge_train
+from stepwiser_lib.method import discriminative, judge, judge_train
 
 VOCAB = 151_936
 
@@ -33,9 +33,14 @@ def test_checkpoint_sampling_defaults_are_dropped_and_all_end_ids_kept(qwen_stan
     from transformers import GenerationConfig
 
     procs = raw._get_logits_processor(
-        generation_config=raw._prepare_generation_config(GenerationConfig(do_sample=True, temperature=1.0, top_k=0, repetition_penalty=1.0))[0],
-        input_ids_seq_length=4, encoder_input_ids=torch.zeros(1, 4, dtype=torch.long), prefix_allowed_tokens_fn=None,
-        logits_processor=None)
+        generation_config=raw._prepare_generation_config(
+            GenerationConfig(do_sample=True, temperature=1.0, top_k=0, repetition_penalty=1.0)
+        )[0],
+        input_ids_seq_length=4,
+        encoder_input_ids=torch.zeros(1, 4, dtype=torch.long),
+        prefix_allowed_tokens_fn=None,
+        logits_processor=None,
+    )
     assert not any("Repetition" in type(p).__name__ for p in procs)
 
 
@@ -60,9 +65,9 @@ def test_chunk_tags_stop_strings_and_prefix_cuts(qwen):
     cut = chunks.prefix_ends(t)[0]
     ids_prefix = tok(t[:cut], add_special_tokens=False)["input_ids"]
     ids_full = tok(t, add_special_tokens=False)["input_ids"]
-    assert ids_full[:len(ids_prefix)] == ids_prefix  # the cut falls on a token boundary of the whole
-    bad = tok(t[:chunks.chunk_ends(t)[0]], add_special_tokens=False)["input_ids"]
-    assert ids_full[:len(bad)] != bad  # cutting right after </chunk> does not
+    assert ids_full[: len(ids_prefix)] == ids_prefix  # the cut falls on a token boundary of the whole
+    bad = tok(t[: chunks.chunk_ends(t)[0]], add_special_tokens=False)["input_ids"]
+    assert ids_full[: len(bad)] != bad  # cutting right after </chunk> does not
 
 
 def test_verdict_tokens_and_the_disc_mask_with_chatml(qwen):
@@ -132,8 +137,19 @@ class _FakeVLLM:
 
         class _Out:
             def __init__(self, n):
-                self.outputs = [type("O", (), {"text": "<chunk>x</chunk>", "token_ids": [1, 2],
-                                               "finish_reason": "stop", "stop_reason": "</chunk>"})() for _ in range(n)]
+                self.outputs = [
+                    type(
+                        "O",
+                        (),
+                        {
+                            "text": "<chunk>x</chunk>",
+                            "token_ids": [1, 2],
+                            "finish_reason": "stop",
+                            "stop_reason": "</chunk>",
+                        },
+                    )()
+                    for _ in range(n)
+                ]
 
         class LLM:
             def __init__(self, **kw):
@@ -161,11 +177,24 @@ def test_vllm_generator_call_shapes(qwen, monkeypatch):
     monkeypatch.setitem(sys.modules, "vllm", fake)
     monkeypatch.setattr(models.torch.cuda, "is_available", lambda: True)  # the GPU engine's arguments
     monkeypatch.setattr(models, "precision", lambda device="auto", capability=None: {"inference": "bfloat16"})
-    cfg = {"VLLM_TP": 2, "VLLM_GPU_MEMORY": 0.4, "VLLM_MAX_MODEL_LEN": 600, "VLLM_KV_CACHE_GB": 0.0, "VLLM_EAGER": False}
+    cfg = {
+        "VLLM_TP": 2,
+        "VLLM_GPU_MEMORY": 0.4,
+        "VLLM_MAX_MODEL_LEN": 600,
+        "VLLM_KV_CACHE_GB": 0.0,
+        "VLLM_EAGER": False,
+    }
     gen = models.make_generator("some/model", backend="vllm", **models.engine_settings(cfg))
-    assert fake.calls["LLM"] == {"model": "some/model", "tensor_parallel_size": 2, "gpu_memory_utilization": 0.4,
-                                 "enable_prefix_caching": True, "max_model_len": 600, "seed": 0, "dtype": "bfloat16",
-                                 "enforce_eager": False}
+    assert fake.calls["LLM"] == {
+        "model": "some/model",
+        "tensor_parallel_size": 2,
+        "gpu_memory_utilization": 0.4,
+        "enable_prefix_caching": True,
+        "max_model_len": 600,
+        "seed": 0,
+        "dtype": "bfloat16",
+        "enforce_eager": False,
+    }
     out = gen.generate(["What is 1+1?", "And 2+2?"], n=3, temperature=1.0, max_new_tokens=16, stop=["</chunk>"], seed=1)
     prompts, params = fake.calls["generate"]
     want = tok(models.render_prompt(tok, "What is 1+1?"), add_special_tokens=False)["input_ids"]
@@ -205,8 +234,7 @@ def test_judges_run_on_any_generator(qwen, monkeypatch):
     monkeypatch.setitem(sys.modules, "vllm", _FakeVLLM(tok))
     monkeypatch.setattr(models.torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(models, "precision", lambda device="auto", capability=None: {"inference": "bfloat16"})
-    j = judge.Judge.load("some/model", backend="vllm", engine={"max_model_len": 4096}, family="paper",
-                         max_new_tokens=8)
+    j = judge.Judge.load("some/model", backend="vllm", engine={"max_model_len": 4096}, family="paper", max_new_tokens=8)
     res = j.judge([("What is 1+1?", [], "1+1 = 2")])
     assert res[0]["verdict"] is None and res[0]["n_unparsed"] == 1  # the fake writes no verdict
     assert j.verdict_probs([("p", [], "c")], ["\\boxed{"]) == [None]

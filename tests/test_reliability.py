@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from stepwiser_lib.method import balancing, judge, labelling, processbench, tasks
 from stepwiser_lib.core import config, io, paths, vocab
-from stepwiser_lib.engines import checkpoints
-from stepwiser_lib.tools import runner
 from stepwiser_lib.core.config import ConfigError
+from stepwiser_lib.engines import checkpoints
+from stepwiser_lib.method import balancing, judge, labelling, processbench, tasks
+from stepwiser_lib.tools import runner
 
 SHARED_PB = Path(__file__).resolve().parents[2] / "shared" / "data" / "processbench"
 
@@ -24,39 +24,75 @@ SHARED_PB = Path(__file__).resolve().parents[2] / "shared" / "data" / "processbe
 def prof(tmp_path):
     """Write a profile file ``name.yaml`` into a scratch profiles folder and check it as the
     runner does (every notebook of the repository)."""
+
     def check(text: str, name: str = "bad"):
         (tmp_path / f"{name}.yaml").write_text(text)
         return config.checked_parameters(name, config.list_notebooks(), profiles_dir=tmp_path)
+
     check.dir = tmp_path
     return check
 
 
 # ----------------------------------------------------------------------------- runner and profiles
 
-@pytest.mark.parametrize("case, text, match", [
-    ("R2", "notebooks:\n  01_self_segmentation:\n    N_PROBLEM: 40\n", r"unknown parameter\(s\) \['N_PROBLEM'\]"),
-    ("R3", "notebooks:\n  01_self_segmentation:\n    N_PROBLEMS: '40'\n", "N_PROBLEMS = '40' is not a int"),
-    ("R4", "notebooks:\n  01_self_segmentation:\n    N_PROBLEMS: 40.0\n", "N_PROBLEMS = 40.0 is not a int"),
-    ("R5", "notebooks:\n  01_self_segmentaton: {}\n", "sections for unknown notebooks"),
-    ("R6", "shared:\n  SEEED: 1\n", r"shared key\(s\) \['SEEED'\]"),
-    ("R8", "notebooks:\n  01_self_segmentation:\n    N_PROBLEMS: [40\n", r"bad.yaml, line \d+ column \d+: not valid YAML"),
-    ("R9", "notebooks:\n  - a\n  - b\n", "'notebooks' must be a mapping"),
-    ("R10", "shared:\n  - SEED\n", "'shared' must be a mapping"),
-    ("R9b", "notebooks:\n  01_self_segmentation: [1, 2]\n", "notebooks.01_self_segmentation must be a mapping"),
-    ("R11", "- just\n- a list\n", "a profile is a mapping"),
-    ("R12", "shared:\n  SEED: 1\n  SEED: 7\n", r"bad.yaml, line 3: 'SEED' is given twice"),
-    ("R13", "notebooks:\n  04_judge_grpo:\n    WARMUP_LR: 3e-3\n", r"WARMUP_LR = '3e-3' is not a float \(YAML reads 3e-3 as a string: write 3.0e-3\)"),
-    ("R14", "notebooks:\n  03_balancing:\n    TEST_FRACTION:\n", "TEST_FRACTION = None is not a float"),
-    ("R16", "notebooks:\n  02_rollout_labelling:\n    SHARD_SIZE: 0\n", r"SHARD_SIZE = 0 is not allowed \(want in \[1, inf\)\)"),
-    ("R17", "notebooks:\n  03_balancing:\n    TEST_FRACTION: 1.5\n", r"TEST_FRACTION = 1.5 is not allowed \(want in \[0, 1\)\)"),
-    ("R18", "notebooks:\n  02_rollout_labelling:\n    ADAPTIVE_RULE: rel_ration\n",
-     "ADAPTIVE_RULE = 'rel_ration' is not allowed .want one of abs_q, rel_effective, rel_ratio, all"),
-    ("R19", "notebooks:\n  04_judge_grpo:\n    VARIANTS: [stepwizer:rel_ratio]\n",
-     r"VARIANTS = \['stepwizer:rel_ratio'\] element 0 \('stepwizer:rel_ratio'\) is not a judge variant: use KIND:RULE"),
-    ("R19b", "notebooks:\n  04_judge_grpo:\n    VARIANTS: [stepwiser:rel_ratio, 7]\n", r"element 1 \(7\) is not a judge variant"),
-    ("R20", "shared:\n  TASK: toyy\n", "TASK = 'toyy' is not allowed .want one of toy, numina, math500, gsm8k"),
-    ("T5", "notebooks:\n  06_chunk_reset:\n    N_PROBLEMS: -5\n", r"N_PROBLEMS = -5 is not allowed \(want in \[1, inf\)\)"),
-])
+
+@pytest.mark.parametrize(
+    "case, text, match",
+    [
+        ("R2", "notebooks:\n  01_self_segmentation:\n    N_PROBLEM: 40\n", r"unknown parameter\(s\) \['N_PROBLEM'\]"),
+        ("R3", "notebooks:\n  01_self_segmentation:\n    N_PROBLEMS: '40'\n", "N_PROBLEMS = '40' is not a int"),
+        ("R4", "notebooks:\n  01_self_segmentation:\n    N_PROBLEMS: 40.0\n", "N_PROBLEMS = 40.0 is not a int"),
+        ("R5", "notebooks:\n  01_self_segmentaton: {}\n", "sections for unknown notebooks"),
+        ("R6", "shared:\n  SEEED: 1\n", r"shared key\(s\) \['SEEED'\]"),
+        (
+            "R8",
+            "notebooks:\n  01_self_segmentation:\n    N_PROBLEMS: [40\n",
+            r"bad.yaml, line \d+ column \d+: not valid YAML",
+        ),
+        ("R9", "notebooks:\n  - a\n  - b\n", "'notebooks' must be a mapping"),
+        ("R10", "shared:\n  - SEED\n", "'shared' must be a mapping"),
+        ("R9b", "notebooks:\n  01_self_segmentation: [1, 2]\n", "notebooks.01_self_segmentation must be a mapping"),
+        ("R11", "- just\n- a list\n", "a profile is a mapping"),
+        ("R12", "shared:\n  SEED: 1\n  SEED: 7\n", r"bad.yaml, line 3: 'SEED' is given twice"),
+        (
+            "R13",
+            "notebooks:\n  04_judge_grpo:\n    WARMUP_LR: 3e-3\n",
+            r"WARMUP_LR = '3e-3' is not a float \(YAML reads 3e-3 as a string: write 3.0e-3\)",
+        ),
+        ("R14", "notebooks:\n  03_balancing:\n    TEST_FRACTION:\n", "TEST_FRACTION = None is not a float"),
+        (
+            "R16",
+            "notebooks:\n  02_rollout_labelling:\n    SHARD_SIZE: 0\n",
+            r"SHARD_SIZE = 0 is not allowed \(want in \[1, inf\)\)",
+        ),
+        (
+            "R17",
+            "notebooks:\n  03_balancing:\n    TEST_FRACTION: 1.5\n",
+            r"TEST_FRACTION = 1.5 is not allowed \(want in \[0, 1\)\)",
+        ),
+        (
+            "R18",
+            "notebooks:\n  02_rollout_labelling:\n    ADAPTIVE_RULE: rel_ration\n",
+            "ADAPTIVE_RULE = 'rel_ration' is not allowed .want one of abs_q, rel_effective, rel_ratio, all",
+        ),
+        (
+            "R19",
+            "notebooks:\n  04_judge_grpo:\n    VARIANTS: [stepwizer:rel_ratio]\n",
+            r"VARIANTS = \['stepwizer:rel_ratio'\] element 0 \('stepwizer:rel_ratio'\) is not a judge variant: use KIND:RULE",
+        ),
+        (
+            "R19b",
+            "notebooks:\n  04_judge_grpo:\n    VARIANTS: [stepwiser:rel_ratio, 7]\n",
+            r"element 1 \(7\) is not a judge variant",
+        ),
+        ("R20", "shared:\n  TASK: toyy\n", "TASK = 'toyy' is not allowed .want one of toy, numina, math500, gsm8k"),
+        (
+            "T5",
+            "notebooks:\n  06_chunk_reset:\n    N_PROBLEMS: -5\n",
+            r"N_PROBLEMS = -5 is not allowed \(want in \[1, inf\)\)",
+        ),
+    ],
+)
 def test_bad_profiles_are_configuration_errors_naming_the_setting(prof, case, text, match):
     with pytest.raises(ConfigError, match=match):
         prof(text)
@@ -87,18 +123,23 @@ def test_runner_exit_codes_for_selection_and_interrupt_R7_R21_S8(monkeypatch, ca
 
     def stop(*a, **k):
         raise KeyboardInterrupt("02_rollout_labelling.ipynb")
+
     monkeypatch.setattr(runner, "run", stop)
     assert runner.main(["--profile", "smoke"]) == 130
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["[runner] interrupted in 02_rollout_labelling.ipynb; the next run resumes from what is on "
-                   "disk (runs/smoke/artifacts)"]
+    assert err == [
+        "[runner] interrupted in 02_rollout_labelling.ipynb; the next run resumes from what is on "
+        "disk (runs/smoke/artifacts)"
+    ]
 
 
 def test_dry_run_checks_every_model_and_the_launcher_D1_D4(prof, monkeypatch, tmp_path):
     from stepwiser_lib.tools import plan
 
     assert plan.describe_model("Qwen/Qwen2.5 1.5B Instruct!", "base")["ok"] is False  # D1
-    assert "its form is checked, not its existence" in plan.describe_model("meta-llama/Llama-3.1-70B-Instrct", "t")["note"]  # D2
+    assert (
+        "its form is checked, not its existence" in plan.describe_model("meta-llama/Llama-3.1-70B-Instrct", "t")["note"]
+    )  # D2
     bad = plan.describe_model(str(tmp_path / "not_a_model"), "chunk policy (06)")  # D3: a local path
     assert bad["ok"] is False and "without a saved model" in bad["note"]
     nbs = config.list_notebooks()
@@ -122,13 +163,17 @@ def test_the_labelling_cli_checks_the_whole_profile_L1_L2(prof, capsys):
 def test_config_dataclasses_give_the_notebooks_message_Q5():
     from stepwiser_lib.engines.trainers import GRPOSettings, SFTSettings
 
-    with pytest.raises(ConfigError, match=r"LabelConfig: adaptive_rule \(ADAPTIVE_RULE\) = 'rel_ration' is not allowed"):
+    with pytest.raises(
+        ConfigError, match=r"LabelConfig: adaptive_rule \(ADAPTIVE_RULE\) = 'rel_ration' is not allowed"
+    ):
         labelling.LabelConfig(adaptive_rule="rel_ration")
     with pytest.raises(ConfigError, match=r"shard_size \(SHARD_SIZE\) = 0 is not allowed \(want in \[1, inf\)\)"):
         labelling.LabelConfig(shard_size=0)
     with pytest.raises(ConfigError, match=r"m_rollouts \(M_ROLLOUTS\) = -3"):
         labelling.LabelConfig(m_rollouts=-3)
-    with pytest.raises(ConfigError, match=r"GRPOSettings: group_size \(GROUP_SIZE\) = 1 is not allowed \(want in \[2, inf\)\)"):
+    with pytest.raises(
+        ConfigError, match=r"GRPOSettings: group_size \(GROUP_SIZE\) = 1 is not allowed \(want in \[2, inf\)\)"
+    ):
         GRPOSettings(group_size=1)
     with pytest.raises(ConfigError, match=r"SFTSettings: lr \(SFT_LR\) = 0 is not allowed"):
         SFTSettings(lr=0)
@@ -163,17 +208,21 @@ def test_enums_in_the_parameters_cells_match_the_library():
 
 # ----------------------------------------------------------------------------- io
 
-@pytest.mark.parametrize("case, data, match", [
-    ("I1", b'{"a": 1}\n{"a": 2}\n{"a": "x', r"line 3: bad JSON"),
-    ("I2", b'{"a": 1}\n{"a": 2}\nnot json\n', r"line 3: bad JSON"),
-    ("I3", b'{"a": 1}\n{"a": 2}\n{"b": 1}\n', r"line 3: missing field 'b'|line 3: missing field 'a'"),
-    ("I4", b'{"a": 1}\n{"a": 2}\n{"a": true}\n', r"line 3: field 'a' has type bool"),
-    ("I5", b'{"a": 1}\n{"a": 2}\n[1, 2]\n', r"line 3: expected a JSON object"),
-    ("I6", b'{"a": 1}\n{"a": "\xff"}\n', r"line 2: not UTF-8"),
-    ("I7", b'{"a": NaN}\n', r"line 1: NaN is not JSON"),
-    ("I7b", b'{"a": Infinity}\n', r"line 1: Infinity is not JSON"),
-    ("I8", b'\xef\xbb\xbf{"a": 1}\n', r"line 1: bad JSON \(Unexpected UTF-8 BOM"),
-])
+
+@pytest.mark.parametrize(
+    "case, data, match",
+    [
+        ("I1", b'{"a": 1}\n{"a": 2}\n{"a": "x', r"line 3: bad JSON"),
+        ("I2", b'{"a": 1}\n{"a": 2}\nnot json\n', r"line 3: bad JSON"),
+        ("I3", b'{"a": 1}\n{"a": 2}\n{"b": 1}\n', r"line 3: missing field 'b'|line 3: missing field 'a'"),
+        ("I4", b'{"a": 1}\n{"a": 2}\n{"a": true}\n', r"line 3: field 'a' has type bool"),
+        ("I5", b'{"a": 1}\n{"a": 2}\n[1, 2]\n', r"line 3: expected a JSON object"),
+        ("I6", b'{"a": 1}\n{"a": "\xff"}\n', r"line 2: not UTF-8"),
+        ("I7", b'{"a": NaN}\n', r"line 1: NaN is not JSON"),
+        ("I7b", b'{"a": Infinity}\n', r"line 1: Infinity is not JSON"),
+        ("I8", b'\xef\xbb\xbf{"a": 1}\n', r"line 1: bad JSON \(Unexpected UTF-8 BOM"),
+    ],
+)
 def test_bad_jsonl_names_file_and_line(tmp_path, case, data, match):
     p = tmp_path / "f.jsonl"
     p.write_bytes(data)
@@ -195,6 +244,7 @@ def test_damaged_caches_are_named_set_aside_and_recomputed_I9_I10(tmp_path):
 
 
 # ----------------------------------------------------------------------------- balancing and labels
+
 
 def test_balancing_rejects_what_it_cannot_balance_B1_B5():
     assert balancing.balance([]) == []  # B1
@@ -225,6 +275,7 @@ def test_label_rules_take_success_rates_only_Q1_Q4():
 
 # ----------------------------------------------------------------------------- judge
 
+
 def test_verdicts_and_rewards_J2_J6():
     assert judge.parse_verdict("a \\boxed{Negative} then \\boxed{positive }") == "Positive"  # J2
     assert judge.parse_verdict("\\boxed{\\text{Positive}}") is None and judge.parse_verdict(None) is None
@@ -242,6 +293,7 @@ def test_verdicts_and_rewards_J2_J6():
 
 # ----------------------------------------------------------------------------- ProcessBench
 
+
 @pytest.fixture
 def pb_dir(tmp_path):
     if not (SHARED_PB / "gsm8k.jsonl").exists():
@@ -253,6 +305,7 @@ def pb_dir(tmp_path):
         edit(recs)
         (tmp_path / "gsm8k.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
         return str(tmp_path)
+
     return write
 
 
@@ -281,6 +334,7 @@ def test_processbench_records_are_checked_P1_P5_P7(pb_dir):
 
 # ----------------------------------------------------------------------------- tasks
 
+
 def test_outcome_checks_treat_missing_answers_alike_T1_T3():
     toy = tasks.load_problems("toy", "label", 1, seed=0)[0]
     assert tasks.is_correct(toy, "") is False and tasks.is_correct({"answer": "3"}, "\\boxed{}") is False  # T1
@@ -295,6 +349,7 @@ def test_outcome_checks_treat_missing_answers_alike_T1_T3():
 
 
 # ----------------------------------------------------------------------------- hand-offs (S9)
+
 
 def test_a_half_written_chunk_policy_names_notebook_01_S9(tmp_path, monkeypatch):
     monkeypatch.setenv(paths.OUTPUT_ROOT_ENV, str(tmp_path))
@@ -339,7 +394,9 @@ def test_a_damaged_checkpoint_names_its_folder_S9(tmp_path):
     shutil.copytree(paths.TOY_BASE_DIR, d)
     w = next(d.glob("*.safetensors"))
     w.write_bytes(w.read_bytes()[:100_000])
-    with pytest.raises(RuntimeError, match=r"cannot load the saved model in .*01_self_segmentation.*re-run the notebook"):
+    with pytest.raises(
+        RuntimeError, match=r"cannot load the saved model in .*01_self_segmentation.*re-run the notebook"
+    ):
         load_model(str(d), device="cpu")
     with pytest.raises(ValueError, match="use KIND:RULE strings, not a int"):  # J6, an int
         vocab.parse_variant(7)

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: A process that saves a fake "model" into DEST the way save_pretrained does (config first, then
 #: the weights after a pause), tagging both files with its name.
-SAVER = textwrap.dedent('''
+SAVER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
     from stepwiser_lib.core import io
@@ -34,15 +34,19 @@ SAVER = textwrap.dedent('''
         print("SAVED")
     except io.ArtifactBusy as e:
         print("BUSY", e)
-''')
+""")
 
 
 def test_two_runs_saving_one_model_never_mix_it_C02(tmp_path):
     script = tmp_path / "saver.py"
     script.write_text(SAVER)
     dest = tmp_path / "chunk_policy" / "model"
-    run = lambda tag, pause: subprocess.Popen([sys.executable, str(script), str(dest), tag, str(pause)],  # noqa: E731
-                                              cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    run = lambda tag, pause: subprocess.Popen(
+        [sys.executable, str(script), str(dest), tag, str(pause)],  # noqa: E731
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     a = run("A", 3.0)
     for _ in range(100):  # wait until A holds the lock and has written its config
         if any(p.is_dir() and (p / "config.json").exists() for p in dest.parent.glob(".model.*.partial")):
@@ -86,7 +90,12 @@ def test_a_save_cleans_what_a_kill_between_its_renames_left_K02(tmp_path):
 def test_an_interrupted_docs_export_keeps_the_committed_copy_K03(tmp_path, monkeypatch):
     src = tmp_path / "runs" / "p"
     src.mkdir(parents=True)
-    nb = {"cells": [], "metadata": {"papermill": {"end_time": "x", "duration": 60.0}}, "nbformat": 4, "nbformat_minor": 5}
+    nb = {
+        "cells": [],
+        "metadata": {"papermill": {"end_time": "x", "duration": 60.0}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
     (src / "01_x.ipynb").write_text(json.dumps(nb))
     out = tmp_path / "docs" / "p"
     out.mkdir(parents=True)
@@ -94,6 +103,7 @@ def test_an_interrupted_docs_export_keeps_the_committed_copy_K03(tmp_path, monke
 
     def full_disk(a, b):
         raise OSError(28, "No space left on device")
+
     monkeypatch.setattr(io.os, "replace", full_disk)
     with pytest.raises(OSError, match="No space left"):
         docs.export("p", src=src, out=out, root=tmp_path)
@@ -125,19 +135,33 @@ def _train_runs(tmp_path, monkeypatch, calls):
 
     def fake_train(name, data, d, *, seed, **kw):
         calls.append(name)
-        return {"entry": {"name": name, "kind": "disc_sft", "style": "disc", "base": _whole(d / "model"), "adapter": None},
-                "train": {"seconds": 1.0}}
+        return {
+            "entry": {"name": name, "kind": "disc_sft", "style": "disc", "base": _whole(d / "model"), "adapter": None},
+            "train": {"seconds": 1.0},
+        }
 
     monkeypatch.setattr(judge_train, "train_variant", fake_train)
     monkeypatch.setattr(judge_train, "recipe_key", lambda kind, recipe: {})
     monkeypatch.setattr(paths, "model_fingerprint", lambda init: "fp")
     art = paths.artifacts("p", "04_judge_grpo")
-    return jr.train_runs(art, ["disc_sft:rel_ratio"], 0, [], recipe={}, init="init", warmups={}, warm_keys={},
-                         data={}, data_hash={"rel_ratio": "h"}, family="toy"), art
+    return jr.train_runs(
+        art,
+        ["disc_sft:rel_ratio"],
+        0,
+        [],
+        recipe={},
+        init="init",
+        warmups={},
+        warm_keys={},
+        data={},
+        data_hash={"rel_ratio": "h"},
+        family="toy",
+    ), art
 
 
 def test_a_cached_run_whose_model_folder_is_gone_is_retrained_H01(tmp_path, monkeypatch):
     import shutil
+
     monkeypatch.setenv("STEPWISER_OUTPUT_ROOT", str(tmp_path))
     calls = []
     recs, art = _train_runs(tmp_path, monkeypatch, calls)
@@ -153,6 +177,7 @@ def test_a_moved_checkout_resumes_and_a_copy_reads_its_own_judges_H02(tmp_path, 
 
     from stepwiser_lib.core import paths
     from stepwiser_lib.method import judge_runs as jr
+
     first = tmp_path / "first"
     monkeypatch.setenv("STEPWISER_OUTPUT_ROOT", str(first))
     calls = []
@@ -167,7 +192,9 @@ def test_a_moved_checkout_resumes_and_a_copy_reads_its_own_judges_H02(tmp_path, 
     monkeypatch.setenv("STEPWISER_OUTPUT_ROOT", str(moved))
     recs, _ = _train_runs(moved, monkeypatch, calls)
     assert calls == ["disc_sft:rel_ratio"]  # trained once, before the move
-    assert recs["disc_sft:rel_ratio"]["entry"]["base"] == str(moved / "runs/p/artifacts/04_judge_grpo/disc_sft__rel_ratio/model")
+    assert recs["disc_sft:rel_ratio"]["entry"]["base"] == str(
+        moved / "runs/p/artifacts/04_judge_grpo/disc_sft__rel_ratio/model"
+    )
     assert jr.read_registry("p", ["all"], allow_all=True)["disc_sft:rel_ratio"]["base"].startswith(str(moved))
     # a record written with an absolute path by another checkout (before this fix) is read from here
     copy = tmp_path / "copy"
@@ -182,22 +209,40 @@ def test_a_moved_checkout_resumes_and_a_copy_reads_its_own_judges_H02(tmp_path, 
 
 # ----------------------------------------------------------------------------- A: settings that do not fit together
 
-@pytest.mark.parametrize("case, notebook, values, match", [
-    ("A01", "04_judge_grpo", {"PROMPTS_PER_STEP": 3, "GROUP_SIZE": 4, "UPDATES_PER_STEP": 5},
-     r"04_judge_grpo: .*12 is not divisible by 5; change UPDATES_PER_STEP"),
-    ("A02", "01_self_segmentation", {"SFT_BATCH": 8, "SFT_MICRO_BATCH": 3},
-     r"01_self_segmentation: .*SFT_MICRO_BATCH.*change SFT_MICRO_BATCH"),
-    ("A02", "04_judge_grpo", {"WARMUP_BATCH": 16, "WARMUP_MICRO_BATCH": 5}, r"04_judge_grpo: .*WARMUP_MICRO_BATCH"),
-    ("A04", "03_balancing", {"MIN_CHARS": 5000, "MAX_CHARS": 100}, r"MIN_CHARS = 5000 > MAX_CHARS = 100 keeps no judge example"),
-    ("A08", "01_self_segmentation", {"SFT_MAX_STEPS": 0}, r"SFT_MAX_STEPS = 0 would train one step"),
-    ("A15", "05_processbench", {"LIMIT": 1}, r"LIMIT = 1 keeps no correct solution per split"),
-])
+
+@pytest.mark.parametrize(
+    "case, notebook, values, match",
+    [
+        (
+            "A01",
+            "04_judge_grpo",
+            {"PROMPTS_PER_STEP": 3, "GROUP_SIZE": 4, "UPDATES_PER_STEP": 5},
+            r"04_judge_grpo: .*12 is not divisible by 5; change UPDATES_PER_STEP",
+        ),
+        (
+            "A02",
+            "01_self_segmentation",
+            {"SFT_BATCH": 8, "SFT_MICRO_BATCH": 3},
+            r"01_self_segmentation: .*SFT_MICRO_BATCH.*change SFT_MICRO_BATCH",
+        ),
+        ("A02", "04_judge_grpo", {"WARMUP_BATCH": 16, "WARMUP_MICRO_BATCH": 5}, r"04_judge_grpo: .*WARMUP_MICRO_BATCH"),
+        (
+            "A04",
+            "03_balancing",
+            {"MIN_CHARS": 5000, "MAX_CHARS": 100},
+            r"MIN_CHARS = 5000 > MAX_CHARS = 100 keeps no judge example",
+        ),
+        ("A08", "01_self_segmentation", {"SFT_MAX_STEPS": 0}, r"SFT_MAX_STEPS = 0 would train one step"),
+        ("A15", "05_processbench", {"LIMIT": 1}, r"LIMIT = 1 keeps no correct solution per split"),
+    ],
+)
 def test_settings_that_do_not_fit_together_stop_check_and_dry_run(case, notebook, values, match, tmp_path):
     """Each value passes its own declaration; together they cannot work. ``--check`` and
     ``--dry-run`` (and every run) stop before any kernel starts, naming the settings and the fix."""
     import yaml
 
     from stepwiser_lib.core.config import ConfigError
+
     (tmp_path / f"{case.lower()}.yaml").write_text(yaml.safe_dump({"shared": {}, "notebooks": {notebook: values}}))
     for kw in ({"check_only": True}, {"dry_run": True}):
         with pytest.raises(ConfigError, match=match):
@@ -209,8 +254,12 @@ def test_a_profile_cannot_set_profile_A13(where, tmp_path):
     import yaml
 
     from stepwiser_lib.core.config import ConfigError
-    data = {"shared": {"PROFILE": "tiny"}, "notebooks": {}} if where == "shared" else \
-        {"shared": {}, "notebooks": {"01_self_segmentation": {"PROFILE": "tiny"}}}
+
+    data = (
+        {"shared": {"PROFILE": "tiny"}, "notebooks": {}}
+        if where == "shared"
+        else {"shared": {}, "notebooks": {"01_self_segmentation": {"PROFILE": "tiny"}}}
+    )
     (tmp_path / "a13.yaml").write_text(yaml.safe_dump(data))
     with pytest.raises(ConfigError, match="PROFILE is set by the profile's own name"):
         runner.run("a13", check_only=True, profiles_dir=tmp_path)
@@ -219,26 +268,48 @@ def test_a_profile_cannot_set_profile_A13(where, tmp_path):
 def test_every_shipped_profile_fits_together():
     from stepwiser_lib.core import config
     from stepwiser_lib.tools import crosscheck
+
     nbs = config.list_notebooks()
     for profile in config.PROFILES:
         assert crosscheck.problems(config.with_defaults(nbs, config.checked_parameters(profile, nbs))) == [], profile
 
 
-@pytest.mark.parametrize("case, values, match", [
-    ("A05", {"03_balancing": {"RULES": ["abs_q"]}, "04_judge_grpo": {"VARIANTS": ["stepwiser:rel_ratio"]}},
-     r"VARIANTS train on rule\(s\) \['rel_ratio'\], which 03_balancing's RULES \(\['abs_q'\]\) does not build"),
-    ("A11", {"02_rollout_labelling": {"TASK": "gsm8k", "DATA_FILES": {"gsm8": "x.jsonl"}}}, r"DATA_FILES key 'gsm8' is not a task"),
-    ("A12", {"02_rollout_labelling": {"TASK": "gsm8k", "DATA_FILES": {"gsm8k": "data"}}}, r"DATA_FILES\['gsm8k'\] = 'data' is a folder"),
-    ("A16", {"05_processbench": {"JUDGES": ["disc_sft:rel_ratio"], "MAJ_K_SCORE_JUDGES": ["disc_sft:rel_ratio"]}},
-     r"MAJ_K_SCORE_JUDGES holds 'disc_sft:rel_ratio', a discriminative judge"),
-    ("A07", {"04_judge_grpo": {"PROMPT_FAMILY": "toy"}, "06_chunk_reset": {"PROMPT_FAMILY": "paper"}},
-     r"06_chunk_reset: PROMPT_FAMILY = 'paper', but notebook 04 trains its judges with 'toy'"),
-])
+@pytest.mark.parametrize(
+    "case, values, match",
+    [
+        (
+            "A05",
+            {"03_balancing": {"RULES": ["abs_q"]}, "04_judge_grpo": {"VARIANTS": ["stepwiser:rel_ratio"]}},
+            r"VARIANTS train on rule\(s\) \['rel_ratio'\], which 03_balancing's RULES \(\['abs_q'\]\) does not build",
+        ),
+        (
+            "A11",
+            {"02_rollout_labelling": {"TASK": "gsm8k", "DATA_FILES": {"gsm8": "x.jsonl"}}},
+            r"DATA_FILES key 'gsm8' is not a task",
+        ),
+        (
+            "A12",
+            {"02_rollout_labelling": {"TASK": "gsm8k", "DATA_FILES": {"gsm8k": "data"}}},
+            r"DATA_FILES\['gsm8k'\] = 'data' is a folder",
+        ),
+        (
+            "A16",
+            {"05_processbench": {"JUDGES": ["disc_sft:rel_ratio"], "MAJ_K_SCORE_JUDGES": ["disc_sft:rel_ratio"]}},
+            r"MAJ_K_SCORE_JUDGES holds 'disc_sft:rel_ratio', a discriminative judge",
+        ),
+        (
+            "A07",
+            {"04_judge_grpo": {"PROMPT_FAMILY": "toy"}, "06_chunk_reset": {"PROMPT_FAMILY": "paper"}},
+            r"06_chunk_reset: PROMPT_FAMILY = 'paper', but notebook 04 trains its judges with 'toy'",
+        ),
+    ],
+)
 def test_settings_across_notebooks_and_files_are_checked_first(case, values, match, tmp_path):
     """A05: checked also when only notebook 04 is run; A11, A12, A16 before any model loads."""
     import yaml
 
     from stepwiser_lib.core.config import ConfigError
+
     (tmp_path / f"{case.lower()}.yaml").write_text(yaml.safe_dump({"shared": {}, "notebooks": values}))
     with pytest.raises(ConfigError, match=match):
         runner.run(case.lower(), only=["04"] if case == "A05" else None, check_only=True, profiles_dir=tmp_path)
@@ -249,6 +320,7 @@ def test_the_output_root_is_one_absolute_folder_E01_E02(tmp_path, monkeypatch):
 
     from stepwiser_lib.core import paths
     from stepwiser_lib.core.config import ConfigError
+
     f = tmp_path / "outfile"
     f.write_text("")
     monkeypatch.setenv(paths.OUTPUT_ROOT_ENV, str(f))
@@ -263,6 +335,7 @@ def test_the_output_root_is_one_absolute_folder_E01_E02(tmp_path, monkeypatch):
 def test_the_docs_tables_read_the_output_root_and_only_their_profile_H05_H06(tmp_path, monkeypatch):
     from stepwiser_lib.core import paths
     from stepwiser_lib.tools import readme
+
     monkeypatch.setenv(paths.OUTPUT_ROOT_ENV, str(tmp_path))
     res = tmp_path / "results" / "tiny"
     res.mkdir(parents=True)
@@ -276,25 +349,37 @@ def test_the_docs_tables_read_the_output_root_and_only_their_profile_H05_H06(tmp
 
 # ----------------------------------------------------------------------------- A: the rest, checked before compute
 
+
 def test_reference_trajectories_need_problems_with_a_solution_A03(tmp_path, capsys):
     """The colab-smoke shortcut labels each problem's reference solution; only numina rows carry
     one. ``--check`` names both settings; the labelling CLI stops before any model loads; the
     library stops before any sampling."""
     import yaml
+    from fakes import FakeToyPolicy, fake_items
 
     from stepwiser_lib.core.config import ConfigError
     from stepwiser_lib.method import labelling
-    from fakes import FakeToyPolicy, fake_items
-    (tmp_path / "a03.yaml").write_text(yaml.safe_dump(
-        {"shared": {}, "notebooks": {"02_rollout_labelling": {"TASK": "toy", "REFERENCE_TRAJECTORIES": True}}}))
+
+    (tmp_path / "a03.yaml").write_text(
+        yaml.safe_dump(
+            {"shared": {}, "notebooks": {"02_rollout_labelling": {"TASK": "toy", "REFERENCE_TRAJECTORIES": True}}}
+        )
+    )
     with pytest.raises(ConfigError, match=r"REFERENCE_TRAJECTORIES .* only TASK = 'numina' rows hold \(TASK = 'toy'\)"):
         runner.run("a03", check_only=True, profiles_dir=tmp_path)
     assert labelling.main(["--profile", "a03", "--out", str(tmp_path / "out")], profiles_dir=tmp_path) == 2
     assert "REFERENCE_TRAJECTORIES" in capsys.readouterr().err
     gen = FakeToyPolicy()
     with pytest.raises(ValueError, match="these problems have none"):
-        labelling.label_prompts(gen, fake_items(3), "{problem}", labelling.LabelConfig(reference_trajectories=True),
-                                tmp_path / "lib", "m", progress=False)
+        labelling.label_prompts(
+            gen,
+            fake_items(3),
+            "{problem}",
+            labelling.LabelConfig(reference_trajectories=True),
+            tmp_path / "lib",
+            "m",
+            progress=False,
+        )
     assert gen.calls == []  # nothing sampled
 
 
@@ -305,17 +390,31 @@ def _labels(path: Path, flip: bool = False) -> Path:
         for c in range(4):
             lab = (i + c) % 2 == 0
             lab = not lab if flip else lab
-            recs.append({"problem_id": f"p{i}", "problem": f"problem {i}", "history": [f"step {k}" for k in range(c)],
-                         "chunk": f"step {c}", "chunk_index": c, "is_final": c == 3, "traj_id": f"p{i}/0",
-                         "q0": 0.5, "q": 0.5, "q_prev": 0.5,
-                         **{f"label_{r}": lab for r in ("abs_q", "rel_effective", "rel_ratio")}})
+            recs.append(
+                {
+                    "problem_id": f"p{i}",
+                    "problem": f"problem {i}",
+                    "history": [f"step {k}" for k in range(c)],
+                    "chunk": f"step {c}",
+                    "chunk_index": c,
+                    "is_final": c == 3,
+                    "traj_id": f"p{i}/0",
+                    "q0": 0.5,
+                    "q": 0.5,
+                    "q_prev": 0.5,
+                    **{f"label_{r}": lab for r in ("abs_q", "rel_effective", "rel_ratio")},
+                }
+            )
     io.write_jsonl(path, recs)
     return path
 
 
 def _cfg04(profile, variants=("stepwiser:rel_ratio",), **kw):
     from types import SimpleNamespace
-    return SimpleNamespace(notebook="04_judge_grpo", PROFILE=profile, VARIANTS=list(variants), JUDGE_INIT="toy_base", **kw)
+
+    return SimpleNamespace(
+        notebook="04_judge_grpo", PROFILE=profile, VARIANTS=list(variants), JUDGE_INIT="toy_base", **kw
+    )
 
 
 def test_splits_of_older_labels_are_stale_and_unbuilt_rules_removed_A06_H03(tmp_path, monkeypatch):
@@ -323,6 +422,7 @@ def test_splits_of_older_labels_are_stale_and_unbuilt_rules_removed_A06_H03(tmp_
     not rebuild; 04's input check compares with the labels there now and names notebook 03."""
     from stepwiser_lib.core import inputs, paths
     from stepwiser_lib.method import balancing
+
     monkeypatch.setenv(paths.OUTPUT_ROOT_ENV, str(tmp_path))
     labels = _labels(paths.artifacts("p", "02_rollout_labelling") / "labels.jsonl")
     art = paths.artifacts("p", "03_balancing")
@@ -333,8 +433,11 @@ def test_splits_of_older_labels_are_stale_and_unbuilt_rules_removed_A06_H03(tmp_
     build(["abs_q", "rel_effective", "rel_ratio"])
     inputs.check(_cfg04("p"))  # current: passes
     _labels(labels, flip=True)  # notebook 02 re-run with other settings (H03)
-    with pytest.raises(inputs.StaleInputs, match=r"03_balancing/rel_ratio: built from another labels.jsonl .*"
-                       r"re-run notebook 03_balancing.ipynb"):
+    with pytest.raises(
+        inputs.StaleInputs,
+        match=r"03_balancing/rel_ratio: built from another labels.jsonl .*"
+        r"re-run notebook 03_balancing.ipynb",
+    ):
         inputs.check(_cfg04("p"))
     build(["abs_q"])  # A06: 03 re-run with fewer RULES
     assert sorted(p.name for p in art.iterdir() if p.is_dir()) == ["abs_q"]  # no old rel_ratio split left to read
@@ -353,6 +456,7 @@ def test_splits_of_older_labels_are_stale_and_unbuilt_rules_removed_A06_H03(tmp_
         if len(n) == 3:
             raise KeyboardInterrupt
         real(*a)
+
     monkeypatch.setattr(io, "write_jsonl", killed_at_the_third)
     with pytest.raises(KeyboardInterrupt):
         build(["abs_q"])
@@ -363,6 +467,7 @@ def test_splits_of_older_labels_are_stale_and_unbuilt_rules_removed_A06_H03(tmp_
 
 def _registry(profile: str, entry: dict) -> Path:
     from stepwiser_lib.core import paths
+
     reg = paths.judge_registry(profile)
     reg.parent.mkdir(parents=True, exist_ok=True)
     reg.write_text(json.dumps([entry]))
@@ -375,31 +480,61 @@ def test_judges_trained_on_another_prompt_family_or_other_splits_are_stale_A07(t
     from stepwiser_lib.core import inputs, paths
     from stepwiser_lib.method import balancing
     from stepwiser_lib.method import judge_runs as jr
+
     monkeypatch.setenv(paths.OUTPUT_ROOT_ENV, str(tmp_path))
     labels = _labels(paths.artifacts("p", "02_rollout_labelling") / "labels.jsonl")
-    balancing.build_splits(io.read_jsonl(labels), ["rel_ratio"], paths.artifacts("p", "03_balancing"),
-                           dev_fraction=0.25, test_fraction=0.25, source=labels)
+    balancing.build_splits(
+        io.read_jsonl(labels),
+        ["rel_ratio"],
+        paths.artifacts("p", "03_balancing"),
+        dev_fraction=0.25,
+        test_fraction=0.25,
+        source=labels,
+    )
     _, digests = jr.read_splits("p", ["rel_ratio"])
-    entry = {"name": "disc_sft:rel_ratio", "kind": "disc_sft", "rule": "rel_ratio", "style": "disc",
-             "base": "data/toy_base", "adapter": None}
+    entry = {
+        "name": "disc_sft:rel_ratio",
+        "kind": "disc_sft",
+        "rule": "rel_ratio",
+        "style": "disc",
+        "base": "data/toy_base",
+        "adapter": None,
+    }
     reg = paths.judge_registry("p")
     jr.write_registry(reg, [entry], family="toy", data_hash=digests)
     stored = json.loads(reg.read_text())[0]
     assert stored["prompt_family"] == "toy" and stored["splits"] == {"rel_ratio": digests["rel_ratio"]}
-    cfg = lambda fam: SimpleNamespace(notebook="05_processbench", PROFILE="p", JUDGES=["disc_sft:rel_ratio"],  # noqa: E731
-                                      PROMPT_FAMILY=fam)
+    cfg = lambda fam: SimpleNamespace(
+        notebook="05_processbench",
+        PROFILE="p",
+        JUDGES=["disc_sft:rel_ratio"],  # noqa: E731
+        PROMPT_FAMILY=fam,
+    )
     inputs.check(cfg("toy"))
-    with pytest.raises(inputs.StaleInputs, match=r"judge 'disc_sft:rel_ratio': trained with PROMPT_FAMILY = 'toy'; "
-                       r"this notebook prompts it with 'paper'; set PROMPT_FAMILY = 'toy' here"):
+    with pytest.raises(
+        inputs.StaleInputs,
+        match=r"judge 'disc_sft:rel_ratio': trained with PROMPT_FAMILY = 'toy'; "
+        r"this notebook prompts it with 'paper'; set PROMPT_FAMILY = 'toy' here",
+    ):
         inputs.check(cfg("paper"))
     # notebook 03 rebuilt the splits from other labels after 04 trained: 05 names notebook 04
     _labels(labels, flip=True)
-    balancing.build_splits(io.read_jsonl(labels), ["rel_ratio"], paths.artifacts("p", "03_balancing"),
-                           dev_fraction=0.25, test_fraction=0.25, source=labels)
-    with pytest.raises(inputs.StaleInputs, match=r"trained on notebook 03's rel_ratio splits as they were; .*"
-                       r"re-run notebook 04_judge_grpo.ipynb"):
+    balancing.build_splits(
+        io.read_jsonl(labels),
+        ["rel_ratio"],
+        paths.artifacts("p", "03_balancing"),
+        dev_fraction=0.25,
+        test_fraction=0.25,
+        source=labels,
+    )
+    with pytest.raises(
+        inputs.StaleInputs,
+        match=r"trained on notebook 03's rel_ratio splits as they were; .*"
+        r"re-run notebook 04_judge_grpo.ipynb",
+    ):
         inputs.check(cfg("toy"))
     import shutil
+
     shutil.rmtree(paths.artifacts("p", "03_balancing") / "rel_ratio")  # 03 re-run without rel_ratio in RULES
     with pytest.raises(inputs.StaleInputs, match=r"rel_ratio splits, which are no longer there"):
         inputs.check(cfg("toy"))
@@ -409,15 +544,18 @@ def test_judges_trained_on_another_prompt_family_or_other_splits_are_stale_A07(t
 
 
 def test_labelling_that_cut_every_sample_names_max_new_tokens_A09():
+    from fakes import fake_items
+
     from stepwiser_lib.engines.models import Completion
     from stepwiser_lib.method import labelling
-    from fakes import fake_items
 
     class CutPolicy:  # every sample stops at the token limit, before any chunk closes
         def generate(self, prompts, n=1, **kw):
             return [[Completion(text="<chunk>1 + 2 = ", n_tokens=2, finished=False) for _ in range(n)] for _ in prompts]
 
-    recs, st = labelling.label_shard(CutPolicy(), fake_items(4), "{problem}", labelling.LabelConfig(max_new_tokens=2), 0)
+    recs, st = labelling.label_shard(
+        CutPolicy(), fake_items(4), "{problem}", labelling.LabelConfig(max_new_tokens=2), 0
+    )
     assert recs == []
     msg = labelling.no_chunks_message(vars(st), 2)
     n = 4 * labelling.LabelConfig().n_prefilter
@@ -457,6 +595,7 @@ def test_chunks_cut_at_the_token_limit_are_counted_and_named_A10():
     class NoRoom(CutPolicy):  # a request with no room at all is skipped, not cut by MAX_CHUNK_TOKENS
         def generate(self, prompts, n=1, **kw):
             return [[Completion(text="", n_tokens=0, finished=False, skipped=True)] for _ in prompts]
+
     assert [r["ended_cut"] for r in cr.chunk_reset(NoRoom(), None, ["p"], "{problem}", cfg, progress=False)] == [False]
 
 
@@ -465,13 +604,17 @@ def test_a_damaged_registry_is_named_with_the_notebook_that_rebuilds_it_H04(tmp_
 
     from stepwiser_lib.core import inputs, paths
     from stepwiser_lib.method import judge_runs as jr
+
     monkeypatch.setenv(paths.OUTPUT_ROOT_ENV, str(tmp_path))
     reg = paths.judge_registry("p")
     reg.parent.mkdir(parents=True)
     reg.write_text('[{"name": "disc_sft:rel_ratio", "base": "runs/p/artif')  # a copy cut short
     cfg = SimpleNamespace(notebook="05_processbench", PROFILE="p", JUDGES=["disc_sft:rel_ratio"], PROMPT_FAMILY="toy")
-    with pytest.raises(inputs.MissingInputs, match=r"judges.json: the judge registry \(damaged.*\n.*"
-                       r"Run notebook .*04_judge_grpo, then this one"):
+    with pytest.raises(
+        inputs.MissingInputs,
+        match=r"judges.json: the judge registry \(damaged.*\n.*"
+        r"Run notebook .*04_judge_grpo, then this one",
+    ):
         inputs.check(cfg)
     with pytest.raises(ValueError, match=r"judges.json is damaged \(JSONDecodeError.*re-run notebook 04"):
         jr.read_registry("p", ["disc_sft:rel_ratio"])
@@ -481,10 +624,14 @@ def test_the_dry_run_names_the_data_files_it_will_read_E06(tmp_path, capsys):
     import yaml
 
     from stepwiser_lib.core.config import ConfigError
+
     files = {"math500": str(tmp_path / "missing" / "test.jsonl"), "numina": str(tmp_path / "numina.jsonl")}
     (tmp_path / "numina.jsonl").write_text("")
-    (tmp_path / "e06.yaml").write_text(yaml.safe_dump({"shared": {"DATA_FILES": files}, "notebooks": {
-        "06_chunk_reset": {"EVAL_TASKS": ["math500", "numina"]}}}))
+    (tmp_path / "e06.yaml").write_text(
+        yaml.safe_dump(
+            {"shared": {"DATA_FILES": files}, "notebooks": {"06_chunk_reset": {"EVAL_TASKS": ["math500", "numina"]}}}
+        )
+    )
     with pytest.raises(ConfigError, match=r"DATA_FILES\['math500'\] = .*missing/test.jsonl': no such file"):
         runner.run("e06", only=["06"], dry_run=True, profiles_dir=tmp_path)
     out = capsys.readouterr().out
@@ -492,14 +639,16 @@ def test_the_dry_run_names_the_data_files_it_will_read_E06(tmp_path, capsys):
     with pytest.raises(ConfigError, match="no such file"):  # a run stops before any kernel too
         runner.run("e06", only=["06"], profiles_dir=tmp_path)
     # a file of a task the notebook never reads need not be there
-    (tmp_path / "e06.yaml").write_text(yaml.safe_dump({"shared": {"DATA_FILES": files}, "notebooks": {
-        "06_chunk_reset": {"EVAL_TASKS": ["numina"]}}}))
+    (tmp_path / "e06.yaml").write_text(
+        yaml.safe_dump({"shared": {"DATA_FILES": files}, "notebooks": {"06_chunk_reset": {"EVAL_TASKS": ["numina"]}}})
+    )
     runner.run("e06", only=["06"], dry_run=True, profiles_dir=tmp_path)
 
 
 def test_a_folder_the_run_cannot_write_stops_it_before_any_kernel_E03(tmp_path, monkeypatch):
     from stepwiser_lib.core import paths
     from stepwiser_lib.core.config import ConfigError
+
     monkeypatch.setenv(paths.OUTPUT_ROOT_ENV, str(tmp_path))
     (tmp_path / "results").write_text("a file where results/ should be")
     with pytest.raises(ConfigError, match=r"cannot write to .*results/smoke: .*is a file"):
@@ -509,6 +658,7 @@ def test_a_folder_the_run_cannot_write_stops_it_before_any_kernel_E03(tmp_path, 
 
 def test_doubled_variants_and_repeat_seeds_train_once_each_A14():
     from stepwiser_lib.method import judge_runs as jr
+
     runs = jr.training_runs(["stepwiser:rel_ratio", "disc_sft:rel_ratio", "stepwiser:rel_ratio"], 0, [0, 1, 1])
     ids = [r for _, _, r in runs]
     assert len(ids) == len(set(ids))
@@ -518,27 +668,39 @@ def test_doubled_variants_and_repeat_seeds_train_once_each_A14():
 def test_an_unknown_judge_is_named_with_the_registry_A17(tmp_path, monkeypatch):
     from stepwiser_lib.core import paths
     from stepwiser_lib.method import judge_runs as jr
+
     monkeypatch.setenv(paths.OUTPUT_ROOT_ENV, str(tmp_path))
     _registry("p", {"name": "disc_sft:rel_ratio", "style": "disc", "base": "data/toy_base"})
-    with pytest.raises(ValueError, match=r"unknown judge\(s\) \['stepwiser:rel_ratio'\]; the notebook 04 registry "
-                       r"has \['disc_sft:rel_ratio'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"unknown judge\(s\) \['stepwiser:rel_ratio'\]; the notebook 04 registry "
+        r"has \['disc_sft:rel_ratio'\]",
+    ):
         jr.read_registry("p", ["stepwiser:rel_ratio"])
 
 
 def test_a_missing_checkout_root_is_named_E07(tmp_path):
     env = {**__import__("os").environ, "STEPWISER_ROOT": str(tmp_path / "missing")}
-    r = subprocess.run([sys.executable, "-m", "stepwiser_lib.tools.runner", "--profile", "smoke", "--check"],
-                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "stepwiser_lib.tools.runner", "--profile", "smoke", "--check"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2 and f"no notebooks in {tmp_path / 'missing'}/notebooks" in r.stderr
 
 
 # ----------------------------------------------------------------------------- C and K: two runs, interruptions
 
+
 def test_two_labelling_runs_into_one_folder_give_the_single_run_labels_C01(tmp_path):
     """Shard writes are atomic and deterministic: two runs racing over one folder each finish,
     and the labels equal a run alone."""
     script = tmp_path / "label.py"
-    script.write_text(textwrap.dedent('''
+    script.write_text(
+        textwrap.dedent("""
         import sys
         sys.path.insert(0, "tests")
         from fakes import FakeToyPolicy, fake_items
@@ -547,7 +709,8 @@ def test_two_labelling_runs_into_one_folder_give_the_single_run_labels_C01(tmp_p
         res = L.label_prompts(FakeToyPolicy(), fake_items(12), "{problem}", L.LabelConfig(n_prefilter=8, m_rollouts=8,
                               shard_size=3, seed=1), sys.argv[1], "m", progress=False)
         io.write_jsonl(sys.argv[1] + "/labels.jsonl", res["records"])
-    '''))
+    """)
+    )
     run = lambda out: subprocess.Popen([sys.executable, str(script), str(out)], cwd=ROOT)  # noqa: E731
     a, b = run(tmp_path / "shared"), run(tmp_path / "shared")
     assert a.wait(timeout=120) == 0 and b.wait(timeout=120) == 0
@@ -555,7 +718,7 @@ def test_two_labelling_runs_into_one_folder_give_the_single_run_labels_C01(tmp_p
     assert (tmp_path / "shared" / "labels.jsonl").read_bytes() == (tmp_path / "alone" / "labels.jsonl").read_bytes()
 
 
-KILLED_SAVER = textwrap.dedent('''
+KILLED_SAVER = textwrap.dedent("""
     import sys
     from pathlib import Path
     from stepwiser_lib.engines.models import save_atomically
@@ -574,7 +737,7 @@ KILLED_SAVER = textwrap.dedent('''
     while True:
         k += 1
         save_atomically(Model(k), None, sys.argv[1])
-''')
+""")
 
 
 def test_a_save_killed_at_any_moment_leaves_a_whole_model_K01(tmp_path):
@@ -582,6 +745,7 @@ def test_a_save_killed_at_any_moment_leaves_a_whole_model_K01(tmp_path):
     import time
 
     from stepwiser_lib.core import paths
+
     script = tmp_path / "saver.py"
     script.write_text(KILLED_SAVER)
     dest = tmp_path / "model"
@@ -597,14 +761,33 @@ def test_a_save_killed_at_any_moment_leaves_a_whole_model_K01(tmp_path):
         assert (dest / "model.safetensors").read_bytes() == k.encode() * 200_000  # one save's config and weights
 
 
-SLEEPER = {"cells": [
-    {"cell_type": "code", "execution_count": None, "id": "p", "metadata": {"tags": ["parameters"]}, "outputs": [],
-     "source": ['PROFILE: str = "tiny"  # profile\n', 'SLEEP: "float in [0, inf)" = 0.0  # seconds']},
-    {"cell_type": "code", "execution_count": None, "id": "s", "metadata": {}, "outputs": [],
-     "source": ["import os, pathlib, time\n", "pathlib.Path(os.environ['PID_FILE']).write_text(str(os.getpid()))\n",
-                "time.sleep(SLEEP)"]}],
+SLEEPER = {
+    "cells": [
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "id": "p",
+            "metadata": {"tags": ["parameters"]},
+            "outputs": [],
+            "source": ['PROFILE: str = "tiny"  # profile\n', 'SLEEP: "float in [0, inf)" = 0.0  # seconds'],
+        },
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "id": "s",
+            "metadata": {},
+            "outputs": [],
+            "source": [
+                "import os, pathlib, time\n",
+                "pathlib.Path(os.environ['PID_FILE']).write_text(str(os.getpid()))\n",
+                "time.sleep(SLEEP)",
+            ],
+        },
+    ],
     "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
-    "nbformat": 4, "nbformat_minor": 5}
+    "nbformat": 4,
+    "nbformat_minor": 5,
+}
 
 
 def _runner_scaffold(tmp_path, sleep: float):
@@ -615,7 +798,8 @@ def _runner_scaffold(tmp_path, sleep: float):
     (nbs / "01_sleep.ipynb").write_text(json.dumps(SLEEPER))
     (tmp_path / "k.yaml").write_text(f"shared: {{}}\nnotebooks:\n  01_sleep:\n    SLEEP: {sleep}\n")
     script = tmp_path / "run.py"
-    script.write_text(textwrap.dedent(f'''
+    script.write_text(
+        textwrap.dedent(f"""
         import sys
         from pathlib import Path
         from stepwiser_lib.tools import runner
@@ -624,19 +808,29 @@ def _runner_scaffold(tmp_path, sleep: float):
         orig = runner.run
         runner.run = lambda *a, **kw: orig(*a, **{{**kw, "notebooks_dir": Path({str(nbs)!r}),
                                                   "out_dir": Path(sys.argv_out), "profiles_dir": Path({str(tmp_path)!r})}})
-    '''))
+    """)
+    )
     return script
 
 
 def _start(tmp_path, script, out: str, pid_file: str, **kw):
     import os
+
     code = f"import sys; sys.argv_out = {out!r}; exec(open({str(script)!r}).read()); sys.exit(runner.main(['--profile', 'k']))"
-    return subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, "PID_FILE": pid_file},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    return subprocess.Popen(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env={**os.environ, "PID_FILE": pid_file},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kw,
+    )
 
 
 def _wait_for(path: Path, timeout: float = 120) -> int:
     import time
+
     t = time.time()
     while time.time() - t < timeout:
         if path.exists() and path.read_text():
@@ -647,6 +841,7 @@ def _wait_for(path: Path, timeout: float = 120) -> int:
 
 def _alive(pid: int) -> bool:
     import os
+
     try:
         os.kill(pid, 0)
         return "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
@@ -658,6 +853,7 @@ def test_a_terminated_run_leaves_no_kernel_and_ctrl_c_says_one_line_K04_K05(tmp_
     import os
     import signal
     import time
+
     script = _runner_scaffold(tmp_path, sleep=120)
     # K04: SIGTERM to the runner; its kernel goes with it
     p = _start(tmp_path, script, str(tmp_path / "out1"), str(tmp_path / "pid1"))
@@ -687,8 +883,10 @@ def test_two_runs_of_one_profile_at_once_both_finish_and_leave_readable_files_C0
 
 
 def test_a_full_disk_while_labelling_keeps_the_shards_and_resumes_E04(tmp_path, monkeypatch):
-    from stepwiser_lib.method import labelling as L
     from fakes import FakeToyPolicy, fake_items
+
+    from stepwiser_lib.method import labelling as L
+
     cfg = L.LabelConfig(n_prefilter=8, m_rollouts=8, shard_size=3, seed=1)
     alone = L.label_prompts(FakeToyPolicy(), fake_items(12), "{problem}", cfg, tmp_path / "alone", "m", progress=False)
     real, writes = io.atomic_write_text, []
@@ -698,6 +896,7 @@ def test_a_full_disk_while_labelling_keeps_the_shards_and_resumes_E04(tmp_path, 
         if len(writes) > 2:
             raise OSError(28, "No space left on device")
         real(path, text)
+
     monkeypatch.setattr(io, "atomic_write_text", full_after_two)
     with pytest.raises(OSError, match="No space left"):
         L.label_prompts(FakeToyPolicy(), fake_items(12), "{problem}", cfg, tmp_path / "run", "m", progress=False)
@@ -712,6 +911,7 @@ def test_large_weight_files_are_fingerprinted_by_content_not_by_date(tmp_path):
     import os
 
     from stepwiser_lib.core import paths
+
     d = tmp_path / "m"
     d.mkdir()
     (d / "config.json").write_text("{}")
@@ -726,4 +926,3 @@ def test_large_weight_files_are_fingerprinted_by_content_not_by_date(tmp_path):
         f.seek((size - paths.BLOCK) * (paths.SAMPLED_BLOCKS // 2) // (paths.SAMPLED_BLOCKS - 1) + 10)
         f.write(b"x")
     assert paths.model_fingerprint(str(d)) != before
-

@@ -1,12 +1,17 @@
 """Stepwise RS-FT data selection (paper §4.4, Table 8)."""
+
 import pytest
 
 from stepwiser_lib.method import rsft
 
 
 def test_select_best_picks_max_average_correct_response():
-    cands = [{"correct": False, "score": 1.0}, {"correct": True, "score": 0.5},
-             {"correct": True, "score": 0.75}, {"correct": True, "score": 0.25}]
+    cands = [
+        {"correct": False, "score": 1.0},
+        {"correct": True, "score": 0.5},
+        {"correct": True, "score": 0.75},
+        {"correct": True, "score": 0.25},
+    ]
     assert rsft.select_best(cands) == 2
     assert rsft.select_best([{"correct": False, "score": 1.0}]) is None  # never an incorrect one
 
@@ -35,32 +40,48 @@ def test_response_score_and_scoring_batch():
         def judge(self, triples, k=1, seed=0, progress=False):
             self.n += 1
             return [{"score": 0.0 if "x" in c else 1.0} for _, _, c in triples]
-    items = [{"problem": "P", "responses": ["<chunk>a</chunk>\n<chunk>x</chunk>", "<chunk>b</chunk>"]},
-             {"problem": "Q", "responses": ["no chunks"]}]
+
+    items = [
+        {"problem": "P", "responses": ["<chunk>a</chunk>\n<chunk>x</chunk>", "<chunk>b</chunk>"]},
+        {"problem": "Q", "responses": ["no chunks"]},
+    ]
     j = J()
     s = rsft.score_responses(j, items)
     assert s == [[[1.0, 0.0], [1.0]], [[]]] and j.n == 1
 
 
 def test_sft_records_cut_after_last_chunk():
-    items = [{"problem": "P", "responses": ["<chunk>a</chunk>\n<chunk>\\boxed{1}</chunk> trailing", "x"]},
-             {"problem": "Q", "responses": ["y"]}]
+    items = [
+        {"problem": "P", "responses": ["<chunk>a</chunk>\n<chunk>\\boxed{1}</chunk> trailing", "x"]},
+        {"problem": "Q", "responses": ["y"]},
+    ]
     recs = rsft.sft_records(items, [0, None], "Solve {problem}")
     assert recs == [{"prompt": "Solve P", "completion": "<chunk>a</chunk>\n<chunk>\\boxed{1}</chunk>"}]
 
 
 def _items():
-    return [{"problem": "P", "id": "p", "responses": ["<chunk>a</chunk>\n<chunk>b</chunk>", "<chunk>c</chunk>", "<chunk>d</chunk>"],
-             "correct": [True, True, False]},
-            {"problem": "Q", "id": "q", "responses": ["<chunk>e</chunk>"], "correct": [False]}]
+    return [
+        {
+            "problem": "P",
+            "id": "p",
+            "responses": ["<chunk>a</chunk>\n<chunk>b</chunk>", "<chunk>c</chunk>", "<chunk>d</chunk>"],
+            "correct": [True, True, False],
+        },
+        {"problem": "Q", "id": "q", "responses": ["<chunk>e</chunk>"], "correct": [False]},
+    ]
 
 
 def test_group_items_keeps_prompt_order():
-    rows = [{"problem_id": "q", "response": "x", "correct": False}, {"problem_id": "p", "response": "y", "correct": True},
-            {"problem_id": "p", "response": "z", "correct": False}]
+    rows = [
+        {"problem_id": "q", "response": "x", "correct": False},
+        {"problem_id": "p", "response": "y", "correct": True},
+        {"problem_id": "p", "response": "z", "correct": False},
+    ]
     got = rsft.group_items([{"problem": "P", "id": "p"}, {"problem": "Q", "id": "q"}], rows)
-    assert got == [{"problem": "P", "id": "p", "responses": ["y", "z"], "correct": [True, False]},
-                   {"problem": "Q", "id": "q", "responses": ["x"], "correct": [False]}]
+    assert got == [
+        {"problem": "P", "id": "p", "responses": ["y", "z"], "correct": [True, False]},
+        {"problem": "Q", "id": "q", "responses": ["x"], "correct": [False]},
+    ]
 
 
 def test_select_all_scores_once_and_picks_the_best_correct_response(tmp_path, capsys):
@@ -69,22 +90,52 @@ def test_select_all_scores_once_and_picks_the_best_correct_response(tmp_path, ca
             return [{"score": 1.0 if c == "c" else 0.5, "verdict": "Positive", "n_unparsed": 0} for _, _, c in triples]
 
     loads = []
-    picks, scores, tallies = rsft.select_all(_items(), {"stepwiser:rel_ratio": {"name": "s"}}, lambda e: loads.append(e) or ByText(),
-                                    tmp_path, "key", judge_k=1, max_completion=8, seed=0)
+    picks, scores, tallies = rsft.select_all(
+        _items(),
+        {"stepwiser:rel_ratio": {"name": "s"}},
+        lambda e: loads.append(e) or ByText(),
+        tmp_path,
+        "key",
+        judge_k=1,
+        max_completion=8,
+        seed=0,
+    )
     assert picks["stepwiser:rel_ratio"] == [1, None] and picks["outcome"][1] is None and picks["outcome"][0] in (0, 1)
     assert scores["stepwiser:rel_ratio"][0] == [[0.5, 0.5], [1.0], [0.5]]
     assert tallies["stepwiser:rel_ratio"]["asked"] == sum(len(s) for r in scores["stepwiser:rel_ratio"] for s in r)
-    rsft.select_all(_items(), {"stepwiser:rel_ratio": {"name": "s"}}, lambda e: loads.append(e) or ByText(),
-                    tmp_path, "key", judge_k=1, max_completion=8, seed=0)
+    rsft.select_all(
+        _items(),
+        {"stepwiser:rel_ratio": {"name": "s"}},
+        lambda e: loads.append(e) or ByText(),
+        tmp_path,
+        "key",
+        judge_k=1,
+        max_completion=8,
+        seed=0,
+    )
     assert len(loads) == 1  # the scores came from disk
     text = rsft.preference_example(_items(), scores, ["stepwiser:rel_ratio"])
     assert "PREFERRED: average chunk score 1.00" in text and "NOT PREFERRED: average chunk score 0.50" in text
+    shown = next(
+        k
+        for k in range(len(_items()))
+        if rsft.preference_example(
+            [_items()[k]], {"stepwiser:rel_ratio": [scores["stepwiser:rel_ratio"][k]]}, ["stepwiser:rel_ratio"]
+        )
+    )
+    assert (
+        rsft.preference_example(_items(), scores, ["stepwiser:rel_ratio"], skip={shown}) != text
+    )  # another prompt, or none
 
 
 def test_table_predictions_and_comparisons_of_table_8():
     ev = lambda c: {"acc": {"toy": 100 * sum(c) / len(c)}, "correct": {"toy": c}, "records": 2}  # noqa: E731
-    results = {("outcome", 0): ev([True, False]), ("outcome", 1): ev([True, True]),
-               ("stepwiser:rel_ratio", 0): ev([True, True]), ("stepwiser:rel_ratio", 1): ev([True, True])}
+    results = {
+        ("outcome", 0): ev([True, False]),
+        ("outcome", 1): ev([True, True]),
+        ("stepwiser:rel_ratio", 0): ev([True, True]),
+        ("stepwiser:rel_ratio", 1): ev([True, True]),
+    }
     base = ev([False, False])
     rows = rsft.table(base["acc"], results, ["outcome", "stepwiser:rel_ratio"], 2)
     assert [r["method"] for r in rows] == [rsft.BASE, rsft.OUTCOME, "stepwiser:rel_ratio"]
@@ -105,30 +156,48 @@ def test_table_predictions_and_comparisons_of_table_8():
 def test_train_all_one_sft_per_method_and_seed_cached(tmp_path, monkeypatch, capsys):
     from stepwiser_lib.core import paths
     from stepwiser_lib.engines.trainers import SFTSettings
+
     runs = []
-    monkeypatch.setattr(rsft, "sft", lambda policy, recs, d, ss: runs.append((d.name, len(recs))) or
-                        {"model_dir": str(d), "steps": 1, "train_seconds": 0.1})
+    monkeypatch.setattr(
+        rsft,
+        "sft",
+        lambda policy, recs, d, ss: (
+            runs.append((d.name, len(recs))) or {"model_dir": str(d), "steps": 1, "train_seconds": 0.1}
+        ),
+    )
     monkeypatch.setattr(paths, "model_fingerprint", lambda p: "fp")
     evaluate = lambda d: {"acc": {"toy": 50.0}, "correct": {"toy": [True, False]}}  # noqa: E731
     settings = lambda k: SFTSettings(epochs=1, lr=1e-4, global_batch=2, seed=k, name="SFT")  # noqa: E731
     picks = {"outcome": [0, None], "stepwiser:rel_ratio": [1, None]}
     res = rsft.train_all(picks, _items(), "{problem}", "pol", tmp_path, settings, evaluate, "bk", 2)
-    assert runs == [("outcome__seed0", 1), ("outcome__seed1", 1), ("stepwiser__rel_ratio__seed0", 1), ("stepwiser__rel_ratio__seed1", 1)]
+    assert runs == [
+        ("outcome__seed0", 1),
+        ("outcome__seed1", 1),
+        ("stepwiser__rel_ratio__seed0", 1),
+        ("stepwiser__rel_ratio__seed1", 1),
+    ]
     assert res[("outcome", 1)]["records"] == 1 and res[("outcome", 1)]["acc"] == {"toy": 50.0}
     rsft.train_all(picks, _items(), "{problem}", "pol", tmp_path, settings, evaluate, "bk", 2)
     assert len(runs) == 4  # from disk
 
 
 def test_sample_responses_samples_once_and_keys_the_later_caches(tmp_path, monkeypatch):
-    from stepwiser_lib.engines import models
     from stepwiser_lib.core import paths
-    from stepwiser_lib.method import rsft as R, sampling
+    from stepwiser_lib.engines import models
+    from stepwiser_lib.method import rsft as R
+    from stepwiser_lib.method import sampling
+
     calls = []
     monkeypatch.setattr(models, "make_generator", lambda *a, **k: "gen")
     monkeypatch.setattr(models, "release", lambda *a: None)
     monkeypatch.setattr(paths, "model_fingerprint", lambda p: "fp")
-    monkeypatch.setattr(sampling, "sample_solutions", lambda g, items, *a, **k: calls.append(1) or
-                        [{"problem_id": i["id"], "response": "r", "correct": True} for i in items])
+    monkeypatch.setattr(
+        sampling,
+        "sample_solutions",
+        lambda g, items, *a, **k: (
+            calls.append(1) or [{"problem_id": i["id"], "response": "r", "correct": True} for i in items]
+        ),
+    )
     items = [{"id": "a", "problem": "P"}]
     kw = dict(samples=2, temperature=1.0, max_new_tokens=8, seed=0)
     rows, key = R.sample_responses("pol", items, "{problem}", tmp_path, **kw)
@@ -141,6 +210,7 @@ def test_sample_responses_samples_once_and_keys_the_later_caches(tmp_path, monke
 def test_select_all_releases_each_judge_after_scoring(tmp_path):
     """Notebook 07 kept every judge it loaded (tens of GB at paper scale) while the policy's vLLM
     engine started next (real_path_review_2.md C4): each judge is closed once it has scored."""
+
     class Closable:
         closed = False
 
@@ -151,10 +221,19 @@ def test_select_all_releases_each_judge_after_scoring(tmp_path):
             self.closed = True
 
     made = []
-    rsft.select_all(_items(), {"stepwiser:rel_ratio": {"name": "s"}, "disc_sft:rel_ratio": {"name": "d"}},
-                    lambda e: made.append(Closable()) or made[-1], tmp_path, "key", judge_k=1, max_completion=8, seed=0)
+    rsft.select_all(
+        _items(),
+        {"stepwiser:rel_ratio": {"name": "s"}, "disc_sft:rel_ratio": {"name": "d"}},
+        lambda e: made.append(Closable()) or made[-1],
+        tmp_path,
+        "key",
+        judge_k=1,
+        max_completion=8,
+        seed=0,
+    )
     assert len(made) == 2 and all(j.closed for j in made)
     from stepwiser_lib.method.discriminative import DiscJudge
+
     d = DiscJudge.__new__(DiscJudge)
     d.model = object()
     d.close()
@@ -170,6 +249,7 @@ def test_sampling_and_scoring_in_shards_by_two_workers_equal_one_process(tmp_pat
 
     from stepwiser_lib.core import paths, shards
     from stepwiser_lib.engines import models
+
     gens = []
     monkeypatch.setattr(models, "make_generator", lambda *a, **k: gens.append(FakeToyPolicy()) or gens[-1])
     monkeypatch.setattr(models, "release", lambda *a: None)
@@ -179,28 +259,49 @@ def test_sampling_and_scoring_in_shards_by_two_workers_equal_one_process(tmp_pat
 
     class Seeded:  # a chunk's score depends on the seed it was judged with
         def judge(self, triples, k=1, seed=0, **kw):
-            return [{"score": (hash((c, seed)) % 7) / 7, "verdict": None if "WRONG" in c else "Positive",
-                     "n_unparsed": int("WRONG" in c)} for _, _, c in triples]
+            return [
+                {
+                    "score": (hash((c, seed)) % 7) / 7,
+                    "verdict": None if "WRONG" in c else "Positive",
+                    "n_unparsed": int("WRONG" in c),
+                }
+                for _, _, c in triples
+            ]
 
     loads = []
     score = dict(judge_k=1, max_completion=8, seed=4, shard_size=2)
     one, key = rsft.sample_responses("pol", items, "{problem}", tmp_path / "one", **kw)
     assert gens[0].calls == [(2, 3), (2, 3), (1, 3)] and [r["problem_id"] for r in one[:3]] == ["fake-0"] * 3
-    s1 = rsft.score_judge("j", {"name": "j"}, rsft.group_items(items, one), tmp_path / "one", key,
-                          lambda e: loads.append(e) or Seeded(), **score)
+    s1 = rsft.score_judge(
+        "j",
+        {"name": "j"},
+        rsft.group_items(items, one),
+        tmp_path / "one",
+        key,
+        lambda e: loads.append(e) or Seeded(),
+        **score,
+    )
     two = tmp_path / "two"
     assert rsft.sample_responses("pol", items, "{problem}", two, worker=0, workers=2, **kw)[0] is None
     rows, key2 = rsft.sample_responses("pol", items, "{problem}", two, worker=1, workers=2, **kw)
     assert rows == one and key2 == key and not (two / "samples.jsonl").exists()  # a worker never joins
     grouped = rsft.group_items(items, rows)
-    assert rsft.score_judge("j", {"name": "j"}, grouped, two, key, lambda e: loads.append(e) or Seeded(),
-                            worker=1, workers=2, **score) is None
-    rsft.score_judge("j", {"name": "j"}, grouped, two, key, lambda e: loads.append(e) or Seeded(), worker=0, workers=2, **score)
+    assert (
+        rsft.score_judge(
+            "j", {"name": "j"}, grouped, two, key, lambda e: loads.append(e) or Seeded(), worker=1, workers=2, **score
+        )
+        is None
+    )
+    rsft.score_judge(
+        "j", {"name": "j"}, grouped, two, key, lambda e: loads.append(e) or Seeded(), worker=0, workers=2, **score
+    )
     n_gens, n_loads = len(gens), len(loads)
     joined, _ = rsft.sample_responses("pol", items, "{problem}", two, **kw)
     s2 = rsft.score_judge("j", {"name": "j"}, grouped, two, key, lambda e: loads.append(e) or Seeded(), **score)
     assert joined == one and (len(gens), len(loads)) == (n_gens, n_loads)  # the join computed nothing
-    assert s2["chunk_scores"] == s1["chunk_scores"] and s2["verdicts"] == s1["verdicts"] and s1["verdicts"]["unparsed"] > 0
+    assert (
+        s2["chunk_scores"] == s1["chunk_scores"] and s2["verdicts"] == s1["verdicts"] and s1["verdicts"]["unparsed"] > 0
+    )
     assert not (two / "samples.shards").exists() and not (two / "scores__j.shards").exists()
     # one shard: the run's own seed, the key of an unsharded run
     alone, key1 = rsft.sample_responses("pol", items[:2], "{problem}", tmp_path / "alone", **kw)

@@ -85,8 +85,15 @@ def test_plan_numbers_and_model_resolution():
     assert "gated" in plan.describe_model("meta-llama/Llama-3.1-70B-Instruct", "teacher")["note"]
     nb = paths.NOTEBOOKS_DIR / "04_judge_grpo.ipynb"
     p04 = {k: d.default for k, d in config.notebook_parameters(nb).items()}
-    p04.update({"VARIANTS": ["stepwiser:rel_ratio", "disc_sft:abs_q"], "REPEAT_SEEDS": [], "GRPO_STEPS": 800,
-                "PROMPTS_PER_STEP": 1024, "GROUP_SIZE": 4})
+    p04.update(
+        {
+            "VARIANTS": ["stepwiser:rel_ratio", "disc_sft:abs_q"],
+            "REPEAT_SEEDS": [],
+            "GRPO_STEPS": 800,
+            "PROMPTS_PER_STEP": 1024,
+            "GROUP_SIZE": 4,
+        }
+    )
     p = plan.dry_run("x", {"04_judge_grpo": p04})
     st = p["stages"][0]
     assert st["rl_runs"] == 1 and st["rl_completions"] == 800 * 1024 * 4
@@ -99,8 +106,15 @@ def test_colab_plan_gives_t4_minutes_per_stage():
 
     nb = paths.NOTEBOOKS_DIR / "04_judge_grpo.ipynb"
     p04 = {k: d.default for k, d in config.notebook_parameters(nb).items()}
-    p04.update({"VARIANTS": ["stepwiser:rel_ratio"], "REPEAT_SEEDS": [], "GRPO_STEPS": 100,
-                "PROMPTS_PER_STEP": 32, "GROUP_SIZE": 4})
+    p04.update(
+        {
+            "VARIANTS": ["stepwiser:rel_ratio"],
+            "REPEAT_SEEDS": [],
+            "GRPO_STEPS": 100,
+            "PROMPTS_PER_STEP": 32,
+            "GROUP_SIZE": 4,
+        }
+    )
     p = plan.dry_run("colab", {"04_judge_grpo": p04})
     st = p["stages"][0]
     assert st["t4_minutes"] == round(st["a100_hours"] * plan.T4_PER_A100 * 60)
@@ -131,8 +145,12 @@ def test_memory_plan_follows_the_batch_settings():
     """Halving the GRPO pass batch lowers the GRPO step estimate; LoRA shrinks the SFT's."""
     from stepwiser_lib.tools import plan
 
-    decl = {nb.stem: {k: d.default for k, d in config.notebook_parameters(nb).items()} for nb in config.list_notebooks()}
-    vals = config.check_profile_file("colab", {k: config.notebook_parameters(paths.NOTEBOOKS_DIR / f"{k}.ipynb") for k in decl})
+    decl = {
+        nb.stem: {k: d.default for k, d in config.notebook_parameters(nb).items()} for nb in config.list_notebooks()
+    }
+    vals = config.check_profile_file(
+        "colab", {k: config.notebook_parameters(paths.NOTEBOOKS_DIR / f"{k}.ipynb") for k in decl}
+    )
     full = {k: {**decl[k], **vals[k]} for k in decl}
     gib = lambda p: {(r["stage"], r["phase"]): r["gib"] for r in plan.memory_plan("colab", p)["rows"]}
     a = gib(full)
@@ -163,8 +181,12 @@ def test_constrained_parameters_run_without_papermill_noise(tmp_path, caplog):
     checked it already, so papermill's "unknown parameter" guess is not shown."""
     import logging
 
-    nbd, prof = _one_notebook(tmp_path, "notebooks:\n  01_ok:\n    X: 5\n",
-                              'PROFILE: str = "tiny"  # scale\nX: "int in [1, inf)" = 1  # value', "assert X == 5, X")
+    nbd, prof = _one_notebook(
+        tmp_path,
+        "notebooks:\n  01_ok:\n    X: 5\n",
+        'PROFILE: str = "tiny"  # scale\nX: "int in [1, inf)" = 1  # value',
+        "assert X == 5, X",
+    )
     with caplog.at_level(logging.WARNING, logger="papermill"):
         runner.run("smoke", notebooks_dir=nbd, out_dir=tmp_path / "out", profiles_dir=prof)
     assert not [r for r in caplog.records if "unknown parameter" in r.getMessage()]
@@ -187,8 +209,12 @@ def test_a_full_run_records_its_times(tmp_path, monkeypatch):
 
 
 def _profile_params(profile):
-    decl = {nb.stem: {k: d.default for k, d in config.notebook_parameters(nb).items()} for nb in config.list_notebooks()}
-    vals = config.check_profile_file(profile, {k: config.notebook_parameters(paths.NOTEBOOKS_DIR / f"{k}.ipynb") for k in decl})
+    decl = {
+        nb.stem: {k: d.default for k, d in config.notebook_parameters(nb).items()} for nb in config.list_notebooks()
+    }
+    vals = config.check_profile_file(
+        profile, {k: config.notebook_parameters(paths.NOTEBOOKS_DIR / f"{k}.ipynb") for k in decl}
+    )
     return {k: {**decl[k], **vals[k]} for k in decl}
 
 
@@ -200,7 +226,10 @@ def test_the_plan_refuses_a_tensor_parallelism_vllm_refuses(monkeypatch):
     from stepwiser_lib.tools import plan
 
     monkeypatch.delenv("STEPWISER_LAUNCHER", raising=False)
-    q15, llama70 = memory.KNOWN_MODELS["Qwen/Qwen2.5-1.5B-Instruct"], memory.KNOWN_MODELS["meta-llama/Llama-3.1-70B-Instruct"]
+    q15, llama70 = (
+        memory.KNOWN_MODELS["Qwen/Qwen2.5-1.5B-Instruct"],
+        memory.KNOWN_MODELS["meta-llama/Llama-3.1-70B-Instruct"],
+    )
     assert "12 attention heads" in memory.tp_problem(q15, 8) and memory.tp_problem(q15, 2) is None
     assert memory.tp_problem(q15, 4) is None and memory.tp_problem(llama70, 8) is None
     assert "key/value heads" in memory.tp_problem(memory.ModelShape(10, 64, 1, 6, 3, 8, True), 2)
@@ -211,7 +240,9 @@ def test_the_plan_refuses_a_tensor_parallelism_vllm_refuses(monkeypatch):
     bad = [r for r in plan.memory_plan("paper", params)["rows"] if not r["fits"]]
     assert bad and bad[0]["phase"] == "base and chunk policy: vLLM engine" and "VLLM_TP" in bad[0]["change"]
     params["01_self_segmentation"].update(VLLM_TP=1, TEACHER_VLLM_TP=3)
-    assert [r["phase"] for r in plan.memory_plan("paper", params)["rows"] if not r["fits"]] == ["segmentation teacher: vLLM engine"]
+    assert [r["phase"] for r in plan.memory_plan("paper", params)["rows"] if not r["fits"]] == [
+        "segmentation teacher: vLLM engine"
+    ]
 
 
 def test_the_plan_computes_memory_and_wall_time_as_the_run_will_launch(monkeypatch):
@@ -228,14 +259,20 @@ def test_the_plan_computes_memory_and_wall_time_as_the_run_will_launch(monkeypat
     multi = plan.dry_run("paper", params)
     mem = lambda p, phase: next(r["gib"] for r in p["memory"]["rows"] if r["phase"] == phase)  # noqa: E731
     assert mem(solo, "SFT of the chunk policy") > 3 * mem(multi, "SFT of the chunk policy")
-    assert solo["memory"]["world_size"] == 1 and multi["memory"]["world_size"] == 8 and multi["memory"]["zero_stage"] == 2
+    assert (
+        solo["memory"]["world_size"] == 1 and multi["memory"]["world_size"] == 8 and multi["memory"]["zero_stage"] == 2
+    )
     st = lambda p, n: next(s for s in p["stages"] if s["notebook"].startswith(n))  # noqa: E731
     assert st(solo, "04")["wall_hours"] == st(solo, "04")["a100_hours"]  # one GPU in-process
     assert st(multi, "04")["wall_hours"] < st(solo, "04")["wall_hours"] / 4
     assert st(multi, "02")["wall_hours"] == st(solo, "02")["wall_hours"] == st(solo, "02")["a100_hours"]  # one engine
     assert st(solo, "02")["kept_prompts"] == 40000 and st(solo, "02")["rollouts"] == 40000 * 16 * 5 * 16
     four = st(solo, "04")
-    assert four["judge_evaluations"] > 0 and four["rsft_judge_samples"] > four["judge_evaluations"] and four["sft_runs"] == 4
+    assert (
+        four["judge_evaluations"] > 0
+        and four["rsft_judge_samples"] > four["judge_evaluations"]
+        and four["sft_runs"] == 4
+    )
     five = st(solo, "05")
     assert five["judges_scored"] == 10 and five["judge_calls"] == 3400 * 7 * 10
     assert solo["estimated_wall_hours"] >= solo["estimated_a100_hours"] / 8
@@ -261,6 +298,7 @@ def test_the_paper_plan_knows_workers_and_nodes(monkeypatch, capsys):
     import re
 
     from stepwiser_lib.tools import runner as r
+
     walls = {}
     for nodes in (1, 4):
         monkeypatch.setenv("STEPWISER_LAUNCHER", "zero2.yaml")
@@ -270,10 +308,14 @@ def test_the_paper_plan_knows_workers_and_nodes(monkeypatch, capsys):
         out = capsys.readouterr().out
         assert f"labelling_gpus={8 * nodes}" in out and f"02, 05, 06 and 07 on {8 * nodes} GPU(s)" in out
         assert f"{8 * nodes} processes" in out
-        walls[nodes] = {m[0]: (float(m[1]), float(m[2])) for m in re.findall(
-            r"(\d\d)_\w+ +.*a100_hours=([\d.]+), wall_hours=([\d.]+)", out)}
+        walls[nodes] = {
+            m[0]: (float(m[1]), float(m[2]))
+            for m in re.findall(r"(\d\d)_\w+ +.*a100_hours=([\d.]+), wall_hours=([\d.]+)", out)
+        }
     assert walls[4]["02"][1] == pytest.approx(walls[1]["02"][1] / 4, rel=0.01)  # labelling: 4x the GPUs
-    assert walls[1]["05"][1] == pytest.approx(walls[1]["05"][0] / 8, abs=0.06)  # judging on every worker (printed to 0.1 h)
+    assert walls[1]["05"][1] == pytest.approx(
+        walls[1]["05"][0] / 8, abs=0.06
+    )  # judging on every worker (printed to 0.1 h)
     assert walls[4]["07"][1] < walls[1]["07"][1] and walls[4]["07"][0] == walls[1]["07"][0]  # sampling and scoring too
     assert walls[4]["04"][1] < walls[1]["04"][1] and walls[4]["02"][0] == walls[1]["02"][0]
     monkeypatch.setenv("STEPWISER_NODES", "0")

@@ -13,13 +13,20 @@ def test_chunk_format_ok():
 
 
 def test_summarize_counts_steps_tokens_accuracy():
-    recs = [{"response": "<chunk>x</chunk>\n\n<chunk>\\boxed{1}</chunk>", "correct": True,
-             "n_tokens": 10, "finished": True},
-            {"response": "<chunk>\\boxed{2}</chunk>", "correct": False, "n_tokens": 4, "finished": False}]
+    recs = [
+        {
+            "response": "<chunk>x</chunk>\n\n<chunk>\\boxed{1}</chunk>",
+            "correct": True,
+            "n_tokens": 10,
+            "finished": True,
+        },
+        {"response": "<chunk>\\boxed{2}</chunk>", "correct": False, "n_tokens": 4, "finished": False},
+    ]
     s = sampling.summarize(recs, chunked=True)
     assert (s["avg_acc"], s["steps"], s["tokens"], s["finished"], s["format_ok"]) == (50.0, 1.5, 7.0, 50.0, 100.0)
-    raw = sampling.summarize([{"response": "a\n\nb\n\n\n\nc", "correct": True, "n_tokens": 3,
-                               "finished": True}], chunked=False)
+    raw = sampling.summarize(
+        [{"response": "a\n\nb\n\n\n\nc", "correct": True, "n_tokens": 3, "finished": True}], chunked=False
+    )
     assert raw["steps"] == 3 and "format_ok" not in raw
 
 
@@ -33,33 +40,39 @@ def test_toy_task_items_and_checking():
         tasks.load_problems("mmlu", "eval", 1, 0)
 
 
-@pytest.mark.parametrize("gold,response,ok", [
-    ("\\frac{1}{2}", "The answer is \\boxed{0.5}", True),
-    ("\\frac{1}{2}", "so \\boxed{\\dfrac{1}{2}}", True),
-    ("3", "Thus $x = \\boxed{3}$.", True),
-    ("3", "\\boxed{4}", False),
-    ("\\sqrt{2}", "\\boxed{2^{1/2}}", True),
-    ("(1, 2)", "\\boxed{(1,2)}", True),
-    ("5", "I cannot solve it.", False),
-])
+@pytest.mark.parametrize(
+    "gold,response,ok",
+    [
+        ("\\frac{1}{2}", "The answer is \\boxed{0.5}", True),
+        ("\\frac{1}{2}", "so \\boxed{\\dfrac{1}{2}}", True),
+        ("3", "Thus $x = \\boxed{3}$.", True),
+        ("3", "\\boxed{4}", False),
+        ("\\sqrt{2}", "\\boxed{2^{1/2}}", True),
+        ("(1, 2)", "\\boxed{(1,2)}", True),
+        ("5", "I cannot solve it.", False),
+    ],
+)
 def test_math_verify_literal_cases(gold, response, ok):
     assert tasks.math_verify_correct(gold, response) is ok
 
 
-@pytest.mark.parametrize("gold,response,ok", [
-    # an unfinished response whose last number equals the gold is wrong: no box, no answer
-    ("72", "... 9 * 8 = 72 dollars per day, and then we need to", False),
-    ("72", "so 9 * 8 = 72 dollars \\boxed{72}", True),
-    # MATH-500 golds with escaped dollars parse once the \$ is dropped
-    ("\\$32,\\!348", "\\boxed{\\$32,\\!348}", True),
-    ("\\$18.90", "\\boxed{18.90}", True),
-    ("\\$36", "the total is \\boxed{36}", True),
-    # the last balanced box decides, nested braces included
-    ("\\frac{1}{2}", "(1) \\boxed{2} (2) \\boxed{\\frac{1}{2}}", True),
-    ("2", "(1) \\boxed{2} (2) \\boxed{\\frac{1}{2}}", False),
-    # a boxed gold (a NuminaMath reference solution) reads its last box
-    ("so \\boxed{3\\sqrt{2}}", "\\boxed{\\sqrt{18}}", True),
-])
+@pytest.mark.parametrize(
+    "gold,response,ok",
+    [
+        # an unfinished response whose last number equals the gold is wrong: no box, no answer
+        ("72", "... 9 * 8 = 72 dollars per day, and then we need to", False),
+        ("72", "so 9 * 8 = 72 dollars \\boxed{72}", True),
+        # MATH-500 golds with escaped dollars parse once the \$ is dropped
+        ("\\$32,\\!348", "\\boxed{\\$32,\\!348}", True),
+        ("\\$18.90", "\\boxed{18.90}", True),
+        ("\\$36", "the total is \\boxed{36}", True),
+        # the last balanced box decides, nested braces included
+        ("\\frac{1}{2}", "(1) \\boxed{2} (2) \\boxed{\\frac{1}{2}}", True),
+        ("2", "(1) \\boxed{2} (2) \\boxed{\\frac{1}{2}}", False),
+        # a boxed gold (a NuminaMath reference solution) reads its last box
+        ("so \\boxed{3\\sqrt{2}}", "\\boxed{\\sqrt{18}}", True),
+    ],
+)
 def test_math_verify_box_rules(gold, response, ok):
     assert tasks.math_verify_correct(gold, response) is ok
 
@@ -68,7 +81,9 @@ def _shared(name):
     import os
     import pathlib
 
-    d = pathlib.Path(os.environ.get("STEPWISER_SHARED_DATA", pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"))
+    d = pathlib.Path(
+        os.environ.get("STEPWISER_SHARED_DATA", pathlib.Path(__file__).resolve().parents[2] / "shared" / "data")
+    )
     p = d / name
     if not p.exists():
         pytest.skip(f"{p} not found (set STEPWISER_SHARED_DATA to the shared data folder)")
@@ -91,10 +106,14 @@ def test_numina_pool_from_a_local_file(tmp_path):
     pools, nested boxed answers kept, unparsable ones dropped; the filtered pool is cached."""
     import json
 
-    rows = [{"source": "t", "problem": f"Problem {i}?", "solution": f"so \\boxed{{\\frac{{{i}}}{{2}}}}",
-             "messages": []} for i in range(300)]
-    rows += [{"source": "t", "problem": "Problem 1?", "solution": "dup \\boxed{9}", "messages": []},
-             {"source": "t", "problem": "No box?", "solution": "it is 3", "messages": []}]
+    rows = [
+        {"source": "t", "problem": f"Problem {i}?", "solution": f"so \\boxed{{\\frac{{{i}}}{{2}}}}", "messages": []}
+        for i in range(300)
+    ]
+    rows += [
+        {"source": "t", "problem": "Problem 1?", "solution": "dup \\boxed{9}", "messages": []},
+        {"source": "t", "problem": "No box?", "solution": "it is 3", "messages": []},
+    ]
     f = tmp_path / "numina.jsonl"
     f.write_text("".join(json.dumps(r) + "\n" for r in rows))
     pools = {s: tasks.numina_pool(s, path=str(f), cache_dir=tmp_path / "cache") for s in tasks.NUMINA_BUCKETS}
@@ -114,10 +133,17 @@ def test_check_many_answers_as_is_correct_in_a_process_pool(monkeypatch):
     """Issue 34: real-math answer checks go to a process pool (``STEPWISER_CHECK_WORKERS``) and
     give exactly :func:`is_correct`'s answers, in order; toy checks and short lists stay here."""
     from stepwiser_lib.method import tasks
+
     gold = {"id": "g", "problem": "?", "answer": "\\frac{1}{2}"}
     toy = tasks.load_problems("toy", "eval", 2, seed=0)[0]
-    pairs = [(gold, "so \\boxed{0.5}"), (gold, "\\boxed{1/2}"), (gold, "\\boxed{2}"), (gold, None), (gold, "no box 1/2"),
-             (toy, f"\\boxed{{{toy['answer']}}}")] * 50
+    pairs = [
+        (gold, "so \\boxed{0.5}"),
+        (gold, "\\boxed{1/2}"),
+        (gold, "\\boxed{2}"),
+        (gold, None),
+        (gold, "no box 1/2"),
+        (toy, f"\\boxed{{{toy['answer']}}}"),
+    ] * 50
     want = [tasks.is_correct(it, r) for it, r in pairs]
     assert want[:6] == [True, True, False, False, False, True]
     monkeypatch.setattr(tasks, "POOL_MIN_CHECKS", 10)

@@ -18,13 +18,16 @@ def section(heading: str) -> str:
     return m.group(0)
 
 
-@pytest.mark.parametrize("schema, heading", [
-    (schemas.LABEL_RECORD, "Stage 02"),
-    (schemas.BALANCING_INPUT, "Stage 02"),  # what notebook 03 reads of each label record
-    (schemas.JUDGE_EXAMPLE, "Stage 03"),
-    (schemas.PREDICTION_FIELDS, "Stage 04"),
-    (schemas.PROCESSBENCH_FIELDS, "Toy-ProcessBench"),
-])
+@pytest.mark.parametrize(
+    "schema, heading",
+    [
+        (schemas.LABEL_RECORD, "Stage 02"),
+        (schemas.BALANCING_INPUT, "Stage 02"),  # what notebook 03 reads of each label record
+        (schemas.JUDGE_EXAMPLE, "Stage 03"),
+        (schemas.PREDICTION_FIELDS, "Stage 04"),
+        (schemas.PROCESSBENCH_FIELDS, "Toy-ProcessBench"),
+    ],
+)
 def test_every_required_field_is_documented_in_its_stage(schema, heading):
     words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", section(heading)))
     missing = [f for f in schema if f not in words]
@@ -34,7 +37,9 @@ def test_every_required_field_is_documented_in_its_stage(schema, heading):
 def test_judge_splits_and_toy_splits_are_the_documented_files():
     stage3 = section("Stage 03")
     assert "{train,dev,test}_{balanced,unbalanced}.jsonl" in stage3
-    assert {f"{s}_{b}" for s in ("train", "dev", "test") for b in ("balanced", "unbalanced")} >= set(schemas.JUDGE_SPLITS)
+    assert {f"{s}_{b}" for s in ("train", "dev", "test") for b in ("balanced", "unbalanced")} >= set(
+        schemas.JUDGE_SPLITS
+    )
     toy = section("Toy-ProcessBench")
     assert "{" + ",".join(schemas.TOY_SPLITS) + "}.jsonl" in toy
 

@@ -33,18 +33,24 @@ def test_holm_literal_and_tost_and_direction():
     with pytest.raises(ValueError, match="margin"):
         S.tost(inside, margin=0)
     assert [S.direction(1, 3, 1), S.direction(1, 3, -1), S.direction(-1, 3, 1), S.direction(-3, -1, -1)] == [
-        "same", "opposite", "undetermined", "same"]
+        "same",
+        "opposite",
+        "undetermined",
+        "same",
+    ]
 
 
 def test_item_level_matches_scipys_bootstrap():
     """One seed per arm: the hierarchical bootstrap is the paired item bootstrap, whose percentile
     interval scipy computes independently; they agree within Monte Carlo error."""
     import scipy.stats as scipy_stats
+
     rng = np.random.default_rng(1)
     x, y = rng.random(400) < 0.7, rng.random(400) < 0.55  # 400 items: the difference moves in steps of 0.25
     d = S.difference(_rate_counts([x]), _rate_counts([y]), S.mean_stat, n_boot=20_000, seed=2)
-    ref = scipy_stats.bootstrap(((x.astype(float) - y.astype(float)) * 100,), np.mean, n_resamples=20_000,
-                                method="percentile", random_state=3).confidence_interval
+    ref = scipy_stats.bootstrap(
+        ((x.astype(float) - y.astype(float)) * 100,), np.mean, n_resamples=20_000, method="percentile", random_state=3
+    ).confidence_interval
     assert d["estimate"] == pytest.approx(100 * (x.mean() - y.mean()), abs=0.01)
     assert d["ci_low"] == pytest.approx(ref.low, abs=0.5) and d["ci_high"] == pytest.approx(ref.high, abs=0.5)
 
@@ -54,20 +60,23 @@ def test_the_seed_level_widens_the_interval_as_scipy_says():
     bootstrap of the seed means. With item noise too, the hierarchical interval is wider than the
     item-only one of the same runs."""
     import scipy.stats as scipy_stats
+
     seed_means = np.array([0.5, 0.6, 0.7, 0.55, 0.65])
     arm = np.stack([np.stack([np.full(50, m), np.ones(50)], -1) for m in seed_means])  # (5, 50, 2)
     zero = np.stack([np.zeros(50), np.ones(50)], -1)[None]
     d = S.difference(arm, zero, S.mean_stat, n_boot=20_000, seed=0)
-    ref = scipy_stats.bootstrap((100 * seed_means,), np.mean, n_resamples=20_000, method="percentile",
-                                random_state=1).confidence_interval
+    ref = scipy_stats.bootstrap(
+        (100 * seed_means,), np.mean, n_resamples=20_000, method="percentile", random_state=1
+    ).confidence_interval
     assert d["estimate"] == 60.0 and d["seeds"] == [5, 1]
     assert d["ci_low"] == pytest.approx(ref.low, abs=0.5) and d["ci_high"] == pytest.approx(ref.high, abs=0.5)
     rng = np.random.default_rng(4)
     runs = np.stack([rng.random(60) < m for m in seed_means])
     other = np.stack([rng.random(60) < 0.5 for _ in seed_means])
     both = S.difference(_rate_counts(runs), _rate_counts(other), S.mean_stat, n_boot=5000)
-    items = S.difference(_rate_counts(runs.mean(0, keepdims=True)), _rate_counts(other.mean(0, keepdims=True)),
-                         S.mean_stat, n_boot=5000)
+    items = S.difference(
+        _rate_counts(runs.mean(0, keepdims=True)), _rate_counts(other.mean(0, keepdims=True)), S.mean_stat, n_boot=5000
+    )
     assert both["ci_high"] - both["ci_low"] > items["ci_high"] - items["ci_low"]
 
 

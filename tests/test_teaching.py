@@ -9,11 +9,24 @@ from stepwiser_lib.tools import teaching
 
 def _traj(tid="p1/s0", q0=0.5, qs=(0.5, 0.25, 0.0), alpha=0.4, gamma=0.8):
     from stepwiser_lib.method import labelling
+
     cfg = labelling.LabelConfig(alpha=alpha, gamma=gamma)
     out, prev = [], q0
     for i, q in enumerate(qs):
-        out.append({"traj_id": tid, "problem_id": tid.split("/")[0], "problem": "P", "chunk_index": i, "chunk": f"c{i}",
-                    "q": q, "q_prev": prev, "q0": q0, "n_rollouts": 16, **labelling.chunk_labels(q, prev, cfg)})
+        out.append(
+            {
+                "traj_id": tid,
+                "problem_id": tid.split("/")[0],
+                "problem": "P",
+                "chunk_index": i,
+                "chunk": f"c{i}",
+                "q": q,
+                "q_prev": prev,
+                "q0": q0,
+                "n_rollouts": 16,
+                **labelling.chunk_labels(q, prev, cfg),
+            }
+        )
         prev = q
     return out
 
@@ -21,7 +34,11 @@ def _traj(tid="p1/s0", q0=0.5, qs=(0.5, 0.25, 0.0), alpha=0.4, gamma=0.8):
 def test_trajectory_table_by_the_paper_equations():
     # Q0 = 0.5 -> 0.5 -> 0.25 -> 0: mu(0.25) = 1 - 0.75^4 = 0.68359, mu(0.5) = 0.9375
     rows = teaching.trajectory_table(_traj(), "p1/s0", alpha=0.4, gamma=0.8, checker=lambda r: r["chunk"] != "c2")
-    assert [(r["abs_q"], r["rel_effective"], r["rel_ratio"]) for r in rows] == [("+", "+", "+"), ("+", "+", "−"), ("−", "−", "−")]
+    assert [(r["abs_q"], r["rel_effective"], r["rel_ratio"]) for r in rows] == [
+        ("+", "+", "+"),
+        ("+", "+", "−"),
+        ("−", "−", "−"),
+    ]
     assert rows[1]["Q + α·Δμ"] == pytest.approx(0.25 + 0.4 * (0.68359 - 0.9375), abs=1e-3)  # 0.148
     assert rows[1]["Q / Q_prev"] == 0.5 and rows[0]["Q / Q_prev"] == 1.0
     assert [r["exact checker"] for r in rows] == [True, True, False]
@@ -75,24 +92,66 @@ def test_sample_groups_rewards_and_advantages(monkeypatch):
     assert [o["verdict"] for o in g["outputs"]] == ["Positive", "Negative", None, "Positive"]
     assert [o["reward"] for o in g["outputs"]] == [1.0, 0.0, 0.0, 1.0]
     assert g["advantages"] == pytest.approx([0.866, -0.866, -0.866, 0.866], abs=1e-3)  # std 0.5774
-    assert teaching.sample_groups({"style": "cot"}, [], family="toy", group_size=4, temperature=1.0, max_completion=8) == []
+    assert (
+        teaching.sample_groups({"style": "cot"}, [], family="toy", group_size=4, temperature=1.0, max_completion=8)
+        == []
+    )
 
 
 def test_claim_lines_give_the_verdict_its_meaning_and_the_other_questions(tmp_path):
-    comps = [{"claim": "self-segmentation gives fewer steps per solution", "field": "steps", "a": "chunk", "b": "base",
-              "diff": -1.3, "low": -1.4, "high": -1.2, "test": "paired bootstrap by problem (200 problems)"},
-             {"claim": "self-segmentation keeps accuracy", "field": "correct", "a": "chunk", "b": "base",
-              "diff": -0.5, "low": -3.0, "high": 2.0, "test": "paired bootstrap by problem (200 problems)"}]
+    comps = [
+        {
+            "claim": "self-segmentation gives fewer steps per solution",
+            "field": "steps",
+            "a": "chunk",
+            "b": "base",
+            "diff": -1.3,
+            "low": -1.4,
+            "high": -1.2,
+            "test": "paired bootstrap by problem (200 problems)",
+        },
+        {
+            "claim": "self-segmentation keeps accuracy",
+            "field": "correct",
+            "a": "chunk",
+            "b": "base",
+            "diff": -0.5,
+            "low": -3.0,
+            "high": 2.0,
+            "test": "paired bootstrap by problem (200 problems)",
+        },
+    ]
     (tmp_path / "self_segmentation.json").write_text(json.dumps({"comparisons": comps}))
     lines = teaching.claim_lines(tmp_path, "self_segmentation")
     assert len(lines) == 2
-    assert "Paper: -3.6" in lines[0] and "**reproduced**" in lines[0] and "this run shows it" in lines[0]
-    assert "**within noise**" in lines[1] and "does not show it either way" in lines[1]
-    other = {"claim": "RL beats its warm-up", "a": "stepwiser:rel_ratio", "b": "warm-up (before RL)",
-             "diff": 1.0, "low": 0.5, "high": 1.5, "test": "t"}
+    assert "Paper: -3.6" in lines[0] and "**same direction**" in lines[0] and "has the paper's sign" in lines[0]
+    assert "**undetermined**" in lines[1] and "does not tell either way" in lines[1]
+    other = {
+        "claim": "RL beats its warm-up",
+        "a": "stepwiser:rel_ratio",
+        "b": "warm-up (before RL)",
+        "diff": 1.0,
+        "low": 0.5,
+        "high": 1.5,
+        "test": "t",
+    }
     (tmp_path / "judges.json").write_text(json.dumps({"comparisons": [other]}))
     assert teaching.claim_lines(tmp_path, "judges") == [
-        "- *RL beats its warm-up* (not a paper claim; stepwiser:rel_ratio − warm-up (before RL)): +1.0 [+0.5, +1.5], t."]
+        "- *RL beats its warm-up* (not a paper claim; stepwiser:rel_ratio − warm-up (before RL)): +1.0 [+0.5, +1.5], t."
+    ]
     assert "no `rsft.json` yet" in teaching.claim_lines(tmp_path, "rsft")[0]
     (tmp_path / "rsft.json").write_text(json.dumps({"comparisons": []}))
     assert "no paired claim" in teaching.claim_lines(tmp_path, "rsft")[0]
+
+
+def test_label_noise_line_says_what_kind_of_example_a_trajectory_is():
+    row = lambda i, ok, a, e, r: {"i": i, "exact checker": ok, "abs_q": a, "rel_effective": e, "rel_ratio": r}  # noqa: E731
+    assert teaching.label_noise_line([row(0, True, "+", "+", "+"), row(1, False, "−", "−", "−")]).startswith(
+        "A clean example"
+    )
+    line = teaching.label_noise_line([row(0, True, "+", "+", "−"), row(1, False, "+", "−", "−")])
+    assert line.startswith(
+        "Label noise in this example: chunk 0 is right by the exact checker, but Rel-Ratio labels it "
+        "Negative; chunk 1 is wrong by the exact checker, but Abs-Q labels it Positive."
+    )
+    assert teaching.label_noise_line([{"i": 0, "abs_q": "+"}]) == ""  # no checker (real maths)

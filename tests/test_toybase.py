@@ -3,8 +3,8 @@ import json
 from pathlib import Path
 
 from stepwiser_lib.core import prompts
-from stepwiser_lib.toy import toybase, toyworld
 from stepwiser_lib.engines.models import HFGenerator, load_tokenizer
+from stepwiser_lib.toy import toybase, toyworld
 
 
 def test_manifest_matches_files(toy_base_dir):
@@ -36,14 +36,17 @@ def test_corpus_hash_reproduces_from_seed(toy_base_dir):
     """`make toy-base` is deterministic: the same seed gives the same corpus as the manifest."""
     man = json.loads((Path(toy_base_dir) / "manifest.json").read_text())
     t = man["training"]
-    docs = toybase.corpus(t.get("corpus_seed", man["seed"]), t["max_steps"] * t["batch_size"], t["check_fraction"],
-                          t.get("chunk_fraction", 0.0))
+    docs = toybase.corpus(
+        t.get("corpus_seed", man["seed"]),
+        t["max_steps"] * t["batch_size"],
+        t["check_fraction"],
+        t.get("chunk_fraction", 0.0),
+    )
     h = hashlib.sha256("\x00".join(a + "\x01" + b for a, b in docs).encode()).hexdigest()
     assert h == t["corpus_sha256"]
     # generic text only: no verdicts, no evaluation problems
     assert not any("Positive" in b or "Negative" in b for _, b in docs[:5000])
-    assert all(toyworld.problem_split(a.split("Problem: ")[1].split("\n")[0]) == "base_train"
-               for a, _ in docs[:2000])
+    assert all(toyworld.problem_split(a.split("Problem: ")[1].split("\n")[0]) == "base_train" for a, _ in docs[:2000])
 
 
 def test_tokenizer_contract(toy_base_dir):
@@ -52,8 +55,7 @@ def test_tokenizer_contract(toy_base_dir):
         assert len(tok(w, add_special_tokens=False)["input_ids"]) == 1, w
     assert tok.decode(tok("<chunk>b = 12</chunk>", add_special_tokens=False)["input_ids"]) == "<chunk>b = 12</chunk>"
     assert [tok.decode([i]) for i in tok(" 123", add_special_tokens=False)["input_ids"]] == [" 1", "2", "3"]
-    text = tok.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=False,
-                                   add_generation_prompt=True)
+    text = tok.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=False, add_generation_prompt=True)
     assert text == "<|user|>\nhi<|end|>\n<|assistant|>\n"
     assert tok.padding_side == "left"
 
@@ -62,8 +64,9 @@ def test_loads_through_from_pretrained_and_solves(toy_model):
     model, tok = toy_model
     gen = HFGenerator(model, tok, batch_size=32)
     probs = toyworld.generate_problems("eval", 32, seed=123)
-    outs = gen.generate([prompts.TOY_BASE_POLICY.format(problem=p.text) for p in probs], n=1,
-                        temperature=0, max_new_tokens=160)
+    outs = gen.generate(
+        [prompts.TOY_BASE_POLICY.format(problem=p.text) for p in probs], n=1, temperature=0, max_new_tokens=160
+    )
     acc = sum(toyworld.is_correct(p, o[0].text) for p, o in zip(probs, outs)) / len(probs)
     assert acc >= 0.2, acc  # a real solver, not noise
     assert all(o[0].finished for o in outs[:8])
@@ -93,3 +96,15 @@ def test_evaluate_reads_the_policy_dev_split_never_the_reported_one():
     assert toybase.EVALUATE_SPLIT == "eval_dev"
     dev = {p.text for p in toyworld.generate_problems(toybase.EVALUATE_SPLIT, 256, seed=0)}
     assert not dev & {p.text for p in toyworld.generate_problems("eval", 400, seed=0)}
+
+
+def test_eval_lines_say_the_committed_manifest_in_words():
+    from stepwiser_lib.core import io
+    from stepwiser_lib.core.paths import TOY_BASE_DIR
+    from stepwiser_lib.toy import toybase
+
+    ev = io.read_json(TOY_BASE_DIR / "manifest.json")["eval"]
+    lines = toybase.eval_lines(ev)
+    assert len(lines) == 4 and f"{100 * ev['accuracy_greedy']:.1f}% greedy" in lines[1]
+    assert f"{100 * ev['chunk_prompt_format_ok_sampled_t1']:.1f}% in the chunk format" in lines[2]
+    assert "eval_dev" in toybase.eval_lines({**ev, "eval_split": "eval_dev"})[0]

@@ -39,7 +39,7 @@ def test_splits_are_disjoint():
     texts = {s: {p.text for p in tw.generate_problems(s, 200, seed=0)} for s in tw.SPLIT_BUCKETS}
     names = list(texts)
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             assert not texts[a] & texts[b], (a, b)
         assert all(tw.problem_split(t) == a for t in texts[a])
     with pytest.raises(ValueError, match="unknown split"):
@@ -57,26 +57,34 @@ def test_every_generated_step_verifies(problems):
 
 
 def _prob():
-    defs = (tw.Definition("a", 12), tw.Definition("d", 4), tw.Definition("b", 19, "+", "a", "7"),
-            tw.Definition("c", 57, "*", "b", "3"))
-    return tw.Problem(id="t", text="a = 12. d = 4. b = a + 7. c = b * 3. Find c.", defs=defs,
-                      target="c", answer=57, needed=("b", "c"))
+    defs = (
+        tw.Definition("a", 12),
+        tw.Definition("d", 4),
+        tw.Definition("b", 19, "+", "a", "7"),
+        tw.Definition("c", 57, "*", "b", "3"),
+    )
+    return tw.Problem(
+        id="t", text="a = 12. d = 4. b = a + 7. c = b * 3. Find c.", defs=defs, target="c", answer=57, needed=("b", "c")
+    )
 
 
-@pytest.mark.parametrize("step,ok,reason", [
-    ("b = a + 7 = 12 + 7 = 19", True, None),
-    ("Next, find b.", True, None),
-    ("b = a + 7 = 12 + 7 = 18", False, "not 18"),  # arithmetic slip
-    ("b = a + 7 = 13 + 7 = 20", False, "operands"),  # wrong substituted value
-    ("b = a + 8 = 12 + 8 = 20", False, "defined as"),  # wrong expression
-    ("x = a + 7 = 12 + 7 = 19", False, "not defined"),
-    ("b = a + 7 = 12 + 7", False, "unreadable"),  # truncated statement
-    ("So the answer is \\boxed{57}.", True, None),
-    ("So the answer is \\boxed{56}.", False, "final answer"),
-    ("Therefore c = 56, so the answer is \\boxed{57}.", False, "not 56"),
-    ("b = a + 7 = 12 + 7 = 19, so c = b * 3 = 19 * 3 = 57", True, None),
-    ("b = a + 7 = 12 + 7 = 19, so c = b * 3 = 19 * 3 = 58", False, "not 58"),
-])
+@pytest.mark.parametrize(
+    "step,ok,reason",
+    [
+        ("b = a + 7 = 12 + 7 = 19", True, None),
+        ("Next, find b.", True, None),
+        ("b = a + 7 = 12 + 7 = 18", False, "not 18"),  # arithmetic slip
+        ("b = a + 7 = 13 + 7 = 20", False, "operands"),  # wrong substituted value
+        ("b = a + 8 = 12 + 8 = 20", False, "defined as"),  # wrong expression
+        ("x = a + 7 = 12 + 7 = 19", False, "not defined"),
+        ("b = a + 7 = 12 + 7", False, "unreadable"),  # truncated statement
+        ("So the answer is \\boxed{57}.", True, None),
+        ("So the answer is \\boxed{56}.", False, "final answer"),
+        ("Therefore c = 56, so the answer is \\boxed{57}.", False, "not 56"),
+        ("b = a + 7 = 12 + 7 = 19, so c = b * 3 = 19 * 3 = 57", True, None),
+        ("b = a + 7 = 12 + 7 = 19, so c = b * 3 = 19 * 3 = 58", False, "not 58"),
+    ],
+)
 def test_check_step_literal_cases(step, ok, reason):
     r = tw.check_step(_prob(), step)
     assert r.ok is ok, r.reasons
@@ -86,21 +94,24 @@ def test_check_step_literal_cases(step, ok, reason):
 
 def test_first_error_index():
     p = _prob()
-    assert tw.first_error(p, ["b = a + 7 = 12 + 7 = 19", "c = b * 3 = 19 * 3 = 57",
-                              "\\boxed{57}"]) == -1
-    assert tw.first_error(p, ["We need c.", "b = a + 7 = 12 + 7 = 18",
-                              "c = b * 3 = 18 * 3 = 54"]) == 1
+    assert tw.first_error(p, ["b = a + 7 = 12 + 7 = 19", "c = b * 3 = 19 * 3 = 57", "\\boxed{57}"]) == -1
+    assert tw.first_error(p, ["We need c.", "b = a + 7 = 12 + 7 = 18", "c = b * 3 = 18 * 3 = 54"]) == 1
 
 
 def test_teacher_rules_and_round_trip(problems):
     p = _prob()
-    raw = ("We need c.\n\nNext, find b.\n\nb = a + 7 = 12 + 7 = 19\n\n"
-           "c = b * 3 = 19 * 3 = 57\n\nSo the answer is \\boxed{57}.")
+    raw = (
+        "We need c.\n\nNext, find b.\n\nb = a + 7 = 12 + 7 = 19\n\n"
+        "c = b * 3 = 19 * 3 = 57\n\nSo the answer is \\boxed{57}."
+    )
     seg = tw.teacher_segment(raw)
     chunks = tw.parse_chunks(seg)
     # unified purpose: announcements join the computation; clear transition: answer alone
-    assert chunks == ["We need c.\n\nNext, find b.\n\nb = a + 7 = 12 + 7 = 19",
-                      "c = b * 3 = 19 * 3 = 57", "So the answer is \\boxed{57}."]
+    assert chunks == [
+        "We need c.\n\nNext, find b.\n\nb = a + 7 = 12 + 7 = 19",
+        "c = b * 3 = 19 * 3 = 57",
+        "So the answer is \\boxed{57}.",
+    ]
     assert tw.strip_tags(seg) == raw
     rng = random.Random(1)
     fewer = 0
@@ -150,12 +161,14 @@ def test_parse_problem_round_trip(problems):
 def test_derive_text_literal():
     p = tw.parse_problem("a = 25. b = a + 30. c = b + 6. d = 4. Find c.")
     assert tw.derive_text(p, "c = b + 6 = 55 + 6 = 62") == (
-        "b = a + 30 = 25 + 30 = 55\nc = b + 6 = 55 + 6 = 61\ncheck c: c = 61; stated 62; 62 - 61 = 1")
+        "b = a + 30 = 25 + 30 = 55\nc = b + 6 = 55 + 6 = 61\ncheck c: c = 61; stated 62; 62 - 61 = 1"
+    )
     # each variable derived once; the boxed answer is compared with the target
     assert tw.derive_text(p, "b = a + 30 = 25 + 30 = 55, so c = b + 6 = 55 + 6 = 61. \\boxed{61}") == (
         "b = a + 30 = 25 + 30 = 55\ncheck b: b = 55; stated 55; 55 - 55 = 0\n"
         "c = b + 6 = 55 + 6 = 61\ncheck c: c = 61; stated 61; 61 - 61 = 0\n"
-        "check answer: c = 61; stated 61; 61 - 61 = 0")
+        "check answer: c = 61; stated 61; 61 - 61 = 0"
+    )
     assert tw.derive_text(p, "Therefore z = 3.") == "check z: not defined"
     assert tw.derive_text(p, "We need c.") == "check: no new value"
 

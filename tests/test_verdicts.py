@@ -2,22 +2,30 @@
 in every stage: it never matches a label, never accepts a chunk (scored 0), leaves a ProcessBench
 solution without a prediction, and a result whose judge was never asked or never parsed is reported
 as uninformative (real_model_probe.md A3/A4: the four treatments it replaces)."""
+
 import json
 
 import pytest
 
-from stepwiser_lib.method import chunk_reset as cr
-from stepwiser_lib.evals import claims, evaluation
-from stepwiser_lib.method import judge, processbench as pb, rsft
 from stepwiser_lib.core import verdicts
 from stepwiser_lib.engines.models import Completion
-from stepwiser_lib.method import judge_train
+from stepwiser_lib.evals import claims, evaluation
+from stepwiser_lib.method import chunk_reset as cr
+from stepwiser_lib.method import judge, judge_train, rsft
+from stepwiser_lib.method import processbench as pb
 
 
 def test_parse_and_the_tally_of_judge_records_and_of_predictions():
-    assert verdicts.parse_verdict("so \\boxed{negative}") == "Negative" and verdicts.parse_verdict("2. Final Judgment:") is None
+    assert (
+        verdicts.parse_verdict("so \\boxed{negative}") == "Negative"
+        and verdicts.parse_verdict("2. Final Judgment:") is None
+    )
     assert judge.parse_verdict is verdicts.parse_verdict  # one parser, the notebooks' old name kept
-    recs = [{"verdict": "Positive", "n_unparsed": 1}, {"verdict": None, "n_unparsed": 4}, {"verdict": "Negative", "n_unparsed": 0}]
+    recs = [
+        {"verdict": "Positive", "n_unparsed": 1},
+        {"verdict": None, "n_unparsed": 4},
+        {"verdict": "Negative", "n_unparsed": 0},
+    ]
     t = verdicts.tally(recs, k=4)
     assert t == {"asked": 3, "samples": 12, "unparsed": 5, "no_verdict": 1, "unparsed_pct": 41.67}
     preds = [{"verdict": True}, {"verdict": None}]  # per-chunk predictions: one greedy verdict each
@@ -33,15 +41,20 @@ def test_parse_and_the_tally_of_judge_records_and_of_predictions():
 def test_a_silent_judges_row_shows_no_number():
     row = {"judge": "j", "balanced_acc": 0.0, "ci95": "[0.0, 0.0]", "train_s": 3.0}
     m = verdicts.mask(row, verdicts.tally([{"verdict": None}] * 2), ["balanced_acc", "ci95"])
-    assert m["balanced_acc"] == m["ci95"] == verdicts.UNINFORMATIVE and m["train_s"] == 3.0 and "2 of 2" in m["verdicts"]
+    assert (
+        m["balanced_acc"] == m["ci95"] == verdicts.UNINFORMATIVE and m["train_s"] == 3.0 and "2 of 2" in m["verdicts"]
+    )
     ok = verdicts.mask(row, verdicts.tally([{"verdict": True}]), ["balanced_acc"])
     assert ok["balanced_acc"] == 0.0 and ok["verdicts"] == "1 judgements, 0 of 1 outputs unparsed (0.0%)"
 
 
 def test_04_a_comparison_with_a_judge_that_parsed_nothing_is_uninformative():
     def preds(name, verdict):
-        return [{"judge": name, "problem_id": f"p{i // 2}", "chunk_id": f"c{i}", "label": i % 2 == 0, "verdict": verdict(i)}
-                for i in range(8)]
+        return [
+            {"judge": name, "problem_id": f"p{i // 2}", "chunk_id": f"c{i}", "label": i % 2 == 0, "verdict": verdict(i)}
+            for i in range(8)
+        ]
+
     good, silent = preds("rl", lambda i: i % 2 == 0), preds("warm-up", lambda i: None)
     c = evaluation.compare([good], silent)
     assert c["verdict"] == "uninformative" and c["diff"] is None and "warm-up gave no parsable verdict" in c["test"]
@@ -58,7 +71,10 @@ class _Silent:
 
     def judge(self, triples, k=1, seed=0, **kw):
         self.asked += len(triples)
-        return [{"verdict": None, "score": 0.0, "analysis": "1. Analysis: the step is fine.", "n_unparsed": k} for _ in triples]
+        return [
+            {"verdict": None, "score": 0.0, "analysis": "1. Analysis: the step is fine.", "n_unparsed": k}
+            for _ in triples
+        ]
 
 
 def test_05_no_verdict_leaves_a_solution_without_a_prediction_and_stops_judging_it():
@@ -74,9 +90,13 @@ def test_05_no_verdict_leaves_a_solution_without_a_prediction_and_stops_judging_
     assert always_pos["correct_acc"] == 100.0
     labels = {"gsm8k": [1, -1]}
     first = {"stepwiser:rel_ratio": {"gsm8k": [None, None]}, "disc_sft:rel_ratio": {"gsm8k": [1, 0]}}
-    comps = pb.orderings(labels, first, {"stepwiser:rel_ratio": t, "disc_sft:rel_ratio": verdicts.tally([{"verdict": True}])})
+    comps = pb.orderings(
+        labels, first, {"stepwiser:rel_ratio": t, "disc_sft:rel_ratio": verdicts.tally([{"verdict": True}])}
+    )
     assert comps and all(c["verdict"] == "uninformative" for c in comps if "stepwiser:rel_ratio" in (c["a"], c["b"]))
-    rows = pb.result_rows({"stepwiser:rel_ratio": {"gsm8k": pb.score([1, -1], [None, None])}}, {}, {}, {"stepwiser:rel_ratio": t})
+    rows = pb.result_rows(
+        {"stepwiser:rel_ratio": {"gsm8k": pb.score([1, -1], [None, None])}}, {}, {}, {"stepwiser:rel_ratio": t}
+    )
     assert rows[0]["avg f1"] == "uninformative" and rows[0]["gsm8k f1"] == "uninformative"
     bench = {"gsm8k": [{**r, "id": str(i), "generator": "g"} for i, r in enumerate(recs)]}
     kinds = [k for k, *_ in pb.examples(bench, {"gsm8k": out}, 2)]
@@ -126,8 +146,10 @@ def test_06_a_judge_never_asked_or_never_parsed_makes_its_arm_uninformative():
     assert words["judge_calls"] == 4 and words["judge_unparsed"] == 4 and words["judge_no_verdict"] == 4
     assert words["exhausted"] == 2 and words["resets"] == 2  # no verdict accepts nothing: every chunk sampled again
     assert t["stepwiser:abs_q"]["unparsed"] == t["stepwiser:abs_q"]["samples"] == 12
-    preds = {lab: [{"method": lab, "task": "t", "seed": 0, "problem_id": i["id"], "correct": False} for i in items]
-             for lab in (cr.NO_JUDGE, "stepwiser:rel_ratio", "stepwiser:abs_q")}
+    preds = {
+        lab: [{"method": lab, "task": "t", "seed": 0, "problem_id": i["id"], "correct": False} for i in items]
+        for lab in (cr.NO_JUDGE, "stepwiser:rel_ratio", "stepwiser:abs_q")
+    }
     comps = cr.comparisons(preds, t)
     assert [c["verdict"] for c in comps] == ["uninformative", "uninformative"]
     assert "never asked" in comps[0]["test"] and "12 of 12" in comps[1]["test"]
@@ -146,8 +168,10 @@ def test_07_and_rsft_score_no_verdict_as_zero_and_never_keep_it():
 
 
 def test_the_claims_table_reports_an_uninformative_claim_without_a_number(tmp_path):
-    comp = verdicts.uninformative_comparison({"claim": "the judge helps chunk-reset (Table 7)", "a": "stepwiser:rel_ratio",
-                                               "b": cr.NO_JUDGE}, "not compared: the judge was never asked")
+    comp = verdicts.uninformative_comparison(
+        {"claim": "the judge helps chunk-reset (Table 7)", "a": "stepwiser:rel_ratio", "b": cr.NO_JUDGE},
+        "not compared: the judge was never asked",
+    )
     (tmp_path / "chunk_reset.json").write_text(json.dumps({"comparisons": [comp]}))
     rows = claims.rows(tmp_path, files=["chunk_reset"])
     assert rows and rows[0]["verdict"] == "uninformative" and rows[0]["ours"] is None

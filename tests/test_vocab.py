@@ -9,12 +9,21 @@ from stepwiser_lib.core import vocab
 def test_registry_views_agree_with_the_registry():
     assert list(vocab.KINDS) == list(vocab.JUDGE_KINDS)
     assert vocab.RL_KINDS == ("stepwiser", "no_cot_rl", "no_balance_rl", "exact_rl", "restate_rl")
-    assert vocab.STYLE == {"stepwiser": "cot", "disc_sft": "disc", "no_cot_rl": "direct", "no_balance_rl": "cot",
-                           "rsft": "cot", "exact_rl": "cot", "disc_warmup_sft": "disc", "restate_rl": "cot"}
+    assert vocab.STYLE == {
+        "stepwiser": "cot",
+        "disc_sft": "disc",
+        "no_cot_rl": "direct",
+        "no_balance_rl": "cot",
+        "rsft": "cot",
+        "exact_rl": "cot",
+        "disc_warmup_sft": "disc",
+        "restate_rl": "cot",
+    }
     assert vocab.WARMUP_OF["disc_sft"] is None and vocab.WARMUP_OF["disc_warmup_sft"] == "cot"
     assert {k for k, v in vocab.JUDGE_KINDS.items() if v.toy_only} == {"exact_rl", "disc_warmup_sft", "restate_rl"}
     # the paper's rows of Tables 5 and 6 (paper_results) name the non-diagnostic kinds
     from stepwiser_lib.evals import paper_results as P
+
     for k, v in vocab.JUDGE_KINDS.items():
         assert v.toy_only or P.paper_row(v.row, "rel_ratio", "1.5B") or P.paper_row(v.row, "rel_ratio", "7B"), k
 

@@ -1,19 +1,26 @@
 """Allowed values of settings, in one small language that the notebooks' parameters cells and the
 library's config dataclasses share, so that both give the same message for the same bad value.
 
-A parameters-cell annotation is a type, optionally followed by what is allowed::
+A spec is a type, optionally followed by what is allowed::
 
-    SHARD_SIZE: "int in [1, inf)" = 16            # an interval: [ ] closed and ( ) open ends,
-    TEST_FRACTION: "float in [0, 1)" = 0.45       # inf and -inf for no bound
-    TASK: "str in {toy, numina, math500, gsm8k}"  # choices
-    VARIANTS: "list[variant]" = [...]             # list elements, here judge variants KIND:RULE
-    EVAL_TASKS: "list[str in {toy, math500}]"     # element choices
+    "int in [1, inf)"            # an interval: [ ] closed and ( ) open ends, inf and -inf for no bound
+    "float in [0, 1)"
+    "str in {toy, numina}"       # choices
+    "list[variant]"              # list elements, here judge variants KIND:RULE
+    "list[str in {toy, math500}]"  # element choices
 
-A plain ``int`` / ``str`` / ... annotation allows any value of the type. Bounds are written as
-intervals, not ``>= 1``: papermill reads the parameters cell and warns on a second ``=`` in a line.
-(``>=``, ``>``, ``<=``, ``<`` are still understood, for the library's own use.) ``variant`` is a ``str``
-that :func:`stepwiser_lib.core.vocab.parse_variant` accepts; ``judge`` one that
-:func:`stepwiser_lib.core.vocab.parse_judge_name` accepts (a registry name of notebook 04).
+A parameters cell writes the type as the annotation and what is allowed at the start of the
+comment (:data:`stepwiser_lib.core.config.CONSTRAINT`), so that papermill's parameter inspection,
+which reads plain annotations only, lists every parameter with its constraint::
+
+    SHARD_SIZE: int = 16  # in [1, inf); prefixes per shard
+    EVAL_TASKS: list[str] = ["toy"]  # each in {toy, math500}; where accuracy is measured
+
+A plain type allows any value of it. Bounds are written as intervals, not ``>= 1``: papermill warns
+on a second ``=`` in a line. (``>=``, ``>``, ``<=``, ``<`` are still understood, for the library's
+own use.) ``variant`` is a ``str`` that :func:`stepwiser_lib.core.vocab.parse_variant` accepts;
+``judge`` one that :func:`stepwiser_lib.core.vocab.parse_judge_name` accepts (a registry name of
+notebook 04); both stay quoted annotations (``"list[judge]"``), which papermill also reads.
 """
 
 from __future__ import annotations
@@ -24,8 +31,14 @@ from typing import Any
 
 from .vocab import parse_judge_name, parse_variant
 
-TYPES: dict[str, tuple[type, ...]] = {"int": (int,), "float": (float, int), "str": (str,), "bool": (bool,),
-                                      "list": (list,), "dict": (dict,)}
+TYPES: dict[str, tuple[type, ...]] = {
+    "int": (int,),
+    "float": (float, int),
+    "str": (str,),
+    "bool": (bool,),
+    "list": (list,),
+    "dict": (dict,),
+}
 NAMED = {"variant": "str", "judge": "str"}  # named element kinds -> their base type
 
 
@@ -40,7 +53,7 @@ class Spec:
 
     text: str
     base: str
-    elem: "Spec | None" = None
+    elem: Spec | None = None
     op: str | None = None
     bound: float | None = None
     lo: float | None = None
@@ -91,8 +104,14 @@ def parse(text: str) -> Spec:
     if m2 := re.fullmatch(r"(>=|>|<=|<)\s*" + num, rest):
         return Spec(t, base, op=m2.group(1), bound=float(m2.group(2)))
     if m2 := re.fullmatch(r"in\s*([(\[])\s*" + num + r"\s*,\s*" + num + r"\s*([)\]])", rest):
-        return Spec(t, base, lo=float(m2.group(2)), hi=float(m2.group(3)),
-                    lo_open=m2.group(1) == "(", hi_open=m2.group(4) == ")")
+        return Spec(
+            t,
+            base,
+            lo=float(m2.group(2)),
+            hi=float(m2.group(3)),
+            lo_open=m2.group(1) == "(",
+            hi_open=m2.group(4) == ")",
+        )
     if m2 := re.fullmatch(r"in\s*\{(.+)\}", rest):
         return Spec(t, base, choices=tuple(c.strip() for c in m2.group(1).split(",")))
     raise ConfigError(f"parameter type {text!r}: cannot read the constraint {rest!r}")

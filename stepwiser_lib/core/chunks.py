@@ -60,7 +60,7 @@ def first_chunk(text: str) -> str | None:
     j = text.find(CHUNK_CLOSE, i + 1) if i >= 0 else -1
     if i < 0 or j < 0:
         return None
-    return text[i + len(CHUNK_OPEN):j].strip()
+    return text[i + len(CHUNK_OPEN) : j].strip()
 
 
 def split_paragraphs(text: str) -> list[str]:
@@ -94,7 +94,7 @@ def boxed_contents(text: str) -> list[str]:
             k += 1
         if depth:
             break
-        out.append(text[j + len(_BOX):k - 1])
+        out.append(text[j + len(_BOX) : k - 1])
         i = k
     return out
 

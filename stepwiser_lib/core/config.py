@@ -36,7 +36,6 @@ from .paths import NOTEBOOKS_DIR, PROFILES_DIR
 PROFILES = ("smoke", "colab-smoke", "real-smoke", "real-smoke-vllm", "tiny", "toy-full", "colab", "paper")
 
 
-
 @dataclass(frozen=True)
 class Param:
     name: str
@@ -67,15 +66,44 @@ def type_ok(value: Any, type_name: str) -> bool:
     return _type_ok(value, type_name)
 
 
+#: What a parameter allows, at the start of its trailing comment, before ``;``: an interval or a
+#: set of choices (``in [1, inf)``, ``in {toy, paper}``), or the same for each element of a list
+#: (``each in {toy, math500}``; ``each variant`` and ``each judge`` for judge names). The annotation stays a plain type (``int``, ``list[str]``) that
+#: papermill's parameter inspection reads (``papermill --help-notebook`` lists every parameter, with
+#: what it allows as the start of its help); :func:`stepwiser_lib.core.checks.parse` reads both.
+CONSTRAINT = re.compile(
+    r"^(each\s+)?(in\s*(?:[\[(][^\])]*[\])]|\{[^}]*\})|(?<=each )variant|(?<=each )judge)\s*(?:;\s*|$)"
+)
+
+
+def spec_text(annotation: str, comment: str) -> tuple[str, str]:
+    """(the :mod:`~stepwiser_lib.core.checks` spec, the help text) of one parameter from its
+    annotation and trailing comment: ``int`` and ``"in [1, inf); shards"`` give ``"int in [1, inf)"``
+    and ``"shards"``; ``list[str]`` and ``"each in {a, b}; x"`` give ``"list[str in {a, b}]"``."""
+    ann = annotation.strip().strip("'\"").strip()
+    m = CONSTRAINT.match(comment)
+    if not m:
+        return ann, comment
+    rest = comment[m.end() :].strip()
+    if m.group(1):
+        inner = re.fullmatch(r"list\[(\w+)\]", ann)
+        if not inner:
+            raise ConfigError(f"`each {m.group(2)}` needs a list[TYPE] annotation, not {ann!r}")
+        if m.group(2) in ("variant", "judge"):  # a named element kind (checks.NAMED): a str with its own check
+            return f"list[{m.group(2)}]", rest
+        return f"list[{inner.group(1)} {m.group(2)}]", rest
+    return f"{ann} {m.group(2)}", rest
+
+
 def parse_parameters_source(source: str) -> dict[str, Param]:
-    """Declared parameters of a parameters cell: ``NAME: type = literal  # comment`` lines."""
+    """Declared parameters of a parameters cell: ``NAME: type = literal  # [constraint; ]comment``
+    lines (:data:`CONSTRAINT`)."""
     tree = ast.parse(source)
     lines = source.splitlines()
     out: dict[str, Param] = {}
     for node in tree.body:
         if not isinstance(node, ast.AnnAssign) or not isinstance(node.target, ast.Name):
-            raise ConfigError(f"parameters cell line {node.lineno}: only `NAME: type = literal` "
-                              "lines are allowed")
+            raise ConfigError(f"parameters cell line {node.lineno}: only `NAME: type = literal` lines are allowed")
         name = node.target.id
         if node.value is None:
             raise ConfigError(f"parameter {name} has no default value")
@@ -85,7 +113,8 @@ def parse_parameters_source(source: str) -> dict[str, Param]:
             raise ConfigError(f"parameter {name}: the default must be a literal") from e
         line = lines[node.lineno - 1]
         comment = line.split("#", 1)[1].strip() if "#" in line else ""
-        param = _param(name, ast.unparse(node.annotation), default, comment)
+        spec, comment = spec_text(ast.unparse(node.annotation), comment)
+        param = _param(name, spec, default, comment)
         why = param.problem(default)
         if why:
             raise ConfigError(f"parameter {name}: default {default!r} {why}")
@@ -155,27 +184,32 @@ def load_profile(profile: str, profiles_dir: Path = PROFILES_DIR) -> dict:
         raise ConfigError(f"{where}, {e}") from None
     data = {} if data is None else data
     if not isinstance(data, dict):
-        raise ConfigError(f"{where}: a profile is a mapping with 'description', 'shared' and 'notebooks', "
-                          f"not a {type(data).__name__}")
+        raise ConfigError(
+            f"{where}: a profile is a mapping with 'description', 'shared' and 'notebooks', not a {type(data).__name__}"
+        )
     extra = set(data) - {"shared", "notebooks", "description"}
     if extra:
-        raise ConfigError(f"{where}: unknown top-level keys {sorted(map(str, extra))}; "
-                          "use 'description', 'shared' and 'notebooks'")
+        raise ConfigError(
+            f"{where}: unknown top-level keys {sorted(map(str, extra))}; use 'description', 'shared' and 'notebooks'"
+        )
     for key in ("shared", "notebooks"):
         data[key] = data.get(key) or {}
         if not isinstance(data[key], dict):
-            raise ConfigError(f"{where}: '{key}' must be a mapping of names to values, not a "
-                              f"{type(data[key]).__name__}")
+            raise ConfigError(
+                f"{where}: '{key}' must be a mapping of names to values, not a {type(data[key]).__name__}"
+            )
     for nb, section in data["notebooks"].items():
         if section is not None and not isinstance(section, dict):
-            raise ConfigError(f"{where}: notebooks.{nb} must be a mapping of parameters to values, "
-                              f"not a {type(section).__name__}")
+            raise ConfigError(
+                f"{where}: notebooks.{nb} must be a mapping of parameters to values, not a {type(section).__name__}"
+            )
     data["notebooks"] = {k: (v or {}) for k, v in data["notebooks"].items()}
     return data
 
 
-def profile_values(profile: str, notebook: str, declared: dict[str, Param],
-                   profiles_dir: Path = PROFILES_DIR) -> dict[str, Any]:
+def profile_values(
+    profile: str, notebook: str, declared: dict[str, Param], profiles_dir: Path = PROFILES_DIR
+) -> dict[str, Any]:
     """Values the profile sets for one notebook, checked against its declared parameters.
 
     Shared keys apply to every notebook that declares them; notebook keys must be declared by
@@ -183,34 +217,44 @@ def profile_values(profile: str, notebook: str, declared: dict[str, Param],
     """
     data = load_profile(profile, profiles_dir)
     if "PROFILE" in data["shared"] or "PROFILE" in data["notebooks"].get(notebook, {}):
-        raise ConfigError(f"profile {profile!r}, notebook {notebook}: PROFILE is set by the profile's own name "
-                          f"(configs/profiles/{profile}.yaml); remove the PROFILE key")
+        raise ConfigError(
+            f"profile {profile!r}, notebook {notebook}: PROFILE is set by the profile's own name "
+            f"(configs/profiles/{profile}.yaml); remove the PROFILE key"
+        )
     vals: dict[str, Any] = {k: v for k, v in data["shared"].items() if k in declared}
     own = data["notebooks"].get(notebook, {})
     unknown = sorted(set(own) - set(declared))
     if unknown:
-        raise ConfigError(f"profile {profile!r}, notebook {notebook}: unknown parameter(s) "
-                          f"{unknown}; declared: {sorted(declared)}")
+        raise ConfigError(
+            f"profile {profile!r}, notebook {notebook}: unknown parameter(s) {unknown}; declared: {sorted(declared)}"
+        )
     vals.update(own)
     for k, v in vals.items():
         why = declared[k].problem(v)
         if why:
-            hint = (" (YAML reads 3e-3 as a string: write 3.0e-3)" if isinstance(v, str) and declared[k].type == "float"
-                    and re.fullmatch(r"-?[\d.]+e-?\d+", v) else "")
-            raise ConfigError(f"profile {profile!r}, notebook {notebook}: {k} = {v!r} {why}{hint} "
-                              f"(declared `{k}: {declared[k].spec.text if declared[k].spec else declared[k].type}`)")
+            hint = (
+                " (YAML reads 3e-3 as a string: write 3.0e-3)"
+                if isinstance(v, str) and declared[k].type == "float" and re.fullmatch(r"-?[\d.]+e-?\d+", v)
+                else ""
+            )
+            raise ConfigError(
+                f"profile {profile!r}, notebook {notebook}: {k} = {v!r} {why}{hint} "
+                f"(declared `{k}: {declared[k].spec.text if declared[k].spec else declared[k].type}`)"
+            )
     vals["PROFILE"] = profile if "PROFILE" in declared else vals.get("PROFILE")
     return {k: v for k, v in vals.items() if k in declared}
 
 
-def check_profile_file(profile: str, notebooks: dict[str, dict[str, Param]],
-                       profiles_dir: Path = PROFILES_DIR) -> dict[str, dict[str, Any]]:
+def check_profile_file(
+    profile: str, notebooks: dict[str, dict[str, Param]], profiles_dir: Path = PROFILES_DIR
+) -> dict[str, dict[str, Any]]:
     """Validate a whole profile against every notebook: no key may go unused."""
     data = load_profile(profile, profiles_dir)
     stray = sorted(set(data["notebooks"]) - set(notebooks))
     if stray:
-        raise ConfigError(f"profile {profile!r} has sections for unknown notebooks {stray}; "
-                          f"notebooks: {sorted(notebooks)}")
+        raise ConfigError(
+            f"profile {profile!r} has sections for unknown notebooks {stray}; notebooks: {sorted(notebooks)}"
+        )
     all_declared = set().union(*[set(d) for d in notebooks.values()]) if notebooks else set()
     unused = sorted(set(data["shared"]) - all_declared)
     if unused:
@@ -219,11 +263,14 @@ def check_profile_file(profile: str, notebooks: dict[str, dict[str, Param]],
 
 
 class Config:
-    """A frozen view of a notebook's parameters: ``cfg.N_PROBLEMS``, ``cfg.as_dict()``."""
+    """A frozen view of a notebook's parameters: ``cfg.N_PROBLEMS``, ``cfg.as_dict()``.
+    ``defaults``: the notebook's own values (its parameters cell), so that its echo can say what a
+    profile changed instead of repeating the cell above it (issue 36: the echo was up to 53 lines)."""
 
-    def __init__(self, notebook: str, values: dict[str, Any]):
+    def __init__(self, notebook: str, values: dict[str, Any], defaults: dict[str, Any] | None = None):
         object.__setattr__(self, "_notebook", notebook)
         object.__setattr__(self, "_values", MappingProxyType(dict(values)))
+        object.__setattr__(self, "_defaults", dict(defaults) if defaults is not None else None)
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -242,9 +289,29 @@ class Config:
     def as_dict(self) -> dict[str, Any]:
         return dict(self._values)
 
+    def changed(self) -> dict[str, Any]:
+        """The values that differ from the notebook's own (its parameters cell); every value
+        when the notebook's defaults are unknown."""
+        if self._defaults is None:
+            return {k: v for k, v in self._values.items() if k != "PROFILE"}
+        return {k: v for k, v in self._values.items() if k != "PROFILE" and self._defaults.get(k, v) != v}
+
     def __repr__(self) -> str:
-        body = "\n".join(f"  {k} = {v!r}" for k, v in self._values.items())
-        return f"Config({self._notebook}):\n{body}"
+        head = (
+            f"Config({self._notebook}): {len(self._values)} parameters checked against their declared types "
+            f"and ranges, profile {self._values.get('PROFILE')!r}"
+        )
+        changed = self.changed()
+        if self._defaults is not None and not changed:
+            return head + "; every value is the parameters cell's"
+        what = "differ from the parameters cell" if self._defaults is not None else "are"
+        body = "\n".join(f"  {k} = {_short(v)}" for k, v in changed.items())
+        return f"{head}; these {len(changed)} {what}:\n{body}"
+
+
+def _short(v: Any, width: int = 100) -> str:
+    r = repr(v)
+    return r if len(r) <= width else r[: width - 3] + "..."
 
 
 def list_notebooks(notebooks_dir: Path = NOTEBOOKS_DIR, only: list[str] | None = None) -> list[Path]:
@@ -252,8 +319,10 @@ def list_notebooks(notebooks_dir: Path = NOTEBOOKS_DIR, only: list[str] | None =
     an empty prefix is an error: an unset shell variable must not select everything)."""
     nbs = sorted(p for p in Path(notebooks_dir).glob("[0-9][0-9]_*.ipynb"))
     if only is not None and (not only or any(not o.strip() for o in only)):
-        raise ConfigError(f"--only needs notebook number prefixes (e.g. --only 01 02), got {only!r}; "
-                          "leave it out to run every notebook")
+        raise ConfigError(
+            f"--only needs notebook number prefixes (e.g. --only 01 02), got {only!r}; "
+            "leave it out to run every notebook"
+        )
     if only:
         sel = [p for p in nbs if any(p.stem.startswith(o) for o in only)]
         missing = [o for o in only if not any(p.stem.startswith(o) for p in nbs)]
@@ -277,12 +346,12 @@ def checked_parameters(profile: str, notebooks: list[Path], profiles_dir: Path =
 
 def with_defaults(notebooks: list[Path], params: dict[str, dict]) -> dict[str, dict]:
     """Every parameter of each notebook: the cell's defaults, then ``params`` (the profile's)."""
-    return {nb.stem: {**{k: d.default for k, d in notebook_parameters(nb).items()}, **params[nb.stem]}
-            for nb in notebooks}
+    return {
+        nb.stem: {**{k: d.default for k, d in notebook_parameters(nb).items()}, **params[nb.stem]} for nb in notebooks
+    }
 
 
-def resolve(namespace: dict, notebook: str, profiles_dir: Path = PROFILES_DIR,
-            verbose: bool = True) -> Config:
+def resolve(namespace: dict, notebook: str, profiles_dir: Path = PROFILES_DIR, verbose: bool = True) -> Config:
     """Turn a notebook's parameter variables into a checked, frozen :class:`Config`.
 
     ``namespace`` is the kernel's ``globals()``; the declared parameters are the names annotated
@@ -293,14 +362,17 @@ def resolve(namespace: dict, notebook: str, profiles_dir: Path = PROFILES_DIR,
     """
     ann = namespace.get("__annotations__", {})
     declared = {k: _param(k, _annotation_text(v)) for k, v in ann.items() if k.isupper()}
+    source = NOTEBOOKS_DIR / f"{notebook}.ipynb"  # the cell's own text: constraints live in its comments
+    cell = notebook_parameters(source) if source.exists() else {}
+    declared = {k: cell.get(k, p) for k, p in declared.items()}  # a name the saved cell lacks: its type only
     if "PROFILE" not in declared:
         raise ConfigError(f"{notebook}: the parameters cell must declare PROFILE: str")
     known_other = {"In", "Out"}
-    stray = [k for k in namespace if k.isupper() and k not in declared and k not in known_other
-             and not k.startswith("_")]
+    stray = [
+        k for k in namespace if k.isupper() and k not in declared and k not in known_other and not k.startswith("_")
+    ]
     if stray:
-        raise ConfigError(f"{notebook}: unknown parameter(s) {sorted(stray)} (declared: "
-                          f"{sorted(declared)})")
+        raise ConfigError(f"{notebook}: unknown parameter(s) {sorted(stray)} (declared: {sorted(declared)})")
     values = {k: namespace[k] for k in declared}
     profile = values["PROFILE"]
     check_profile_name(profile, profiles_dir)
@@ -312,11 +384,15 @@ def resolve(namespace: dict, notebook: str, profiles_dir: Path = PROFILES_DIR,
         why = declared[k].problem(v)
         if why:
             raise ConfigError(f"{notebook}: {k} = {v!r} {why} (declared `{k}: {declared[k].spec.text}`)")
-    return Config(notebook, values)
+    defaults = (
+        {k: p.default for k, p in cell.items()} if cell else None
+    )  # the cell's own values (papermill overwrote them here)
+    return Config(notebook, values, defaults)
 
 
-def for_notebook(profile: str, notebook: str, profiles_dir: Path = PROFILES_DIR,
-                 notebooks_dir: Path = NOTEBOOKS_DIR) -> Config:
+def for_notebook(
+    profile: str, notebook: str, profiles_dir: Path = PROFILES_DIR, notebooks_dir: Path = NOTEBOOKS_DIR
+) -> Config:
     """The checked :class:`Config` a notebook would run with under ``profile`` (its cell's
     defaults, then the profile's values), for the same work outside a kernel: the data-parallel
     workers of notebooks 02, 05, 06 and 07. ``notebook``: its stem (``"05_processbench"``)."""
@@ -324,4 +400,4 @@ def for_notebook(profile: str, notebook: str, profiles_dir: Path = PROFILES_DIR,
     if not nb.exists():
         raise ConfigError(f"no notebook {nb.name} in {notebooks_dir}")
     values = with_defaults([nb], checked_parameters(profile, [nb], profiles_dir))[nb.stem]
-    return Config(nb.stem, {**values, "PROFILE": profile})
+    return Config(nb.stem, {**values, "PROFILE": profile}, {k: p.default for k, p in notebook_parameters(nb).items()})

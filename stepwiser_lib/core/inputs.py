@@ -32,14 +32,26 @@ from . import io, paths
 from .schemas import JUDGE_SPLITS
 from .vocab import parse_variant
 
-STAGES = ("01_self_segmentation", "02_rollout_labelling", "03_balancing", "04_judge_grpo",
-          "05_processbench", "06_chunk_reset", "07_rsft")
+STAGES = (
+    "01_self_segmentation",
+    "02_rollout_labelling",
+    "03_balancing",
+    "04_judge_grpo",
+    "05_processbench",
+    "06_chunk_reset",
+    "07_rsft",
+)
 #: Which notebooks each one reads from (at their default settings), and the output of each
 #: producer that tells whether it has run: the chain to suggest when something is missing.
-UPSTREAM = {STAGES[1]: (STAGES[0],), STAGES[2]: (STAGES[1],), STAGES[3]: (STAGES[0], STAGES[2]),
-            STAGES[4]: (STAGES[3],), STAGES[5]: (STAGES[0], STAGES[3]), STAGES[6]: (STAGES[0], STAGES[3])}
-PRODUCES = {STAGES[0]: "chunk_policy/model", STAGES[1]: "labels.jsonl",
-            STAGES[2]: "", STAGES[3]: "judges.json"}
+UPSTREAM = {
+    STAGES[1]: (STAGES[0],),
+    STAGES[2]: (STAGES[1],),
+    STAGES[3]: (STAGES[0], STAGES[2]),
+    STAGES[4]: (STAGES[3],),
+    STAGES[5]: (STAGES[0], STAGES[3]),
+    STAGES[6]: (STAGES[0], STAGES[3]),
+}
+PRODUCES = {STAGES[0]: "chunk_policy/model", STAGES[1]: "labels.jsonl", STAGES[2]: "", STAGES[3]: "judges.json"}
 
 
 @dataclass(frozen=True)
@@ -89,8 +101,10 @@ def record_sources(folder, files: dict, **settings) -> dict:
     """Write ``folder/sources.json``: each input file (name -> path) with its stored path and
     sha256, and ``settings``; returns the record. Written after the outputs it vouches for, so an
     interrupted stage leaves outputs without it (stale: rebuilt), never a record without outputs."""
-    rec = {"inputs": {name: {"path": paths.stored_path(f), "sha256": io.file_sha256(f)} for name, f in files.items()},
-           **settings}
+    rec = {
+        "inputs": {name: {"path": paths.stored_path(f), "sha256": io.file_sha256(f)} for name, f in files.items()},
+        **settings,
+    }
     io.write_json(Path(folder) / SOURCES, rec)
     return rec
 
@@ -122,11 +136,22 @@ def _stale_splits(profile: str, rules: list[str]) -> list[Stale]:
         then = recorded_sha256(_art(profile, STAGES[2]) / rule, "labels.jsonl")
         where = f"{STAGES[2]}/{rule}"
         if then is None:
-            out.append(Stale(where, "written before notebook 03 recorded which labels.jsonl it read "
-                             f"(no readable {SOURCES})", f"re-run notebook {STAGES[2]}.ipynb (seconds)"))
+            out.append(
+                Stale(
+                    where,
+                    f"written before notebook 03 recorded which labels.jsonl it read (no readable {SOURCES})",
+                    f"re-run notebook {STAGES[2]}.ipynb (seconds)",
+                )
+            )
         elif now is not None and then != now:
-            out.append(Stale(where, f"built from another labels.jsonl (sha256 {then[:12]} then, {now[:12]} now): "
-                             f"notebook {STAGES[1]} has run since", f"re-run notebook {STAGES[2]}.ipynb"))
+            out.append(
+                Stale(
+                    where,
+                    f"built from another labels.jsonl (sha256 {then[:12]} then, {now[:12]} now): "
+                    f"notebook {STAGES[1]} has run since",
+                    f"re-run notebook {STAGES[2]}.ipynb",
+                )
+            )
     return out
 
 
@@ -138,26 +163,46 @@ def _stale_judges(profile: str, cfg, entries: list[dict]) -> list[Stale]:
     for e in entries:
         what = f"judge {e.get('name')!r}"
         if "prompt_family" not in e or "splits" not in e:
-            out.append(Stale(what, "the registry predates provenance records (no prompt_family / splits)",
-                             f"re-run notebook {STAGES[3]}.ipynb (it resumes its trained judges from disk)"))
+            out.append(
+                Stale(
+                    what,
+                    "the registry predates provenance records (no prompt_family / splits)",
+                    f"re-run notebook {STAGES[3]}.ipynb (it resumes its trained judges from disk)",
+                )
+            )
             continue
         if family is not None and e["prompt_family"] != family:
-            out.append(Stale(what, f"trained with PROMPT_FAMILY = {e['prompt_family']!r}; this notebook prompts "
-                             f"it with {family!r}", f"set PROMPT_FAMILY = {e['prompt_family']!r} here, or re-run "
-                             f"{STAGES[3]} with PROMPT_FAMILY = {family!r}"))
+            out.append(
+                Stale(
+                    what,
+                    f"trained with PROMPT_FAMILY = {e['prompt_family']!r}; this notebook prompts it with {family!r}",
+                    f"set PROMPT_FAMILY = {e['prompt_family']!r} here, or re-run "
+                    f"{STAGES[3]} with PROMPT_FAMILY = {family!r}",
+                )
+            )
         for rule, then in (e["splits"] or {}).items():
             if rule not in digests:
                 digests[rule] = split_digests(profile, rule)
             now = digests[rule]
             if now is None:
-                out.append(Stale(what, f"trained on notebook 03's {rule} splits, which are no longer there "
-                                 f"(notebook {STAGES[2]} has run since without {rule!r} in RULES)",
-                                 f"re-run notebook {STAGES[2]}.ipynb with {rule!r} in RULES, then {STAGES[3]}"))
+                out.append(
+                    Stale(
+                        what,
+                        f"trained on notebook 03's {rule} splits, which are no longer there "
+                        f"(notebook {STAGES[2]} has run since without {rule!r} in RULES)",
+                        f"re-run notebook {STAGES[2]}.ipynb with {rule!r} in RULES, then {STAGES[3]}",
+                    )
+                )
             elif now != then:
                 changed = sorted(s for s in then if then[s] != now.get(s))
-                out.append(Stale(what, f"trained on notebook 03's {rule} splits as they were; {', '.join(changed)} "
-                                 f"changed since (notebook {STAGES[2]} has run since)",
-                                 f"re-run notebook {STAGES[3]}.ipynb"))
+                out.append(
+                    Stale(
+                        what,
+                        f"trained on notebook 03's {rule} splits as they were; {', '.join(changed)} "
+                        f"changed since (notebook {STAGES[2]} has run since)",
+                        f"re-run notebook {STAGES[3]}.ipynb",
+                    )
+                )
     return out
 
 
@@ -197,15 +242,29 @@ def _policy(profile: str, key: str, value: str) -> list[Need]:
     """Notebook 01's chunk policy when ``key`` asks for it, else the model ``key`` names."""
     if (key, value) not in (("POLICY_MODEL", "artifact"), ("JUDGE_INIT", "chunk_policy")):
         return _local_model(value, key)
-    return [Need(_art(profile, STAGES[0]) / "chunk_policy" / "model", STAGES[0],
-                 f"the chunk policy ({key} = {value!r})", "Stage 01", model=True)]
+    return [
+        Need(
+            _art(profile, STAGES[0]) / "chunk_policy" / "model",
+            STAGES[0],
+            f"the chunk policy ({key} = {value!r})",
+            "Stage 01",
+            model=True,
+        )
+    ]
 
 
 def _local_model(name: str, key: str) -> list[Need]:
     """A model named by a local path must exist; a hub id is downloaded by the notebook."""
     if name == "toy_base":
-        return [Need(paths.TOY_BASE_DIR, "the repository (data/toy_base is committed; "
-                     "rebuild it with make toy-base)", f"the toy base model ({key})", "Committed inputs", model=True)]
+        return [
+            Need(
+                paths.TOY_BASE_DIR,
+                "the repository (data/toy_base is committed; rebuild it with make toy-base)",
+                f"the toy base model ({key})",
+                "Committed inputs",
+                model=True,
+            )
+        ]
     if name.startswith(("/", "./", "../", "~")) or (paths.ROOT / name).exists():
         p = Path(name).expanduser()
         p = p if p.is_absolute() else paths.ROOT / p
@@ -222,14 +281,29 @@ def _registry(profile: str, judges: list[str]) -> list[Need]:
     needs = [Need(reg, STAGES[3], "the judge registry", "Stage 04")]
     if reg.exists():  # the folders it lists (a partial copy of runs/ loses them)
         if not _readable_registry(reg):  # H04: damaged (a copy cut short): named, and rebuilt by 04
-            return [Need(reg, STAGES[3], "the judge registry (damaged: not a JSON list of entries; notebook 04 "
-                         "rewrites it from its cached runs)", "Stage 04", readable=False)]
+            return [
+                Need(
+                    reg,
+                    STAGES[3],
+                    "the judge registry (damaged: not a JSON list of entries; notebook 04 "
+                    "rewrites it from its cached runs)",
+                    "Stage 04",
+                    readable=False,
+                )
+            ]
         for e in _entries(profile, judges):
             for key in ("base", "adapter"):
                 v = e.get(key)
                 if v and (os.path.isabs(v) or v.startswith(("runs/", "data/"))):
-                    needs.append(Need(Path(paths.resolve_stored(v)), STAGES[3], f"judge {e.get('name')!r} ({key})",
-                                      "Stage 04", model=True))
+                    needs.append(
+                        Need(
+                            Path(paths.resolve_stored(v)),
+                            STAGES[3],
+                            f"judge {e.get('name')!r} ({key})",
+                            "Stage 04",
+                            model=True,
+                        )
+                    )
     return needs
 
 
@@ -250,9 +324,16 @@ def needs(notebook: str, cfg) -> list[Need]:
     if notebook == STAGES[2]:
         return [Need(_art(p, STAGES[1]) / "labels.jsonl", STAGES[1], "the Monte-Carlo step labels", "Stage 02")]
     if notebook == STAGES[3]:
-        out = [Need(_art(p, STAGES[2]) / rule / f"{split}.jsonl", STAGES[2],
-                    f"balanced judge data for rule {rule!r} (RULES must include it)", "Stage 03")
-               for rule in _rules(cfg.VARIANTS) for split in JUDGE_SPLITS]
+        out = [
+            Need(
+                _art(p, STAGES[2]) / rule / f"{split}.jsonl",
+                STAGES[2],
+                f"balanced judge data for rule {rule!r} (RULES must include it)",
+                "Stage 03",
+            )
+            for rule in _rules(cfg.VARIANTS)
+            for split in JUDGE_SPLITS
+        ]
         return _policy(p, "JUDGE_INIT", cfg.JUDGE_INIT) + out
     if notebook == STAGES[4]:
         return _registry(p, cfg.JUDGES)
@@ -297,22 +378,30 @@ def message(notebook: str, profile: str, missing: list[Need]) -> str:
     """The error a notebook gives when ``missing`` are not there."""
     lines = [f"{notebook} cannot start at profile {profile!r}: what earlier notebooks write is missing:"]
     for n in missing:
-        schema = f"; schema: data/README.md, \"{n.schema}\"" if n.schema else ""
-        half = " (incomplete: config or weights missing, as when a run stops while saving)" \
-            if n.path.exists() and n.readable else ""
+        schema = f'; schema: data/README.md, "{n.schema}"' if n.schema else ""
+        half = (
+            " (incomplete: config or weights missing, as when a run stops while saving)"
+            if n.path.exists() and n.readable
+            else ""
+        )
         lines.append(f"  - {_show(n.path)}: {n.what}{half}; written by {n.producer}{schema}")
     chain = to_run(missing, profile)
     if chain:
-        lines.append(f"Run notebook {chain[0]}.ipynb first, at PROFILE = {profile!r}"
-                     + (f", then {', '.join(chain[1:])}" if chain[1:] else "") + ", then this one "
-                     f"(or `make reproduce PROFILE={profile}`, which runs every notebook in order).")
+        lines.append(
+            f"Run notebook {chain[0]}.ipynb first, at PROFILE = {profile!r}"
+            + (f", then {', '.join(chain[1:])}" if chain[1:] else "")
+            + ", then this one "
+            f"(or `make reproduce PROFILE={profile}`, which runs every notebook in order)."
+        )
     else:
         lines.append("Fix the setting named above.")
     where = paths.output_root()
     if os.environ.get(paths.OUTPUT_ROOT_ENV):
         lines.append(f"Outputs are looked for under ${paths.OUTPUT_ROOT_ENV} = {where}.")
-    lines.append("On Colab each notebook runs in a fresh VM: outputs reach the next notebook only through "
-                 "Google Drive (use_drive = True in the first code cell of both notebooks).")
+    lines.append(
+        "On Colab each notebook runs in a fresh VM: outputs reach the next notebook only through "
+        "Google Drive (use_drive = True in the first code cell of both notebooks)."
+    )
     return "\n".join(lines)
 
 

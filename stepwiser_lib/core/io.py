@@ -9,8 +9,9 @@ import os
 import socket
 import tempfile
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from .paths import ROOT, model_complete, output_root
 
@@ -74,9 +75,11 @@ def artifact_lock(path: str | Path):
             except BlockingIOError:
                 f.seek(0)
                 other = f.read().strip() or "another process"
-                raise ArtifactBusy(f"{path} is being written by {other} right now (lock {lock.name}): "
-                                   "run one copy of a stage at a time, or give the second its own "
-                                   "STEPWISER_OUTPUT_ROOT") from None
+                raise ArtifactBusy(
+                    f"{path} is being written by {other} right now (lock {lock.name}): "
+                    "run one copy of a stage at a time, or give the second its own "
+                    "STEPWISER_OUTPUT_ROOT"
+                ) from None
         f.seek(0)
         f.truncate()
         f.write(f"process {os.getpid()} on {socket.gethostname()}")
@@ -104,8 +107,9 @@ def restore_aside(dest: str | Path) -> bool:
             old.rename(dest)
     except ArtifactBusy:  # a live save is between its renames: it puts its own model in place
         return False
-    warnings.warn(f"{dest}: put back the model a save interrupted between its two renames had moved aside",
-                  stacklevel=2)
+    warnings.warn(
+        f"{dest}: put back the model a save interrupted between its two renames had moved aside", stacklevel=2
+    )
     return True
 
 
@@ -126,7 +130,7 @@ def repo_relative(obj: Any, root: str | Path | None = None) -> Any:
 
     def rel(v):
         if isinstance(v, str):
-            return next((v[len(p):] for p in prefixes if v.startswith(p)), v)
+            return next((v[len(p) :] for p in prefixes if v.startswith(p)), v)
         if isinstance(v, dict):
             return {k: rel(x) for k, x in v.items()}
         if isinstance(v, (list, tuple)):
@@ -155,8 +159,12 @@ def split_timings(obj: Any) -> tuple[Any, dict[str, Any]]:
             for k, x in v.items():
                 here = f"{path}.{k}" if path else str(k)
                 number = isinstance(x, (int, float)) and not isinstance(x, bool)
-                if is_timing(str(k)) and (number or isinstance(x, dict) and x and all(
-                        isinstance(y, (int, float)) and not isinstance(y, bool) for y in x.values())):
+                if is_timing(str(k)) and (
+                    number
+                    or isinstance(x, dict)
+                    and x
+                    and all(isinstance(y, (int, float)) and not isinstance(y, bool) for y in x.values())
+                ):
                     timings[here] = x
                 else:
                     out[k] = strip(x, here)
@@ -182,7 +190,10 @@ def write_result(path: str | Path, obj: Any) -> None:
     (``diff`` of everything but ``timings`` answers "did anything change?")."""
     clean, timings = split_timings(repo_relative(obj))
     if isinstance(clean, dict) and timings:
-        clean = {**{k: v for k, v in clean.items() if k != "timings"}, "timings": {**clean.get("timings", {}), **timings}}
+        clean = {
+            **{k: v for k, v in clean.items() if k != "timings"},
+            "timings": {**clean.get("timings", {}), **timings},
+        }
     write_json(path, clean)
 
 
@@ -214,7 +225,9 @@ def iter_jsonl(path: str | Path, where: str | None = None):
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as e:
-                raise RecordError(f"{where}, line {n}: not UTF-8 (byte {raw[e.start]:#04x} at column {e.start + 1})") from None
+                raise RecordError(
+                    f"{where}, line {n}: not UTF-8 (byte {raw[e.start]:#04x} at column {e.start + 1})"
+                ) from None
             if not line.strip():
                 continue
             try:
@@ -236,8 +249,7 @@ def read_jsonl(path: str | Path, required: dict[str, type | tuple] | None = None
             if k not in rec:
                 raise RecordError(f"{path}, line {n}: missing field {k!r}")
             if not isinstance(rec[k], t) or (t in (int, float) and isinstance(rec[k], bool)):
-                raise RecordError(f"{path}, line {n}: field {k!r} has type "
-                                  f"{type(rec[k]).__name__}, expected {t}")
+                raise RecordError(f"{path}, line {n}: field {k!r} has type {type(rec[k]).__name__}, expected {t}")
         out.append(rec)
     return out
 
@@ -300,8 +312,10 @@ def cached_json(path: str | Path, key: str, compute, valid=None) -> dict:
     if isinstance(old, dict) and old.get("_key") == key:
         if valid is None or valid(old):
             return old
-        warnings.warn(f"{path}: what it records is no longer on disk (a model folder missing or incomplete); "
-                      "recomputed", stacklevel=2)
+        warnings.warn(
+            f"{path}: what it records is no longer on disk (a model folder missing or incomplete); recomputed",
+            stacklevel=2,
+        )
     if path.exists() and not isinstance(old, dict):  # damaged: kept for a look, then recomputed
         aside = set_aside(path, "corrupt")
         warnings.warn(f"{path} could not be read back (damaged); moved to {aside.name} and recomputed", stacklevel=2)
@@ -342,12 +356,14 @@ def markdown_table(rows: list[dict], columns: list[str]) -> str:
     """A GitHub Markdown table of ``rows`` (missing or None cells are blank; floats to 1 dp,
     fractions strictly between -1 and 1 such as AUCs to 2 dp, and below 0.01 (small p-values) to
     2 significant figures, so they do not print as 0)."""
+
     def cell(v):
         if v is None or (isinstance(v, float) and v != v):
             return ""
         if isinstance(v, float):
             return f"{v:.2g}" if 0 < abs(v) < 0.01 else f"{v:.2f}" if 0 < abs(v) < 1 else f"{v:.1f}"
         return str(v)
+
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(cell(r.get(c)) for c in columns) + " |" for r in rows]
     return "\n".join(lines)

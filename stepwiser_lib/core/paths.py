@@ -59,8 +59,10 @@ def pin_output_root() -> Path:
     A root that is a file is an error naming the variable (E01)."""
     root = output_root()
     if root.exists() and not root.is_dir():
-        raise ConfigError(f"{OUTPUT_ROOT_ENV}={os.environ.get(OUTPUT_ROOT_ENV)!r} is a file, not a folder: "
-                          "point it at a folder (it is created if missing)")
+        raise ConfigError(
+            f"{OUTPUT_ROOT_ENV}={os.environ.get(OUTPUT_ROOT_ENV)!r} is a file, not a folder: "
+            "point it at a folder (it is created if missing)"
+        )
     if os.environ.get(OUTPUT_ROOT_ENV, "").strip():
         os.environ[OUTPUT_ROOT_ENV] = str(root)
     return root
@@ -131,6 +133,7 @@ def figures_dir(profile: str) -> Path:
 
 # ----------------------------------------------------------------------------- stage contracts
 # The files one stage leaves for the next (schemas in data/README.md), named in one place.
+
 
 def chunk_policy(profile: str) -> Path:
     """Notebook 01's chunk policy (``from_pretrained`` folder)."""

@@ -26,8 +26,7 @@ PAPER_CHUNK_POLICY = (
 #: Prompt for sampling the *base* (not yet chunk-tuned) policy in notebook 01. The paper does not
 #: give it (notes §3.2); a plain step-by-step request with a boxed answer.  # [not in paper]
 PAPER_BASE_POLICY = (
-    "Solve the following math problem step by step. Put the final answer within \\boxed{{}}.\n\n"
-    "Problem: {problem}"
+    "Solve the following math problem step by step. Put the final answer within \\boxed{{}}.\n\nProblem: {problem}"
 )
 
 #: Toy Table 11: same slot, same contract (chunks, then a boxed answer).
@@ -49,8 +48,8 @@ PAPER_SEGMENTATION_TEACHER = (
     "logical flow. A new chunk should begin as soon as the focus or purpose of the reasoning "
     "shifts.\n"
     "3. Clear Transition: A new chunk must begin when the problem-solving process enters a new "
-    "phase. This includes transitioning from \"solving for a variable\" to \"verifying the "
-    "answer,\" or inserting an \"explanatory side-note\" into the main workflow.\n\n"
+    'phase. This includes transitioning from "solving for a variable" to "verifying the '
+    'answer," or inserting an "explanatory side-note" into the main workflow.\n\n'
     "Format rules:\n"
     "1. Use <chunk>... </chunk> to mark the beginning and end of each segment. The text and "
     "newlines inside the tags must not be altered.\n"
@@ -66,7 +65,7 @@ PAPER_SEGMENTATION_TEACHER = (
 #: Paper Table 3, the generative judge prompt, quoted (straight quotes for the PDF's curly ones).
 PAPER_JUDGE = (
     "Instruction: You are a reasoning validator for mathematical problems. Your task is to think "
-    "step by step and determine if the \"New Reasoning Chunk\" contains any explicit errors based "
+    'step by step and determine if the "New Reasoning Chunk" contains any explicit errors based '
     "on the problem description and historical context. First, you must always perform a "
     "step-by-step chain of thought analysis to justify your final judgment. Then, based on your "
     "analysis, you will make a definitive judgment. It is OK that the chunk does not contain any "
@@ -95,7 +94,7 @@ TOY_JUDGE = (
 #: The paper does not print it; ours is Table 3 with the analysis removed. [not in paper]
 PAPER_JUDGE_DIRECT = (
     "Instruction: You are a reasoning validator for mathematical problems. Determine if the "
-    "\"New Reasoning Chunk\" contains any explicit errors based on the problem description and "
+    '"New Reasoning Chunk" contains any explicit errors based on the problem description and '
     "historical context. Answer directly, without any analysis:\n"
     "- Use Positive if the reasoning chunk is free of mistakes.\n"
     "- Use Negative if the reasoning chunk contains one or more mistakes.\n\n"
@@ -119,11 +118,20 @@ TOY_CHECK = "Recompute the new step.\nProblem: {problem}\nHistory: {history}\nNe
 EMPTY_HISTORY = "(none)"
 
 _FAMILIES = {
-    "toy": {"chunk_policy": TOY_CHUNK_POLICY, "base_policy": TOY_BASE_POLICY,
-            "judge": TOY_JUDGE, "judge_direct": TOY_JUDGE_DIRECT, "check": TOY_CHECK},
-    "paper": {"chunk_policy": PAPER_CHUNK_POLICY, "base_policy": PAPER_BASE_POLICY,
-              "judge": PAPER_JUDGE, "judge_direct": PAPER_JUDGE_DIRECT,
-              "segmentation_teacher": PAPER_SEGMENTATION_TEACHER},
+    "toy": {
+        "chunk_policy": TOY_CHUNK_POLICY,
+        "base_policy": TOY_BASE_POLICY,
+        "judge": TOY_JUDGE,
+        "judge_direct": TOY_JUDGE_DIRECT,
+        "check": TOY_CHECK,
+    },
+    "paper": {
+        "chunk_policy": PAPER_CHUNK_POLICY,
+        "base_policy": PAPER_BASE_POLICY,
+        "judge": PAPER_JUDGE,
+        "judge_direct": PAPER_JUDGE_DIRECT,
+        "segmentation_teacher": PAPER_SEGMENTATION_TEACHER,
+    },
 }
 
 
@@ -136,8 +144,7 @@ def get(family: str, name: str) -> str:
     return _FAMILIES[family][name]
 
 
-def judge_prompt(family: str, problem: str, history: list[str], chunk: str,
-                 style: str = "cot") -> str:
+def judge_prompt(family: str, problem: str, history: list[str], chunk: str, style: str = "cot") -> str:
     """The judge prompt for one step: history chunks joined by blank lines (notes §4.1).
 
     ``style="cot"`` is Table 3 (analysis, then verdict); ``"direct"`` asks for the verdict only

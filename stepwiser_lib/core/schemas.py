@@ -7,8 +7,17 @@ from __future__ import annotations
 
 #: Stage 02 (``labels.jsonl`` and each shard's records): what :func:`stepwiser_lib.method.labelling.relabel`
 #: and notebook 03 read.
-LABEL_RECORD = {"problem_id": str, "problem": str, "traj_id": str, "chunk_index": int, "history": list,
-                "chunk": str, "q": (int, float), "q_prev": (int, float), "q0": (int, float)}
+LABEL_RECORD = {
+    "problem_id": str,
+    "problem": str,
+    "traj_id": str,
+    "chunk_index": int,
+    "history": list,
+    "chunk": str,
+    "q": (int, float),
+    "q_prev": (int, float),
+    "q0": (int, float),
+}
 #: Stage 03's input: what notebook 03 reads of each labelled chunk.
 BALANCING_INPUT = {"problem_id": str, "history": list, "chunk": str, "q": (int, float)}
 #: Stage 03's output (``<rule>/<split>.jsonl``): what notebook 04 reads of each judge example.
@@ -21,8 +30,14 @@ PREDICTION_FIELDS = ("judge", "rule", "split", "problem_id", "chunk_id", "label"
 # ----------------------------------------------------------------------------- ProcessBench
 
 #: A ProcessBench record (Zheng et al. 2024, the hub's schema); toy-ProcessBench uses the same.
-PROCESSBENCH_FIELDS = {"id": str, "generator": str, "problem": str, "steps": list, "final_answer_correct": bool,
-          "label": int}
+PROCESSBENCH_FIELDS = {
+    "id": str,
+    "generator": str,
+    "problem": str,
+    "steps": list,
+    "final_answer_correct": bool,
+    "label": int,
+}
 
 
 class ProcessBenchError(ValueError):
@@ -55,8 +70,12 @@ def validate_record(rec, split: str, line: int) -> dict:
 
 #: Four toy splits of rising difficulty (longer chains, more distractors), standing in for
 #: GSM8K, MATH, OlympiadBench and Omni-MATH. [not in paper]
-TOY_SPLITS = {"toy_2step": ((2, 2), (0, 1)), "toy_3step": ((3, 3), (0, 2)),
-              "toy_4step": ((4, 4), (1, 2)), "toy_5step": ((5, 5), (0, 1))}
+TOY_SPLITS = {
+    "toy_2step": ((2, 2), (0, 1)),
+    "toy_3step": ((3, 3), (0, 2)),
+    "toy_4step": ((4, 4), (1, 2)),
+    "toy_5step": ((5, 5), (0, 1)),
+}
 TOY_DIR_DEFAULT = "data/toy_processbench"
 #: toy-ProcessBench's dev split: every judge's threshold is chosen on it, and it is never reported
 #: (issue 35). Its problems are none of the four test splits' (a test checks).

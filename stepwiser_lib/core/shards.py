@@ -47,8 +47,16 @@ def _where(folder: str | Path, key: str, sid: int, size: int) -> tuple[Path, str
     return Path(folder) / f"shard_{sid:05d}.json", io.digest(key, sid, size)
 
 
-def run(units: Sequence, size: int, compute: Callable[[list, int], list], folder: str | Path, key: str, *,
-        worker: int = 0, workers: int = 1) -> tuple[list | None, float]:
+def run(
+    units: Sequence,
+    size: int,
+    compute: Callable[[list, int], list],
+    folder: str | Path,
+    key: str,
+    *,
+    worker: int = 0,
+    workers: int = 1,
+) -> tuple[list | None, float]:
     """``compute(units[sid*size:(sid+1)*size], sid)`` for every shard ``sid``, one result per unit,
     each shard cached in ``folder/shard_<sid>.json`` under ``key`` (the caller's digest of the
     units and settings). With ``workers`` K > 1 this process computes only the shards
@@ -62,7 +70,7 @@ def run(units: Sequence, size: int, compute: Callable[[list, int], list], folder
     seconds = 0.0
     for sid in range(n_shards(len(units), size)):
         path, skey = _where(folder, key, sid, size)
-        part = list(units[sid * size:(sid + 1) * size])
+        part = list(units[sid * size : (sid + 1) * size])
         if sid % workers != worker and not io.has_cached(path, skey):
             out = None  # another worker's, not done yet
             continue
@@ -84,8 +92,11 @@ def run(units: Sequence, size: int, compute: Callable[[list, int], list], folder
 
 def todo(n: int, size: int, folder: str | Path, key: str, *, worker: int = 0, workers: int = 1) -> list[int]:
     """The shards :func:`run` would compute in this process: this worker's that are not on disk."""
-    return [sid for sid in range(n_shards(n, size)) if sid % workers == worker
-            and not io.has_cached(*_where(folder, key, sid, size))]
+    return [
+        sid
+        for sid in range(n_shards(n, size))
+        if sid % workers == worker and not io.has_cached(*_where(folder, key, sid, size))
+    ]
 
 
 def clear(folder: str | Path) -> None:
@@ -93,16 +104,21 @@ def clear(folder: str | Path) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def worker_args(description: str, argv: list[str] | None, shard_size: int, unit: str,
-                notebook: str) -> argparse.Namespace:
+def worker_args(
+    description: str, argv: list[str] | None, shard_size: int, unit: str, notebook: str
+) -> argparse.Namespace:
     """The command line of a stage's worker CLI (``--profile``, ``--worker``, ``--workers``,
     ``--shard-size``), parsed; :func:`worker_config` checks it."""
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--profile", default="tiny")
     ap.add_argument("--worker", type=int, default=0)
     ap.add_argument("--workers", type=int, default=1)
-    ap.add_argument("--shard-size", type=int, default=shard_size,
-                    help=f"{unit} per shard (a test's; notebook {notebook} joins shards of the default size only)")
+    ap.add_argument(
+        "--shard-size",
+        type=int,
+        default=shard_size,
+        help=f"{unit} per shard (a test's; notebook {notebook} joins shards of the default size only)",
+    )
     return ap.parse_args(argv)
 
 

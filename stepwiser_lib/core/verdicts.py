@@ -25,9 +25,11 @@ from __future__ import annotations
 from .chunks import boxed_contents
 
 VERDICTS = ("Positive", "Negative")
-RULE = ("an output without a parsable verdict is no verdict, and no verdict earns nothing: it never matches "
-        "a label, never accepts a chunk by itself, counts 0 in a score, casts no vote in a majority, and leaves a "
-        "ProcessBench solution without a prediction")
+RULE = (
+    "an output without a parsable verdict is no verdict, and no verdict earns nothing: it never matches "
+    "a label, never accepts a chunk by itself, counts 0 in a score, casts no vote in a majority, and leaves a "
+    "ProcessBench solution without a prediction"
+)
 #: Part of the cache keys of every stage that applies :data:`RULE` (05, 06, 07): a run cached under an
 #: older rule is redone, not read back with the old semantics.
 RULE_VERSION = 2
@@ -60,9 +62,13 @@ def tally(judged: list[dict], k: int | None = None) -> dict:
     asked = len(judged)
     unparsed = sum(int(j["n_unparsed"]) if "n_unparsed" in j else int(j.get("verdict") is None) for j in judged)
     samples = asked * (k or 1)
-    return {"asked": asked, "samples": samples, "unparsed": unparsed,
-            "no_verdict": sum(j.get("verdict") is None for j in judged),
-            "unparsed_pct": round(100 * unparsed / samples, 2) if samples else None}
+    return {
+        "asked": asked,
+        "samples": samples,
+        "unparsed": unparsed,
+        "no_verdict": sum(j.get("verdict") is None for j in judged),
+        "unparsed_pct": round(100 * unparsed / samples, 2) if samples else None,
+    }
 
 
 def merge(*tallies: dict) -> dict:
@@ -104,5 +110,4 @@ def mask(row: dict, t: dict | None, fields: list[str]) -> dict:
 def uninformative_comparison(base: dict, why: str) -> dict:
     """A paired comparison that was not made because one side's judge said nothing: its names
     kept, no numbers, the verdict :data:`UNINFORMATIVE` and why."""
-    return {**base, "diff": None, "low": None, "high": None, "p_bootstrap": None, "test": why,
-            "verdict": UNINFORMATIVE}
+    return {**base, "diff": None, "low": None, "high": None, "p_bootstrap": None, "test": why, "verdict": UNINFORMATIVE}

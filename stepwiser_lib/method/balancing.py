@@ -21,8 +21,9 @@ from ..core import inputs, io
 from ..core.vocab import RULES
 
 
-def judge_examples(records: list[dict], rule: str, min_chars: int = 0, max_chars: int = 10**9,
-                   drop_final: bool = False) -> list[dict]:
+def judge_examples(
+    records: list[dict], rule: str, min_chars: int = 0, max_chars: int = 10**9, drop_final: bool = False
+) -> list[dict]:
     """One judge example per labelled chunk, with ``label`` from ``rule``.
 
     ``min_chars``/``max_chars`` bound the length of history + chunk (the paper's "heuristic
@@ -36,10 +37,20 @@ def judge_examples(records: list[dict], rule: str, min_chars: int = 0, max_chars
         n = sum(map(len, r["history"])) + len(r["chunk"])
         if not min_chars <= n <= max_chars or (drop_final and r["is_final"]):
             continue
-        out.append({"problem_id": r["problem_id"], "problem": r["problem"], "traj_id": r["traj_id"],
-                    "chunk_index": r["chunk_index"], "history": list(r["history"]),
-                    "chunk": r["chunk"], "label": bool(r[f"label_{rule}"]), "rule": rule,
-                    "q": r["q"], "q_prev": r["q_prev"]})
+        out.append(
+            {
+                "problem_id": r["problem_id"],
+                "problem": r["problem"],
+                "traj_id": r["traj_id"],
+                "chunk_index": r["chunk_index"],
+                "history": list(r["history"]),
+                "chunk": r["chunk"],
+                "label": bool(r[f"label_{rule}"]),
+                "rule": rule,
+                "q": r["q"],
+                "q_prev": r["q_prev"],
+            }
+        )
     return out
 
 
@@ -50,13 +61,17 @@ def balance(examples: list[dict], label_key: str = "label", seed: int = 0) -> li
     a warning says so."""
     for n, e in enumerate(examples):
         if not isinstance(e.get(label_key), bool):
-            raise ValueError(f"balance: example {n} has {label_key} = {e.get(label_key, '<missing>')!r}; "
-                             "want True or False")
+            raise ValueError(
+                f"balance: example {n} has {label_key} = {e.get(label_key, '<missing>')!r}; want True or False"
+            )
     pos = [i for i, e in enumerate(examples) if e[label_key]]
     neg = [i for i, e in enumerate(examples) if not e[label_key]]
     if examples and not (pos and neg):
-        warnings.warn(f"balance: all {len(examples)} examples are {'positive' if pos else 'negative'}; "
-                      "a balanced set of them is empty", stacklevel=2)
+        warnings.warn(
+            f"balance: all {len(examples)} examples are {'positive' if pos else 'negative'}; "
+            "a balanced set of them is empty",
+            stacklevel=2,
+        )
     small, big = (pos, neg) if len(pos) <= len(neg) else (neg, pos)
     keep = set(small) | set(random.Random(seed).sample(big, len(small)))
     return [e for i, e in enumerate(examples) if i in keep]
@@ -70,8 +85,9 @@ def problem_quantile(problem_id: str, seed: int = 0) -> float:
     return int(hashlib.sha256(f"{seed}:{problem_id}".encode()).hexdigest(), 16) % 10_000 / 10_000
 
 
-def split_by_problem(examples: list[dict], dev_fraction: float, test_fraction: float, seed: int = 0
-                     ) -> dict[str, list[dict]]:
+def split_by_problem(
+    examples: list[dict], dev_fraction: float, test_fraction: float, seed: int = 0
+) -> dict[str, list[dict]]:
     """Train / dev / test by ``problem_id``, each problem by its seeded hash quantile
     (:func:`problem_quantile`) against fixed ranges: test takes quantiles at or above
     ``1 - test_fraction``, dev those in ``[DEV_FROM, DEV_FROM + dev_fraction)``, train the rest.
@@ -87,9 +103,11 @@ def split_by_problem(examples: list[dict], dev_fraction: float, test_fraction: f
         if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 <= f < 1:
             raise ValueError(f"split_by_problem: {name} = {f!r} must be in [0, 1)")
     if dev_fraction + test_fraction >= 1 - DEV_FROM:
-        raise ValueError(f"split_by_problem: dev_fraction + test_fraction = {dev_fraction + test_fraction:g} "
-                         f"leaves no problem to train on (quantiles below {DEV_FROM} always train); want a sum "
-                         f"below {1 - DEV_FROM:g}")
+        raise ValueError(
+            f"split_by_problem: dev_fraction + test_fraction = {dev_fraction + test_fraction:g} "
+            f"leaves no problem to train on (quantiles below {DEV_FROM} always train); want a sum "
+            f"below {1 - DEV_FROM:g}"
+        )
     q = {e["problem_id"]: problem_quantile(e["problem_id"], seed) for e in examples}
     pids = sorted(q, key=lambda pid: (-q[pid], pid))
     test = {p for p in pids if test_fraction and q[p] >= 1 - test_fraction}
@@ -101,8 +119,10 @@ def split_by_problem(examples: list[dict], dev_fraction: float, test_fraction: f
         above = [p for p in rest if q[p] >= DEV_FROM]
         dev = {min(above, key=lambda p: q[p])} if above else set(rest[:1])
     if pids and len(test) + len(dev) >= len(pids):
-        raise ValueError(f"split_by_problem: {len(pids)} problem(s) cannot fill dev ({len(dev)}), test ({len(test)}) "
-                         "and train; label more prompts (notebook 02) or lower the fractions")
+        raise ValueError(
+            f"split_by_problem: {len(pids)} problem(s) cannot fill dev ({len(dev)}), test ({len(test)}) "
+            "and train; label more prompts (notebook 02) or lower the fractions"
+        )
     side = {pid: "test" if pid in test else "dev" if pid in dev else "train" for pid in pids}
     return {s: [e for e in examples if side[e["problem_id"]] == s] for s in SPLITS}
 
@@ -110,8 +130,12 @@ def split_by_problem(examples: list[dict], dev_fraction: float, test_fraction: f
 def class_stats(examples: list[dict], label_key: str = "label") -> dict:
     c = Counter(bool(e[label_key]) for e in examples)
     n = len(examples)
-    return {"n": n, "positive": c[True], "negative": c[False],
-            "positive_rate": round(100 * c[True] / n, 2) if n else None}
+    return {
+        "n": n,
+        "positive": c[True],
+        "negative": c[False],
+        "positive_rate": round(100 * c[True] / n, 2) if n else None,
+    }
 
 
 #: The hash quantiles an earlier two-way split held out (the recipe searches of LAB_LOG.md read
@@ -121,9 +145,19 @@ EARLIER_VALIDATION_QUANTILE = 0.2
 DEV_FROM = EARLIER_VALIDATION_QUANTILE
 
 
-def build_splits(records: list[dict], rules: list[str], out_dir, *, min_chars: int = 0, max_chars: int = 10**9,
-                 drop_final: bool = False, dev_fraction: float, test_fraction: float,
-                 seed: int = 0, source=None) -> tuple[dict, dict | None]:
+def build_splits(
+    records: list[dict],
+    rules: list[str],
+    out_dir,
+    *,
+    min_chars: int = 0,
+    max_chars: int = 10**9,
+    drop_final: bool = False,
+    dev_fraction: float,
+    test_fraction: float,
+    seed: int = 0,
+    source=None,
+) -> tuple[dict, dict | None]:
     """Notebook 03's stage: for each rule, judge examples from the labelled chunks, split by
     problem, balanced 50/50 per split, written to ``out_dir/<rule>/<split>_{balanced,unbalanced}.jsonl``
     (the files notebook 04 reads). Returns per-rule statistics and one balanced training example
@@ -139,35 +173,57 @@ def build_splits(records: list[dict], rules: list[str], out_dir, *, min_chars: i
     for rule in rules:
         ex = judge_examples(records, rule, min_chars, max_chars, drop_final)
         if not ex:
-            raise RuntimeError(f"{rule}: no judge example is left of {len(records)} labelled chunks after the length "
-                               f"window MIN_CHARS = {min_chars}, MAX_CHARS = {max_chars}"
-                               + (" and DROP_FINAL" if drop_final else "") + "; widen it")
+            raise RuntimeError(
+                f"{rule}: no judge example is left of {len(records)} labelled chunks after the length "
+                f"window MIN_CHARS = {min_chars}, MAX_CHARS = {max_chars}"
+                + (" and DROP_FINAL" if drop_final else "")
+                + "; widen it"
+            )
         parts = split_by_problem(ex, dev_fraction, test_fraction, seed=seed)
         stats[rule] = {"all": class_stats(ex), "filtered_out": len(records) - len(ex)}
         bals = {split: balance(xs, seed=seed) for split, xs in parts.items()}
         wanted = {"train": True, "dev": dev_fraction > 0, "test": test_fraction > 0}
         empty = [split for split in parts if wanted[split] and not bals[split]]
         if empty:
-            raise RuntimeError(f"{rule}: the balanced {', '.join(empty)} set(s) came out empty (no problem, or one class "
-                               "missing); label more prompts (N_PROMPTS in notebook 02) or change DEV_FRACTION / TEST_FRACTION")
+            raise RuntimeError(
+                f"{rule}: the balanced {', '.join(empty)} set(s) came out empty (no problem, or one class "
+                "missing); label more prompts (N_PROMPTS in notebook 02) or change DEV_FRACTION / TEST_FRACTION"
+            )
         if source is not None:  # unvouched while its files are rewritten: a kill here leaves the folder stale
             (out_dir / rule / inputs.SOURCES).unlink(missing_ok=True)
         for split, xs in parts.items():
             bal = bals[split]
             io.write_jsonl(out_dir / rule / f"{split}_balanced.jsonl", bal)
             io.write_jsonl(out_dir / rule / f"{split}_unbalanced.jsonl", xs)
-            stats[rule].update({f"{split}_unbalanced": class_stats(xs), f"{split}_balanced": class_stats(bal),
-                                f"{split}_problems": len({e["problem_id"] for e in xs})})
+            stats[rule].update(
+                {
+                    f"{split}_unbalanced": class_stats(xs),
+                    f"{split}_balanced": class_stats(bal),
+                    f"{split}_problems": len({e["problem_id"] for e in xs}),
+                }
+            )
         stats[rule]["earlier_validation_problems_in"] = {
             s: sum(problem_quantile(p, seed) < EARLIER_VALIDATION_QUANTILE for p in {e["problem_id"] for e in parts[s]})
-            for s in ("dev", "test")}
+            for s in ("dev", "test")
+        }
         if any(stats[rule]["earlier_validation_problems_in"].values()):
-            warnings.warn(f"{rule}: problems the earlier recipe searches read are in "
-                          f"{stats[rule]['earlier_validation_problems_in']}", stacklevel=2)
+            warnings.warn(
+                f"{rule}: problems the earlier recipe searches read are in "
+                f"{stats[rule]['earlier_validation_problems_in']}",
+                stacklevel=2,
+            )
         if source is not None:  # after the rule's files, which it vouches for
-            inputs.record_sources(out_dir / rule, {"labels.jsonl": source}, rule=rule, min_chars=min_chars,
-                                  max_chars=max_chars, drop_final=drop_final, dev_fraction=dev_fraction,
-                                  test_fraction=test_fraction, seed=seed)
+            inputs.record_sources(
+                out_dir / rule,
+                {"labels.jsonl": source},
+                rule=rule,
+                min_chars=min_chars,
+                max_chars=max_chars,
+                drop_final=drop_final,
+                dev_fraction=dev_fraction,
+                test_fraction=test_fraction,
+                seed=seed,
+            )
         example = example or bals["train"][0]
     if source is not None:  # once every rule is built: a failed run removes nothing
         for old in sorted(set(RULES) - set(rules)):
@@ -180,18 +236,46 @@ def build_splits(records: list[dict], rules: list[str], out_dir, *, min_chars: i
 def table_rows(stats: dict) -> dict[str, dict]:
     """Notebook 03's table: per rule, the Positive share before balancing and the examples and
     problems of every split."""
-    return {rule: {"positive % (all)": s["all"]["positive_rate"], "train examples": s["train_unbalanced"]["n"],
-                   **{f"{sp} balanced": s[f"{sp}_balanced"]["n"] for sp in SPLITS},
-                   "train/dev/test problems": "/".join(str(s[f"{sp}_problems"]) for sp in SPLITS)}
-            for rule, s in stats.items()}
+    return {
+        rule: {
+            "positive % (all)": s["all"]["positive_rate"],
+            "train examples": s["train_unbalanced"]["n"],
+            **{f"{sp} balanced": s[f"{sp}_balanced"]["n"] for sp in SPLITS},
+            "train/dev/test problems": "/".join(str(s[f"{sp}_problems"]) for sp in SPLITS),
+        }
+        for rule, s in stats.items()
+    }
 
 
 def results_markdown(metrics: dict) -> str:
     """``results/<profile>/balancing.md``, from notebook 03's metrics: per rule, the Positive share
     before balancing and the balanced examples and problems of each split."""
-    cols = ["rule", "positive % before", "train (balanced)", "dev (balanced)", "test (balanced)", "train / dev / test problems"]
-    rows = [dict(zip(cols, [r, v["all"]["positive_rate"], v["train_balanced"]["n"], v["dev_balanced"]["n"],
-                            v["test_balanced"]["n"], f"{v['train_problems']} / {v['dev_problems']} / {v['test_problems']}"]))
-            for r, v in metrics["stats"].items()]
-    return ("Judge data split by problem (dev: where choices are made; test: what is reported).\n\n"
-            + io.markdown_table(rows, cols) + "\n")
+    cols = [
+        "rule",
+        "positive % before",
+        "train (balanced)",
+        "dev (balanced)",
+        "test (balanced)",
+        "train / dev / test problems",
+    ]
+    rows = [
+        dict(
+            zip(
+                cols,
+                [
+                    r,
+                    v["all"]["positive_rate"],
+                    v["train_balanced"]["n"],
+                    v["dev_balanced"]["n"],
+                    v["test_balanced"]["n"],
+                    f"{v['train_problems']} / {v['dev_problems']} / {v['test_problems']}",
+                ],
+            )
+        )
+        for r, v in metrics["stats"].items()
+    ]
+    return (
+        "Judge data split by problem (dev: where choices are made; test: what is reported).\n\n"
+        + io.markdown_table(rows, cols)
+        + "\n"
+    )

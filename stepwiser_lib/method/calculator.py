@@ -101,7 +101,7 @@ def equations(step: str) -> list[tuple[str, str, bool]]:
             tail = _TAIL.search(left).group(0)
             head = _HEAD.search(right).group(0)
             before = left[: len(left) - len(tail)]
-            after = right[len(head):]
+            after = right[len(head) :]
             t, h = tail.strip(), head.strip()
             if not t or not h or not _has_op(t):
                 continue
@@ -116,7 +116,8 @@ def equations(step: str) -> list[tuple[str, str, bool]]:
                 continue
             tol = Fraction(1, 2 * 10 ** _decimals(h)) if _decimals(h) else Fraction(0)
             ok = abs(lv - rv) <= tol + Fraction(1, 10**9) or (
-                _decimals(h) == 0 and lv.denominator != 1 and abs(lv - rv) < 1)  # rounded to an integer
+                _decimals(h) == 0 and lv.denominator != 1 and abs(lv - rv) < 1
+            )  # rounded to an integer
             out.append((t, h, bool(ok)))
     return out
 

@@ -95,8 +95,9 @@ def draw_seed(*parts) -> int:
     return int(hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest()[:8], 16) & 0x7FFFFFFF
 
 
-def chunk_reset(policy, judge, problems: list[str], template: str, cfg: ResetConfig,
-                progress: bool = True) -> list[dict]:
+def chunk_reset(
+    policy, judge, problems: list[str], template: str, cfg: ResetConfig, progress: bool = True
+) -> list[dict]:
     """Run Chunk-Reset Reasoning on ``problems`` (texts). ``judge=None`` is the plain chunk
     policy (every chunk accepted): the Table 7 baseline row, through the same loop.
 
@@ -115,11 +116,18 @@ def chunk_reset(policy, judge, problems: list[str], template: str, cfg: ResetCon
         active = [i for i, s in enumerate(states) if not s.done]
         if not active:
             break
-        outs = policy.generate([prompts[i] for i in active], n=1, temperature=cfg.temperature,
-                               max_new_tokens=cfg.max_new_tokens, stop=[CHUNK_CLOSE],
-                               seed=cfg.seed * 1_000_003 + rnd, prefixes=[states[i].prefix for i in active],
-                               seeds=[draw_seed(cfg.seed, states[i].problem, len(states[i].history), len(states[i].attempts))
-                                      for i in active])
+        outs = policy.generate(
+            [prompts[i] for i in active],
+            n=1,
+            temperature=cfg.temperature,
+            max_new_tokens=cfg.max_new_tokens,
+            stop=[CHUNK_CLOSE],
+            seed=cfg.seed * 1_000_003 + rnd,
+            prefixes=[states[i].prefix for i in active],
+            seeds=[
+                draw_seed(cfg.seed, states[i].problem, len(states[i].history), len(states[i].attempts)) for i in active
+            ],
+        )
         rnd += 1
         to_judge = []
         for i, o in zip(active, outs):
@@ -133,18 +141,29 @@ def chunk_reset(policy, judge, problems: list[str], template: str, cfg: ResetCon
                 s.done = True
                 bar.update(1)
                 continue
-            cand = {"text": c.text, "content": content, "n_tokens": c.n_tokens, "verdict": None,
-                    "score": 1.0, "analysis": ""}
+            cand = {
+                "text": c.text,
+                "content": content,
+                "n_tokens": c.n_tokens,
+                "verdict": None,
+                "score": 1.0,
+                "analysis": "",
+            }
             s.attempts.append(cand)
             if judge is not None and (cfg.judge_final or not is_final(content)):
                 to_judge.append(i)
             else:
                 cand["verdict"] = "Positive"
         if to_judge:
-            res = judge.judge([(states[i].problem, list(states[i].history), states[i].attempts[-1]["content"])
-                               for i in to_judge], k=cfg.judge_k, seed=cfg.seed + rnd,
-                              seeds=[draw_seed("judge", cfg.seed, states[i].problem, len(states[i].history),
-                                               len(states[i].attempts) - 1) for i in to_judge])
+            res = judge.judge(
+                [(states[i].problem, list(states[i].history), states[i].attempts[-1]["content"]) for i in to_judge],
+                k=cfg.judge_k,
+                seed=cfg.seed + rnd,
+                seeds=[
+                    draw_seed("judge", cfg.seed, states[i].problem, len(states[i].history), len(states[i].attempts) - 1)
+                    for i in to_judge
+                ],
+            )
             for i, r in zip(to_judge, res):
                 a = states[i].attempts[-1]
                 a.update(verdict=r["verdict"], score=r["score"], analysis=r["analysis"])
@@ -169,20 +188,38 @@ def chunk_reset(policy, judge, problems: list[str], template: str, cfg: ResetCon
             if getattr(policy, "cut_after_separator", False):
                 s.prefix += SEPARATOR  # continue where the policy's next chunk begins (chunks.SEPARATOR)
             s.history.append(chosen["content"])
-            s.trace.append({"chunk_index": len(s.history) - 1, "accepted": pick,
-                            "exhausted": a["verdict"] != "Positive",
-                            "attempts": [{k: x[k] for k in ("content", "verdict", "score", "analysis", "n_tokens")}
-                                         for x in s.attempts]})
+            s.trace.append(
+                {
+                    "chunk_index": len(s.history) - 1,
+                    "accepted": pick,
+                    "exhausted": a["verdict"] != "Positive",
+                    "attempts": [
+                        {k: x[k] for k in ("content", "verdict", "score", "analysis", "n_tokens")} for x in s.attempts
+                    ],
+                }
+            )
             s.attempts = []
             if is_final(chosen["content"]) or len(s.history) >= cfg.max_chunks:
                 s.done = True
                 bar.update(1)
     bar.close()
-    return [{"problem": s.problem, "response": s.prefix, "accepted_tokens": s.accepted_tokens,
-             "rejected_tokens": s.rejected_tokens, "judge_calls": s.judge_calls, "judge_unparsed": s.judge_unparsed,
-             "judge_no_verdict": s.judge_no_verdict, "ended_cut": s.ended_cut,
-             "chunks": len(s.history), "resets": sum(len(t["attempts"]) - 1 for t in s.trace),
-             "exhausted": sum(t["exhausted"] for t in s.trace), "trace": s.trace} for s in states]
+    return [
+        {
+            "problem": s.problem,
+            "response": s.prefix,
+            "accepted_tokens": s.accepted_tokens,
+            "rejected_tokens": s.rejected_tokens,
+            "judge_calls": s.judge_calls,
+            "judge_unparsed": s.judge_unparsed,
+            "judge_no_verdict": s.judge_no_verdict,
+            "ended_cut": s.ended_cut,
+            "chunks": len(s.history),
+            "resets": sum(len(t["attempts"]) - 1 for t in s.trace),
+            "exhausted": sum(t["exhausted"] for t in s.trace),
+            "trace": s.trace,
+        }
+        for s in states
+    ]
 
 
 def summarize(results: list[dict], correct: list[bool], seconds: float | None = None) -> dict:
@@ -190,13 +227,16 @@ def summarize(results: list[dict], correct: list[bool], seconds: float | None = 
     calls, resets and exhausted points per problem, and ``cut_at_limit``: % of responses that
     ended at a chunk cut by the token limit (never judged: review 2, A10)."""
     n = max(1, len(results))
-    out = {"n": len(results), "accuracy": round(100 * sum(correct) / n, 2),
-           "accepted_length": round(sum(r["accepted_tokens"] for r in results) / n, 1),
-           "rejected_length": round(sum(r["rejected_tokens"] for r in results) / n, 1),
-           "judge_calls": round(sum(r["judge_calls"] for r in results) / n, 2),
-           "resets": round(sum(r["resets"] for r in results) / n, 2),
-           "exhausted": round(sum(r["exhausted"] for r in results) / n, 3),
-           "cut_at_limit": round(100 * sum(r.get("ended_cut", False) for r in results) / n, 2)}
+    out = {
+        "n": len(results),
+        "accuracy": round(100 * sum(correct) / n, 2),
+        "accepted_length": round(sum(r["accepted_tokens"] for r in results) / n, 1),
+        "rejected_length": round(sum(r["rejected_tokens"] for r in results) / n, 1),
+        "judge_calls": round(sum(r["judge_calls"] for r in results) / n, 2),
+        "resets": round(sum(r["resets"] for r in results) / n, 2),
+        "exhausted": round(sum(r["exhausted"] for r in results) / n, 3),
+        "cut_at_limit": round(100 * sum(r.get("ended_cut", False) for r in results) / n, 2),
+    }
     if seconds is not None:
         out["seconds"] = round(seconds, 1)
     return out
@@ -230,9 +270,22 @@ NO_JUDGE = "chunk policy (no judge)"
 GREEDY = "chunk policy (greedy, no judge)"
 
 
-def run_grid(policy, registry: dict[str, dict], load, items: dict[str, list[dict]], template: str,
-             base: ResetConfig, runs: int, art, *, policy_fingerprint: str, max_completion: int,
-             is_correct, worker: int = 0, workers: int = 1) -> dict[tuple[str, str, int], dict]:
+def run_grid(
+    policy,
+    registry: dict[str, dict],
+    load,
+    items: dict[str, list[dict]],
+    template: str,
+    base: ResetConfig,
+    runs: int,
+    art,
+    *,
+    policy_fingerprint: str,
+    max_completion: int,
+    is_correct,
+    worker: int = 0,
+    workers: int = 1,
+) -> dict[tuple[str, str, int], dict]:
     """Notebook 06, section 1: :func:`run_arm` with no judge and with each judge of ``registry``
     (name -> notebook 04 entry; ``load``: entry -> judge, called only when a run is not on disk),
     on every task of ``items``, for ``runs`` seeds (``base.seed + k``), then the policy decoded
@@ -268,33 +321,54 @@ def run_grid(policy, registry: dict[str, dict], load, items: dict[str, list[dict
         for k in range(runs):
             rc = ResetConfig(**{**config_dict(base), "seed": base.seed + k})
             for task, its in items.items():
-                key = io.digest(policy_fingerprint, name and stored_entry(registry[name]), config_dict(rc), task, [i["id"] for i in its],
-                                max_completion, RULE_VERSION, RECORD_VERSION)
+                key = io.digest(
+                    policy_fingerprint,
+                    name and stored_entry(registry[name]),
+                    config_dict(rc),
+                    task,
+                    [i["id"] for i in its],
+                    max_completion,
+                    RULE_VERSION,
+                    RECORD_VERSION,
+                )
                 slug = "no_judge" if name is None else variant_slug(name)
-                rec = cached(art / f"{slug}__{task}__seed{k}.json", key,
-                             lambda: run_arm(policy, judge_for(), its, template, rc, is_correct))
+                rec = cached(
+                    art / f"{slug}__{task}__seed{k}.json",
+                    key,
+                    lambda: run_arm(policy, judge_for(), its, template, rc, is_correct),
+                )
                 if rec is None:
                     continue
                 out[(label, task, k)] = rec
-                print(f"{label:28s} {task:8s} seed {k}: {rec['summary']}")
+                print(f"{label:28s} {task:8s} seed {k}: {summary_line(rec['summary'])}")
         if "judge" in holder:
             release(holder.pop("judge"))  # the next judge's engine needs the memory
-    rc = ResetConfig(max_attempts=1, max_chunks=base.max_chunks, temperature=0.0, max_new_tokens=base.max_new_tokens,
-                     seed=base.seed)
+    rc = ResetConfig(
+        max_attempts=1, max_chunks=base.max_chunks, temperature=0.0, max_new_tokens=base.max_new_tokens, seed=base.seed
+    )
     for task, its in items.items():
         key = io.digest(policy_fingerprint, config_dict(rc), task, [i["id"] for i in its], RECORD_VERSION)
-        rec = cached(art / f"no_judge_greedy__{task}.json", key, lambda: run_arm(policy, None, its, template, rc, is_correct))
+        rec = cached(
+            art / f"no_judge_greedy__{task}.json", key, lambda: run_arm(policy, None, its, template, rc, is_correct)
+        )
         if rec is not None:
             out[(GREEDY, task, 0)] = rec
-            print(f"{GREEDY:28s} {task:8s}: {rec['summary']}")
+            print(f"{GREEDY:28s} {task:8s}: {summary_line(rec['summary'])}")
     return out
 
 
 def reset_config(cfg) -> ResetConfig:
     """Notebook 06's :class:`ResetConfig` from its parameters."""
-    return ResetConfig(max_attempts=cfg.MAX_ATTEMPTS, on_exhausted=cfg.ON_EXHAUSTED, judge_final=cfg.JUDGE_FINAL,
-                       max_chunks=cfg.MAX_CHUNKS, temperature=cfg.TEMPERATURE, max_new_tokens=cfg.MAX_CHUNK_TOKENS,
-                       judge_k=cfg.JUDGE_K, seed=cfg.SEED)
+    return ResetConfig(
+        max_attempts=cfg.MAX_ATTEMPTS,
+        on_exhausted=cfg.ON_EXHAUSTED,
+        judge_final=cfg.JUDGE_FINAL,
+        max_chunks=cfg.MAX_CHUNKS,
+        temperature=cfg.TEMPERATURE,
+        max_new_tokens=cfg.MAX_CHUNK_TOKENS,
+        judge_k=cfg.JUDGE_K,
+        seed=cfg.SEED,
+    )
 
 
 def table(runs: dict, tasks: list[str]) -> tuple[list[dict], dict[str, list[int]]]:
@@ -302,8 +376,8 @@ def table(runs: dict, tasks: list[str]) -> tuple[list[dict], dict[str, list[int]
     seeds), the mean accepted and rejected length, judge calls and seconds, and the average
     accuracy over tasks, and the % of responses cut at the chunk token limit. Also label -> its
     seeds (the greedy row has one)."""
-    labels = list(dict.fromkeys(l for l, _, _ in runs))
-    seeds = {label: sorted({k for l, _, k in runs if l == label}) for label in labels}
+    labels = list(dict.fromkeys(lab for lab, _, _ in runs))
+    seeds = {label: sorted({k for lab, _, k in runs if lab == label}) for label in labels}
     rows = []
     for label in labels:
         row, accs = {"method": label, "runs": len(seeds[label])}, []
@@ -319,12 +393,22 @@ def table(runs: dict, tasks: list[str]) -> tuple[list[dict], dict[str, list[int]
     return rows, seeds
 
 
-def predictions(runs: dict, items: dict[str, list[dict]], seeds: dict[str, list[int]], seed: int) -> dict[str, list[dict]]:
+def predictions(
+    runs: dict, items: dict[str, list[dict]], seeds: dict[str, list[int]], seed: int
+) -> dict[str, list[dict]]:
     """Per-problem outcomes of every row (``results/<profile>/chunk_reset_predictions.jsonl``:
     :func:`stepwiser_lib.evals.evaluation.problem_predictions`), label -> records."""
-    return {label: [p for task, its in items.items() for k in ks
-                    for p in problem_predictions(label, task, seed + k, [f"{task}/{i['id']}" for i in its],
-                                                 runs[(label, task, k)]["correct"])] for label, ks in seeds.items()}
+    return {
+        label: [
+            p
+            for task, its in items.items()
+            for k in ks
+            for p in problem_predictions(
+                label, task, seed + k, [f"{task}/{i['id']}" for i in its], runs[(label, task, k)]["correct"]
+            )
+        ]
+        for label, ks in seeds.items()
+    }
 
 
 def tallies(runs: dict, judge_k: int = 1) -> dict[str, dict]:
@@ -353,7 +437,9 @@ def with_verdicts(rows: list[dict], judge_tallies: dict[str, dict]) -> list[dict
     An arm's accuracy stays a number: the policy did run, and a judge that never spoke leaves it the
     no-judge arm's; what becomes uninformative is the claim about the judge (:func:`comparisons`)."""
 
-    return [{**r, "verdicts": describe(judge_tallies[r["method"]]) if r["method"] in judge_tallies else "-"} for r in rows]
+    return [
+        {**r, "verdicts": describe(judge_tallies[r["method"]]) if r["method"] in judge_tallies else "-"} for r in rows
+    ]
 
 
 def comparisons(preds: dict[str, list[dict]], judge_tallies: dict[str, dict] | None = None) -> list[dict]:
@@ -361,24 +447,52 @@ def comparisons(preds: dict[str, list[dict]], judge_tallies: dict[str, dict] | N
     judge against the sampled no-judge run, and greedy decoding against sampling (no judge). A
     judge arm whose judge was never asked or never parsed (``judge_tallies``, :func:`tallies`) is
     not compared: its verdict is :data:`~stepwiser_lib.core.verdicts.UNINFORMATIVE`."""
+
     def judged(label):
         t = (judge_tallies or {}).get(label)
         if judge_tallies is not None and not informative(t):
             return uninformative_comparison({"a": label, "b": NO_JUDGE}, f"not compared: {describe(t, label=False)}")
         return compare_rates(preds[label], preds[NO_JUDGE])
 
-    out = [{"claim": "the judge helps chunk-reset (Table 7)", **judged(label)}
-           for label in preds if label not in (NO_JUDGE, GREEDY)]
+    out = [
+        {"claim": "the judge helps chunk-reset (Table 7)", **judged(label)}
+        for label in preds
+        if label not in (NO_JUDGE, GREEDY)
+    ]
     if GREEDY in preds:
-        out.append({"claim": "greedy decoding beats sampling (no judge)", **compare_rates(preds[GREEDY], preds[NO_JUDGE])})
+        out.append(
+            {"claim": "greedy decoding beats sampling (no judge)", **compare_rates(preds[GREEDY], preds[NO_JUDGE])}
+        )
     return out
 
 
 def paper_rows(model: str = "1.5B") -> list[dict]:
     """The paper's Table 7 rows for ``model``, in notebook 06's columns: for display, never mixed in."""
-    return [{"method": f"PAPER {model}: {r['row']} {r['signal']}", "MATH500": r["math500"], "Heldout-1K": r["heldout"],
-             "avg": r["avg"], "accepted_length": r["accepted"], "rejected_length": r["rejected"]}
-            for r in TABLE7 if r["model"] == model]
+    return [
+        {
+            "method": f"PAPER {model}: {r['row']} {r['signal']}",
+            "MATH500": r["math500"],
+            "Heldout-1K": r["heldout"],
+            "avg": r["avg"],
+            "accepted_length": r["accepted"],
+            "rejected_length": r["rejected"],
+        }
+        for r in TABLE7
+        if r["model"] == model
+    ]
+
+
+def summary_line(sm: dict) -> str:
+    """One run's summary in words (issue 36: it was a raw dict): accuracy, and per problem the judge
+    calls, the resets (a rejected chunk redrawn) and the chunks **exhausted**: all ``MAX_ATTEMPTS``
+    rejected, so ``ON_EXHAUSTED`` picked one of them (by default the best-scored) and went on."""
+    if not sm.get("judge_calls"):
+        return f"accuracy {sm['accuracy']:.1f}% on {sm['n']} problems"
+    return (
+        f"accuracy {sm['accuracy']:.1f}% on {sm['n']} problems; per problem {sm['judge_calls']:.1f} judge calls, "
+        f"{sm['resets']:.1f} resets, {sm['exhausted']:.1f} chunks exhausted (every attempt rejected)"
+        + (f", {sm['cut_at_limit']}% cut at the token limit" if sm.get("cut_at_limit") else "")
+    )
 
 
 def reset_example(runs: dict, items: dict[str, list[dict]], judges: list[str]) -> str | None:
@@ -392,15 +506,50 @@ def reset_example(runs: dict, items: dict[str, list[dict]], judges: list[str]) -
             t = next((t for t in r["trace"] if t["accepted"] > 0 and not t["exhausted"]), None)
             if t is None:
                 continue
-            hist = " | ".join(x["attempts"][x["accepted"]]["content"].replace("\n", " / ") for x in r["trace"][:t["chunk_index"]])
-            lines = [f"JUDGE: {name}", f"PROBLEM: {it['problem']}   (answer {it['answer']}; final response correct: {ok})",
-                     f"ACCEPTED HISTORY: {hist or '(none)'}"]
+            hist = " | ".join(
+                x["attempts"][x["accepted"]]["content"].replace("\n", " / ") for x in r["trace"][: t["chunk_index"]]
+            )
+            lines = [
+                f"JUDGE: {name}",
+                f"PROBLEM: {it['problem']}   (answer {it['answer']}; final response correct: {ok})",
+                f"ACCEPTED HISTORY: {hist or '(none)'}",
+            ]
             for a_i, a in enumerate(t["attempts"]):
                 tag = "ACCEPTED" if a_i == t["accepted"] else "REJECTED"
-                lines += [f"  attempt {a_i} [{tag}, judge {a['verdict']}]: {a['content'].replace(chr(10), ' / ')}",
-                          f"      judge analysis: {a['analysis'].strip().replace(chr(10), ' / ')}"]
+                lines += [
+                    f"  attempt {a_i} [{tag}, judge {a['verdict']}]: {a['content'].replace(chr(10), ' / ')}",
+                    f"      judge analysis: {a['analysis'].strip().replace(chr(10), ' / ')}",
+                    "      "
+                    + judge_runs.describe_output(
+                        {"problem": it["problem"], "chunk": a["content"]},
+                        {"verdict": a["verdict"], "analysis": a["analysis"]},
+                    ),
+                ]
+            lines.append("WHAT THIS RESET DID: " + reset_effect(it["problem"], t))
             return "\n".join(lines)
     return None
+
+
+def reset_effect(problem: str, step: dict) -> str:
+    """In words, what one reset did by the exact step checker (toy problems): whether the rejected
+    attempts were right and whether the accepted one is (issue 36: the one trace printed rejected
+    a right final answer and accepted a wrong one, unremarked)."""
+    truth = [tasks.step_truth({"problem": problem, "chunk": a["content"]}) for a in step["attempts"]]
+    acc = truth[step["accepted"]]
+    rejected = [t for i, t in enumerate(truth) if i != step["accepted"]]
+    if acc is None or any(t is None for t in rejected):
+        return "the exact checker cannot judge these chunks (not a toy problem)"
+    if all(rejected) and not acc:
+        return "it rejected a right chunk and accepted a wrong one: a reset that hurt"
+    if not any(rejected) and acc:
+        return "it rejected a wrong chunk and accepted a right one: a reset that helped"
+    if all(rejected) and acc:
+        return "it rejected a right chunk for another right one: tokens spent, nothing gained"
+    return (
+        "by the exact checker, "
+        + ", ".join(f"attempt {i} {'right' if t else 'wrong'}" for i, t in enumerate(truth))
+        + f"; attempt {step['accepted']} kept"
+    )
 
 
 def cut_note(rows: list[dict], max_chunk_tokens: int) -> str:
@@ -411,25 +560,39 @@ def cut_note(rows: list[dict], max_chunk_tokens: int) -> str:
     if not cut:
         return ""
     worst = max(cut.values())
-    return (f"Responses ended at a chunk cut by MAX_CHUNK_TOKENS = {max_chunk_tokens} (never judged, no answer): "
-            + ", ".join(f"{m} {v}%" for m, v in cut.items())
-            + (". Most responses were cut: the accuracies measure the limit, not the judges; raise MAX_CHUNK_TOKENS."
-               if worst >= 50 else "; raise MAX_CHUNK_TOKENS if that is more than a few."))
+    return (
+        f"Responses ended at a chunk cut by MAX_CHUNK_TOKENS = {max_chunk_tokens} (never judged, no answer): "
+        + ", ".join(f"{m} {v}%" for m, v in cut.items())
+        + (
+            ". Most responses were cut: the accuracies measure the limit, not the judges; raise MAX_CHUNK_TOKENS."
+            if worst >= 50
+            else "; raise MAX_CHUNK_TOKENS if that is more than a few."
+        )
+    )
 
 
 def results_markdown(rows: list[dict], comps: list[dict], paper: list[dict], runs: int, note: str = "") -> str:
     """``results/<profile>/chunk_reset.md``: our table (and ``note``, :func:`cut_note`), the paired
     comparisons, the paper's rows."""
-    md = ["Chunk-Reset Reasoning on held-out problems (ours; mean over %d seeds):" % runs, "",
-          markdown_table(rows, list(rows[0]) if rows else []), "", *([note, ""] if note else []),
-          "Each judge against the plain chunk policy on the same problems (paired bootstrap by problem):", "",
-          markdown_table(comps, ["a", "b", "diff", "low", "high", "p_bootstrap", "test", "verdict"]), "",
-          "The paper's Table 7 (Qwen2.5-1.5B-chunk, MATH500 / NuminaMath Heldout-1K; not ours):", "",
-          markdown_table(paper, ["method", "MATH500", "Heldout-1K", "avg", "accepted_length", "rejected_length"])]
+    md = [
+        f"Chunk-Reset Reasoning on held-out problems (ours; mean over {runs} seeds):",
+        "",
+        markdown_table(rows, list(rows[0]) if rows else []),
+        "",
+        *([note, ""] if note else []),
+        "Each judge against the plain chunk policy on the same problems (paired bootstrap by problem):",
+        "",
+        markdown_table(comps, ["a", "b", "diff", "low", "high", "p_bootstrap", "test", "verdict"]),
+        "",
+        "The paper's Table 7 (Qwen2.5-1.5B-chunk, MATH500 / NuminaMath Heldout-1K; not ours):",
+        "",
+        markdown_table(paper, ["method", "MATH500", "Heldout-1K", "avg", "accepted_length", "rejected_length"]),
+    ]
     return "\n".join(md) + "\n"
 
 
 # ----------------------------------------------------------------------------- a worker of notebook 06
+
 
 def main(argv: list[str] | None = None, profiles_dir=None) -> int:
     """Notebook 06's runs outside a kernel, one worker of K (issue 34): ``python -m
@@ -454,13 +617,26 @@ def main(argv: list[str] | None = None, profiles_dir=None) -> int:
         return 2
     from ..engines.models import engine_settings, make_generator  # lazy: torch
 
-    items = {t: tasks.load_problems(t, "eval", cfg.N_PROBLEMS, seed=cfg.SEED, **tasks.file_kw(cfg.DATA_FILES, t))
-             for t in cfg.EVAL_TASKS}
+    items = {
+        t: tasks.load_problems(t, "eval", cfg.N_PROBLEMS, seed=cfg.SEED, **tasks.file_kw(cfg.DATA_FILES, t))
+        for t in cfg.EVAL_TASKS
+    }
     policy = make_generator(policy_path, backend=cfg.BACKEND, batch_size=cfg.GEN_BATCH, **engine_settings(p))
-    runs = run_grid(policy, judge_runs.in_order(registry, cfg.JUDGES), judge.loader(cfg), items,
-                    prompts.get(cfg.PROMPT_FAMILY, "chunk_policy"), reset_config(cfg), cfg.RUNS,
-                    paths.artifacts(a.profile, nb.stem), policy_fingerprint=paths.model_fingerprint(policy_path),
-                    max_completion=cfg.MAX_COMPLETION, is_correct=tasks.is_correct, worker=a.worker, workers=a.workers)
+    runs = run_grid(
+        policy,
+        judge_runs.in_order(registry, cfg.JUDGES),
+        judge.loader(cfg),
+        items,
+        prompts.get(cfg.PROMPT_FAMILY, "chunk_policy"),
+        reset_config(cfg),
+        cfg.RUNS,
+        paths.artifacts(a.profile, nb.stem),
+        policy_fingerprint=paths.model_fingerprint(policy_path),
+        max_completion=cfg.MAX_COMPLETION,
+        is_correct=tasks.is_correct,
+        worker=a.worker,
+        workers=a.workers,
+    )
     print(json.dumps({"worker": a.worker, "workers": a.workers, "runs_on_disk": len(runs)}))
     return 0
 

@@ -26,8 +26,7 @@ from ..engines.sft import train_sft
 VERDICT_TOKEN = {True: "+", False: "-"}
 
 
-def conversation(problem: str, history: list[str], chunk: str,
-                 label: bool | None = None) -> list[dict]:
+def conversation(problem: str, history: list[str], chunk: str, label: bool | None = None) -> list[dict]:
     """RLHFlow-style messages: one user turn per step (the first with the problem), ``+`` after
     every history step, and the label's token after the new chunk when ``label`` is given."""
     steps = list(history) + [chunk]
@@ -47,15 +46,16 @@ def verdict_ids(tok) -> dict[bool, int]:
     for lab, sym in VERDICT_TOKEN.items():
         enc = tok(sym, add_special_tokens=False)["input_ids"]
         if len(enc) != 1:
-            raise ValueError(f"verdict {sym!r} is {len(enc)} tokens for this tokenizer; the "
-                             "discriminative judge needs single-token verdicts")
+            raise ValueError(
+                f"verdict {sym!r} is {len(enc)} tokens for this tokenizer; the "
+                "discriminative judge needs single-token verdicts"
+            )
         ids[lab] = enc[0]
     return ids
 
 
 def _prefix_ids(tok, problem: str, history: list[str], chunk: str) -> list[int]:
-    text = tok.apply_chat_template(conversation(problem, history, chunk), tokenize=False,
-                                   add_generation_prompt=True)
+    text = tok.apply_chat_template(conversation(problem, history, chunk), tokenize=False, add_generation_prompt=True)
     return tok(text, add_special_tokens=False)["input_ids"]
 
 
@@ -63,22 +63,22 @@ def encode(tok, problem: str, history: list[str], chunk: str, label: bool) -> di
     """``{"input_ids", "completion_mask"}`` for one example; the mask is 1 on the final verdict
     token only. Raises if the chat template does not put the verdict as one token right after
     the generation prompt (then the mask would be wrong)."""
-    full_text = tok.apply_chat_template(conversation(problem, history, chunk, label),
-                                        tokenize=False)
+    full_text = tok.apply_chat_template(conversation(problem, history, chunk, label), tokenize=False)
     full = tok(full_text, add_special_tokens=False)["input_ids"]
     prefix = _prefix_ids(tok, problem, history, chunk)
     vid = verdict_ids(tok)[bool(label)]
-    if full[:len(prefix)] != prefix or len(full) <= len(prefix) or full[len(prefix)] != vid:
-        raise ValueError("the chat template does not tokenize the verdict as one token right "
-                         "after the assistant header; cannot build the verdict-only loss mask")
+    if full[: len(prefix)] != prefix or len(full) <= len(prefix) or full[len(prefix)] != vid:
+        raise ValueError(
+            "the chat template does not tokenize the verdict as one token right "
+            "after the assistant header; cannot build the verdict-only loss mask"
+        )
     mask = [0] * len(full)
     mask[len(prefix)] = 1
     return {"input_ids": full, "completion_mask": mask}
 
 
 @launchable
-def train_disc_judge(model_dir: str, examples: list[dict], out_dir, settings: dict,
-                     progress: bool = True) -> dict:
+def train_disc_judge(model_dir: str, examples: list[dict], out_dir, settings: dict, progress: bool = True) -> dict:
     """SFT of the discriminative judge with TRL's ``SFTTrainer`` (paper App. A.1: user turns
     masked, lr 1e-5, global batch 32; data packing is not used here) and
     :class:`stepwiser_lib.engines.trainers.SFTSettings` (``DISC_*`` parameters). The dataset is
@@ -106,7 +106,7 @@ class DiscJudge:
         self.ids = verdict_ids(tokenizer)
 
     @classmethod
-    def load(cls, path: str, **kw) -> "DiscJudge":
+    def load(cls, path: str, **kw) -> DiscJudge:
         from ..engines.models import load_model  # lazy: torch
 
         model, tok = load_model(path)
@@ -125,11 +125,18 @@ class DiscJudge:
 
         ids = [self.ids[True], self.ids[False]]
         seqs = [_prefix_ids(self.tok, p, h, c) for p, h, c in triples]
-        return last_token_rows(self.model, seqs, self.tok.pad_token_id, self.batch_size,
-                               lambda lg: torch.softmax(lg[:, ids], dim=1)[:, 0].tolist())
+        return last_token_rows(
+            self.model,
+            seqs,
+            self.tok.pad_token_id,
+            self.batch_size,
+            lambda lg: torch.softmax(lg[:, ids], dim=1)[:, 0].tolist(),
+        )
 
     def judge(self, triples, k: int = 1, temperature=None, seed: int = 0, progress=False, seeds=None) -> list[dict]:
         """``k``/``temperature``/``seed``/``seeds`` are accepted for interface compatibility: the
         discriminative judge is read deterministically from its next-token probabilities."""
-        return [{"verdict": "Positive" if s >= self.threshold else "Negative", "analysis": "",
-                 "score": s, "n_unparsed": 0} for s in self.scores(triples)]
+        return [
+            {"verdict": "Positive" if s >= self.threshold else "Negative", "analysis": "", "score": s, "n_unparsed": 0}
+            for s in self.scores(triples)
+        ]

@@ -12,6 +12,9 @@ Tables 5/6 are in :mod:`stepwiser_lib.method.judge_train`; the discriminative ba
 
 from __future__ import annotations
 
+import json
+import os
+
 from ..core import paths
 from ..core.chunks import parse_chunks
 from ..core.prompts import get, judge_prompt
@@ -22,8 +25,7 @@ from . import tasks
 from .discriminative import DiscJudge
 
 
-def verdict_reward(completions: list, label: list | None = None, labels: list | None = None,
-                   **kwargs) -> list[float]:
+def verdict_reward(completions: list, label: list | None = None, labels: list | None = None, **kwargs) -> list[float]:
     """GRPO reward (paper §3.3): 1.0 iff the parsed verdict equals the label (True = Positive).
 
     Works with TRL's ``reward_funcs`` calling convention (``prompts``, ``completions``, dataset
@@ -55,16 +57,26 @@ def is_direct_format(text: str) -> bool:
 def make_direct_reward(format_penalty: float = -1.0):
     """Reward for the "ablate CoT" judge (paper App. A.4): the verdict reward, or
     ``format_penalty`` (paper: -1.0) when the completion is not just ``\\boxed{verdict}``."""
-    def direct_reward(completions: list, label: list | None = None, labels: list | None = None,
-                      **kwargs) -> list[float]:
+
+    def direct_reward(
+        completions: list, label: list | None = None, labels: list | None = None, **kwargs
+    ) -> list[float]:
         base = verdict_reward(completions, label=label, labels=labels)
         texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
         return [r if is_direct_format(t) else format_penalty for r, t in zip(base, texts)]
+
     return direct_reward
 
 
-def policy_chunks(policy_dir: str, items: list[dict], samples: int, family: str = "toy",
-                  seed: int = 0, max_new_tokens: int = 160, batch_size: int = 128) -> list[dict]:
+def policy_chunks(
+    policy_dir: str,
+    items: list[dict],
+    samples: int,
+    family: str = "toy",
+    seed: int = 0,
+    max_new_tokens: int = 160,
+    batch_size: int = 128,
+) -> list[dict]:
     """(problem, history, chunk) triples from the chunk policy's own samples on ``items``.
 
     Input text for the judge's format warm-up (notebook 04): chunks written the way the judge
@@ -75,8 +87,13 @@ def policy_chunks(policy_dir: str, items: list[dict], samples: int, family: str 
     model, tok = load_model(policy_dir)
     gen = HFGenerator(model, tok, batch_size=batch_size)
     tmpl = get(family, "chunk_policy")
-    outs = gen.generate([tmpl.format(problem=it["problem"]) for it in items], n=samples,
-                        temperature=1.0, max_new_tokens=max_new_tokens, seed=seed)
+    outs = gen.generate(
+        [tmpl.format(problem=it["problem"]) for it in items],
+        n=samples,
+        temperature=1.0,
+        max_new_tokens=max_new_tokens,
+        seed=seed,
+    )
     out = []
     for it, cands in zip(items, outs):
         for c in cands:
@@ -86,6 +103,7 @@ def policy_chunks(policy_dir: str, items: list[dict], samples: int, family: str 
 
 
 # ----------------------------------------------------------------------------- inference
+
 
 class Judge:
     """Batched stepwise judging: ``judge(triples, k)`` for (problem, history, chunk) triples.
@@ -104,19 +122,46 @@ class Judge:
         self.family, self.max_new_tokens, self.style = family, max_new_tokens, style
 
     @classmethod
-    def from_model(cls, model, tokenizer, batch_size: int = 128, **kw) -> "Judge":
+    def from_model(cls, model, tokenizer, batch_size: int = 128, **kw) -> Judge:
         """A judge on a model already in memory (e.g. the live model inside GRPO training)."""
         from ..engines.models import HFGenerator  # lazy: torch
 
         return cls(HFGenerator(model, tokenizer, batch_size=batch_size), **kw)
 
     @classmethod
-    def load(cls, base: str, adapter: str | None = None, backend: str = "hf", batch_size: int = 128,
-             engine: dict | None = None, **kw) -> "Judge":
+    def load(
+        cls,
+        base: str,
+        adapter: str | None = None,
+        backend: str = "hf",
+        batch_size: int = 128,
+        engine: dict | None = None,
+        **kw,
+    ) -> Judge:
         """A judge from disk on ``backend`` ("hf" or "vllm"; ``engine``: vLLM's
         :func:`~stepwiser_lib.engines.models.engine_settings`). A LoRA adapter is folded into the weights
-        (on vLLM from a merged copy written once beside the adapter)."""
+        (on vLLM from a merged copy written once beside the adapter).
+
+        ``base`` may be a judge exported by ``python -m stepwiser_lib.export`` (a folder or hub id
+        with ``stepwiser_judge.json``): its output style, prompt family and output limit then come
+        from that file unless given here, and a discriminative judge loads as
+        :class:`~stepwiser_lib.method.discriminative.DiscJudge` (the same ``judge`` call)::
+
+            j = Judge.load("exports/tiny/judges/stepwiser__rel_ratio")
+            j.judge([(problem, previous_chunks, new_chunk)])  # [{"verdict": "Positive", "analysis": ..., "score": 1.0}]
+        """
         from ..engines.models import load_model, make_generator, merged_model_dir  # lazy: torch
+
+        meta = exported_judge(base) if adapter is None else None
+        if meta:
+            if meta["style"] == "disc":
+                return DiscJudge.load(base, batch_size=batch_size)
+            kw = {
+                "family": meta["prompt_family"],
+                "max_new_tokens": meta["max_new_tokens"],
+                "style": meta["style"],
+                **kw,
+            }
 
         if backend == "vllm":
             path = merged_model_dir(base, adapter) if adapter else base
@@ -130,24 +175,47 @@ class Judge:
         if hasattr(self.gen, "close"):
             self.gen.close()
 
-    def judge(self, triples: list[tuple[str, list[str], str]], k: int = 1,
-              temperature: float | None = None, seed: int = 0, progress: bool | str = False,
-              seeds: list[int] | None = None) -> list[dict]:
+    def judge(
+        self,
+        triples: list[tuple[str, list[str], str]],
+        k: int = 1,
+        temperature: float | None = None,
+        seed: int = 0,
+        progress: bool | str = False,
+        seeds: list[int] | None = None,
+    ) -> list[dict]:
         """``seeds``: one per triple instead of ``seed`` (each triple's samples then depend on it alone)."""
         temperature = (0.0 if k == 1 else 1.0) if temperature is None else temperature
         ps = [judge_prompt(self.family, p, h, c, self.style) for p, h, c in triples]
         with _eval_mode(getattr(self.gen, "model", None)):
-            outs = self.gen.generate(ps, n=k, temperature=temperature,
-                                     max_new_tokens=self.max_new_tokens, seed=seed, progress=progress,
-                                     **({"seeds": seeds} if seeds is not None else {}))
+            outs = self.gen.generate(
+                ps,
+                n=k,
+                temperature=temperature,
+                max_new_tokens=self.max_new_tokens,
+                seed=seed,
+                progress=progress,
+                **({"seeds": seeds} if seeds is not None else {}),
+            )
         res = []
         for cands in outs:
             vs = [parse_verdict(c.text) for c in cands]
             pos, neg = vs.count("Positive"), vs.count("Negative")
-            verdict = None if pos + neg == 0 else ("Positive" if pos > neg else "Negative" if neg > pos
-                                                   else vs[next(i for i, v in enumerate(vs) if v)])
-            res.append({"verdict": verdict, "analysis": cands[0].text, "score": pos / len(vs),
-                        "n_unparsed": len(vs) - pos - neg})
+            verdict = (
+                None
+                if pos + neg == 0
+                else (
+                    "Positive" if pos > neg else "Negative" if neg > pos else vs[next(i for i, v in enumerate(vs) if v)]
+                )
+            )
+            res.append(
+                {
+                    "verdict": verdict,
+                    "analysis": cands[0].text,
+                    "score": pos / len(vs),
+                    "n_unparsed": len(vs) - pos - neg,
+                }
+            )
         return res
 
     def verdict_probs(self, triples: list[tuple[str, list[str], str]], outputs: list[str]) -> list[float | None]:
@@ -193,7 +261,7 @@ class _eval_mode:
             self.model.train()
 
 
-def self_check_yield(judge: "Judge", examples: list[dict], k: int = 4, seed: int = 0) -> dict:
+def self_check_yield(judge: Judge, examples: list[dict], k: int = 4, seed: int = 0) -> dict:
     """What a self-taught warm-up could train on (issue 17, item 5): the judge's own check texts,
     ``k`` sampled per chunk at temperature 1 with the judge prompt, counted by whether they end in
     a parsable verdict and whether that verdict agrees with the Monte-Carlo label. Kept
@@ -206,11 +274,16 @@ def self_check_yield(judge: "Judge", examples: list[dict], k: int = 4, seed: int
         neg = k - r["n_unparsed"] - pos
         parsable += pos + neg
         agree += pos if e["label"] else neg
-    return {"chunks": len(examples), "samples": k * len(examples), "parsable": parsable,
-            "label_matching": agree, "example": res[0]["analysis"] if res else None}
+    return {
+        "chunks": len(examples),
+        "samples": k * len(examples),
+        "parsable": parsable,
+        "label_matching": agree,
+        "example": res[0]["analysis"] if res else None,
+    }
 
 
-def verdict_readout(judge: "Judge", examples: list[dict], judged: list[dict]) -> dict:
+def verdict_readout(judge: Judge, examples: list[dict], judged: list[dict]) -> dict:
     """Does the verdict follow the judge's own analysis? (notebook 04) [not in paper]
 
     Adds ``p_positive`` (see :meth:`Judge.verdict_probs`) to each ``judged`` record and returns
@@ -224,8 +297,11 @@ def verdict_readout(judge: "Judge", examples: list[dict], judged: list[dict]) ->
     probs = judge.verdict_probs(triples, [j["analysis"] for j in judged])
     for j, p in zip(judged, probs):
         j["p_positive"] = p
-    rows = [(p, tasks.analysis_verdict(j["analysis"]), bool(e["label"]))
-            for p, j, e in zip(probs, judged, examples) if p is not None]
+    rows = [
+        (p, tasks.analysis_verdict(j["analysis"]), bool(e["label"]))
+        for p, j, e in zip(probs, judged, examples)
+        if p is not None
+    ]
     res: dict = {"verdict_prob_auc": score_auc([r[0] for r in rows], [r[2] for r in rows])}
     imp = [r for r in rows if r[1] is not None]
     if imp:
@@ -235,7 +311,8 @@ def verdict_readout(judge: "Judge", examples: list[dict], judged: list[dict]) ->
             analysis_faithful=round(100 * sum(r[1] == r[2] for r in imp) / len(imp), 2),
             readout_auc=score_auc([r[0] for r in imp], [r[1] for r in imp]),
             p_pos_if_analysis_right=round(sum(right) / len(right), 4) if right else None,
-            p_pos_if_analysis_wrong=round(sum(wrong) / len(wrong), 4) if wrong else None)
+            p_pos_if_analysis_wrong=round(sum(wrong) / len(wrong), 4) if wrong else None,
+        )
     return res
 
 
@@ -245,15 +322,19 @@ def step_accuracy(judged: list[dict], examples: list[dict]) -> dict:
     n = len(examples)
     if not n:
         return {"n": 0}
-    hit = [(j["verdict"] == "Positive") == bool(e["label"]) and j["verdict"] is not None
-           for j, e in zip(judged, examples)]
+    hit = [
+        (j["verdict"] == "Positive") == bool(e["label"]) and j["verdict"] is not None for j, e in zip(judged, examples)
+    ]
     pos = [e for e in examples if e["label"]]
     acc_pos = sum(h for h, e in zip(hit, examples) if e["label"]) / max(1, len(pos))
     acc_neg = sum(h for h, e in zip(hit, examples) if not e["label"]) / max(1, n - len(pos))
-    return {"n": n, "acc": round(100 * sum(hit) / n, 2),
-            "balanced_acc": round(50 * (acc_pos + acc_neg), 2),
-            "positive_rate": round(100 * sum(j["verdict"] == "Positive" for j in judged) / n, 2),
-            "unparsed": round(100 * sum(j["verdict"] is None for j in judged) / n, 2)}
+    return {
+        "n": n,
+        "acc": round(100 * sum(hit) / n, 2),
+        "balanced_acc": round(50 * (acc_pos + acc_neg), 2),
+        "positive_rate": round(100 * sum(j["verdict"] == "Positive" for j in judged) / n, 2),
+        "unparsed": round(100 * sum(j["verdict"] is None for j in judged) / n, 2),
+    }
 
 
 def score_auc(scores: list[float], labels: list[bool]) -> float | None:
@@ -268,8 +349,9 @@ def score_auc(scores: list[float], labels: list[bool]) -> float | None:
     return round(wins / (len(pos) * len(neg)), 4)
 
 
-def evaluate_judge(judge, examples: list[dict], k: int = 1, seed: int = 0,
-                   auc_k: int = 0, readout: bool = False) -> tuple[dict, list[dict]]:
+def evaluate_judge(
+    judge, examples: list[dict], k: int = 1, seed: int = 0, auc_k: int = 0, readout: bool = False
+) -> tuple[dict, list[dict]]:
     """Validation metrics of a judge on labelled examples (balanced set -> balanced accuracy),
     plus, where the exact step checker applies, balanced accuracy against arithmetic truth.
     With ``auc_k`` > 0 also ``score_auc`` (and ``truth_score_auc``): the AUC of the fraction of
@@ -282,8 +364,9 @@ def evaluate_judge(judge, examples: list[dict], k: int = 1, seed: int = 0,
     truth = [tasks.step_truth(e) for e in examples]
     has_truth = bool(examples) and all(t is not None for t in truth)
     if has_truth:
-        res["truth_balanced_acc"] = step_accuracy(
-            judged, [{**e, "label": t} for e, t in zip(examples, truth)])["balanced_acc"]
+        res["truth_balanced_acc"] = step_accuracy(judged, [{**e, "label": t} for e, t in zip(examples, truth)])[
+            "balanced_acc"
+        ]
     if auc_k and examples:
         scores = [j["score"] for j in judge.judge(triples, k=auc_k, temperature=1.0, seed=seed)]
         res["score_auc"] = score_auc(scores, [bool(e["label"]) for e in examples])
@@ -294,8 +377,37 @@ def evaluate_judge(judge, examples: list[dict], k: int = 1, seed: int = 0,
     return res, judged
 
 
-def load_judge(entry: dict, family: str = "toy", max_new_tokens: int = 64, batch_size: int = 128,
-               backend: str = "hf", engine: dict | None = None):
+#: The file an exported judge carries (:mod:`stepwiser_lib.tools.export`): how to prompt and read it.
+EXPORTED_JUDGE = "stepwiser_judge.json"
+
+
+def exported_judge(path: str) -> dict | None:
+    """The ``stepwiser_judge.json`` of an exported judge (a local folder, or a hub id whose repository
+    has one), or None for any other model."""
+
+    local = os.path.join(path, EXPORTED_JUDGE)
+    if os.path.isfile(local):
+        with open(local) as f:
+            return json.load(f)
+    if os.path.isdir(path) or path.count("/") != 1:
+        return None
+    try:
+        from huggingface_hub import hf_hub_download  # lazy: only a hub id needs the client
+
+        with open(hf_hub_download(path, EXPORTED_JUDGE)) as f:
+            return json.load(f)
+    except Exception:  # offline, no such repo or no such file: an ordinary model
+        return None
+
+
+def load_judge(
+    entry: dict,
+    family: str = "toy",
+    max_new_tokens: int = 64,
+    batch_size: int = 128,
+    backend: str = "hf",
+    engine: dict | None = None,
+):
     """A trained judge from its registry entry (``style``, ``base``, optional ``adapter``). A
     direct-verdict judge reads only a box, so it keeps the output limit it was trained with
     (``entry["max_new_tokens"]``) whatever ``max_new_tokens`` says. Generative judges run on
@@ -305,8 +417,16 @@ def load_judge(entry: dict, family: str = "toy", max_new_tokens: int = 64, batch
         max_new_tokens = entry.get("max_new_tokens", max_new_tokens)
     if entry["style"] == "disc":
         return DiscJudge.load(entry["base"], batch_size=batch_size)
-    j = Judge.load(entry["base"], entry.get("adapter"), backend=backend, batch_size=batch_size,
-                   engine=engine, family=family, max_new_tokens=max_new_tokens, style=entry["style"])
+    j = Judge.load(
+        entry["base"],
+        entry.get("adapter"),
+        backend=backend,
+        batch_size=batch_size,
+        engine=engine,
+        family=family,
+        max_new_tokens=max_new_tokens,
+        style=entry["style"],
+    )
     return j
 
 
@@ -314,11 +434,19 @@ def loader(cfg):
     """Notebooks 05-07's judge loader: a registry entry -> its judge, with the notebook's
     ``PROMPT_FAMILY``, ``MAX_COMPLETION``, ``JUDGE_BATCH``, ``JUDGE_BACKEND`` and vLLM engine settings
     (:func:`load_judge`: a direct judge keeps its own output limit). Loads nothing until called."""
+
     def load(entry: dict):
         from ..engines.models import engine_settings  # lazy: torch
 
-        return load_judge(entry, cfg.PROMPT_FAMILY, cfg.MAX_COMPLETION, cfg.JUDGE_BATCH, backend=cfg.JUDGE_BACKEND,
-                          engine=engine_settings(cfg))
+        return load_judge(
+            entry,
+            cfg.PROMPT_FAMILY,
+            cfg.MAX_COMPLETION,
+            cfg.JUDGE_BATCH,
+            backend=cfg.JUDGE_BACKEND,
+            engine=engine_settings(cfg),
+        )
+
     return load
 
 

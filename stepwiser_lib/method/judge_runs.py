@@ -20,6 +20,7 @@ from ..engines.trainers import SFTSettings
 from ..evals import claims
 from ..evals.evaluation import balanced_accuracy_ci, compare, constant_judge, judge_predictions, reference_judge
 from ..evals.paper_results import paper_row
+from ..evals.stats import wilson
 from . import judge, judge_train, tasks
 from .judge import MODEL_FIELDS, resolved_entry, stored_entry
 
@@ -83,10 +84,12 @@ def training_runs(variants: list[str], seed: int, repeat_seeds: list[int]) -> li
     return runs
 
 
-def self_check(art, init: str, examples: list[dict], k: int, *, family: str, max_completion: int, batch: int,
-               seed: int) -> dict:
+def self_check(
+    art, init: str, examples: list[dict], k: int, *, family: str, max_completion: int, batch: int, seed: int
+) -> dict:
     """:func:`stepwiser_lib.method.judge.self_check_yield` of the initial model on ``examples``, cached in
     ``art/self_check.json``: what a self-taught warm-up could keep (notebook 04, section 1)."""
+
     def run():
         j = judge.Judge.load(init, batch_size=batch, family=family, max_new_tokens=max_completion)
         r = judge.self_check_yield(j, examples, k, seed)
@@ -105,12 +108,25 @@ def warmup_chunks(art, init: str, n_problems: int, samples: int, *, family: str,
         return []
     wp = tasks.load_problems("toy", "sft", n_problems, seed=seed)
     key = io.digest(paths.model_fingerprint(init), n_problems, samples, seed)
-    return io.cached_json(art / "warmup_chunks.json", key, lambda: {"chunks": judge.policy_chunks(
-        init, wp, samples, family, seed)})["chunks"]
+    return io.cached_json(
+        art / "warmup_chunks.json", key, lambda: {"chunks": judge.policy_chunks(init, wp, samples, family, seed)}
+    )["chunks"]
 
 
-def train_warmups(art, styles: list[str], chunks: list[dict], init: str, *, family: str, seed: int, steps: int,
-                  direct_steps: int, lr: float, batch: int, micro_batch: int) -> tuple[dict, dict, dict]:
+def train_warmups(
+    art,
+    styles: list[str],
+    chunks: list[dict],
+    init: str,
+    *,
+    family: str,
+    seed: int,
+    steps: int,
+    direct_steps: int,
+    lr: float,
+    batch: int,
+    micro_batch: int,
+) -> tuple[dict, dict, dict]:
     """Notebook 04, section 1: one format warm-up per output ``style`` (:func:`stepwiser_lib.method.tasks.warmup_records`
     on ``chunks``: the re-derivation and a coin-flip verdict, never a label), SFT for ``steps``
     optimizer steps (``direct_steps`` for the verdict-only style), cached in ``art/warmup_<style>``
@@ -119,19 +135,29 @@ def train_warmups(art, styles: list[str], chunks: list[dict], init: str, *, fami
     for style in styles:
         recs = records[style] = tasks.warmup_records(chunks, family, seed, style)
         d = art / f"warmup_{style}"
-        ws = SFTSettings(max_steps=direct_steps if style == "direct" else steps, lr=lr, global_batch=batch,
-                         micro_batch=micro_batch, seed=seed, name="WARMUP")
+        ws = SFTSettings(
+            max_steps=direct_steps if style == "direct" else steps,
+            lr=lr,
+            global_batch=batch,
+            micro_batch=micro_batch,
+            seed=seed,
+            name="WARMUP",
+        )
         key = io.digest(style, paths.model_fingerprint(init), ws, recs)
-        rec = io.cached_json(d / "record.json", key,
-                             lambda: {**(r := sft.sft(init, recs, d, ws)), "model_dir": paths.stored_path(r["model_dir"])},
-                             valid=lambda r: paths.model_complete(paths.resolve_stored(r["model_dir"])))
+        rec = io.cached_json(
+            d / "record.json",
+            key,
+            lambda: {**(r := sft.sft(init, recs, d, ws)), "model_dir": paths.stored_path(r["model_dir"])},
+            valid=lambda r: paths.model_complete(paths.resolve_stored(r["model_dir"])),
+        )
         dirs[style], keys[style] = paths.resolve_stored(rec["model_dir"]), rec["_key"]
         print(f"warm-up {style}: {len(recs)} records, {rec['steps']} steps, {rec['train_seconds']} s")
     return dirs, keys, records
 
 
-def evaluate_start(entry: dict, data: dict, *, family: str, max_completion: int, batch: int,
-                   auc_k: int) -> tuple[dict, dict, dict, dict]:
+def evaluate_start(
+    entry: dict, data: dict, *, family: str, max_completion: int, batch: int, auc_k: int
+) -> tuple[dict, dict, dict, dict]:
     """Notebook 04, section 2: the judge every variant starts from (``entry``, the warm-up) on each
     rule's test split (every metric, with the verdict readout) and dev split (greedy verdicts),
     and on toy problems how often its own analysis implies the exact checker's verdict.
@@ -139,16 +165,32 @@ def evaluate_start(entry: dict, data: dict, *, family: str, max_completion: int,
     j = judge.load_judge(entry, family, max_completion, batch)
     before, before_judged, before_dev, before_dev_judged = {}, {}, {}, {}
     for rule in data:
-        before[rule], before_judged[rule] = judge.evaluate_judge(j, data[rule]["test_balanced"], auc_k=auc_k, readout=True)
+        before[rule], before_judged[rule] = judge.evaluate_judge(
+            j, data[rule]["test_balanced"], auc_k=auc_k, readout=True
+        )
         before_dev[rule], before_dev_judged[rule] = judge.evaluate_judge(j, data[rule]["dev_balanced"])
         if family == "toy":
-            before[rule]["analysis_implies_truth"] = analysis_implies_truth(before_judged[rule], data[rule]["test_balanced"])
+            before[rule]["analysis_implies_truth"] = analysis_implies_truth(
+                before_judged[rule], data[rule]["test_balanced"]
+            )
     _release(j)  # its weights leave the GPU before training
     return before, before_judged, before_dev, before_dev_judged
 
 
-def train_runs(art, variants: list[str], seed: int, repeat_seeds: list[int], *, recipe: dict, init: str,
-               warmups: dict, warm_keys: dict, data: dict, data_hash: dict, family: str) -> dict[str, dict]:
+def train_runs(
+    art,
+    variants: list[str],
+    seed: int,
+    repeat_seeds: list[int],
+    *,
+    recipe: dict,
+    init: str,
+    warmups: dict,
+    warm_keys: dict,
+    data: dict,
+    data_hash: dict,
+    family: str,
+) -> dict[str, dict]:
     """Notebook 04, section 3: every run of :func:`training_runs` trained once
     (:func:`stepwiser_lib.method.judge_train.train_variant`) and cached in ``art/<slug>/record.json`` under a key
     of only the settings its kind trains with (:func:`stepwiser_lib.method.judge_train.recipe_key`: a new
@@ -158,20 +200,49 @@ def train_runs(art, variants: list[str], seed: int, repeat_seeds: list[int], *, 
     for name, s, run_id in training_runs(variants, seed, repeat_seeds):
         rule = parse_variant(name)[1]
         d = art / variant_slug(run_id)
-        key = io.digest(name, s, judge_train.recipe_key(parse_variant(name)[0], recipe), paths.model_fingerprint(init),
-                        warm_keys, data_hash[rule], family)
+        key = io.digest(
+            name,
+            s,
+            judge_train.recipe_key(parse_variant(name)[0], recipe),
+            paths.model_fingerprint(init),
+            warm_keys,
+            data_hash[rule],
+            family,
+        )
         trained = []
-        rec = io.cached_json(d / "record.json", key, lambda: trained.append(run_id) or stored_record(
-            judge_train.train_variant(name, data, d, base_model=init, warmups=warmups, recipe=recipe, family=family,
-                                      seed=s)), valid=lambda r: entry_whole(r["entry"]))
+        rec = io.cached_json(
+            d / "record.json",
+            key,
+            lambda: (
+                trained.append(run_id)
+                or stored_record(
+                    judge_train.train_variant(
+                        name, data, d, base_model=init, warmups=warmups, recipe=recipe, family=family, seed=s
+                    )
+                )
+            ),
+            valid=lambda r: entry_whole(r["entry"]),
+        )
         records[run_id] = {**rec, "entry": {**resolved_entry(rec["entry"]), "name": run_id, "key": rec["_key"]}}
-        print(f"{run_id:32s} trained in {records[run_id]['train']['seconds']:7.1f} s{'' if trained else '  (from disk)'}")
+        print(
+            f"{run_id:32s} trained in {records[run_id]['train']['seconds']:7.1f} s{'' if trained else '  (from disk)'}"
+        )
     return records
 
 
 #: The numbers of a judge's row that mean nothing when it gave no parsable verdict (verdicts.RULE).
-ROW_NUMBERS = ["dev_balanced_acc", "balanced_acc", "acc", "ci95", "truth_balanced_acc", "score_auc", "truth_score_auc",
-               "verdict_prob_auc", "readout_auc", "positive_rate"]
+ROW_NUMBERS = [
+    "dev_balanced_acc",
+    "balanced_acc",
+    "acc",
+    "ci95",
+    "truth_balanced_acc",
+    "score_auc",
+    "truth_score_auc",
+    "verdict_prob_auc",
+    "readout_auc",
+    "positive_rate",
+]
 
 
 def start_label(warmed: bool) -> str:
@@ -184,9 +255,21 @@ def _masked(row: dict, test_preds: list[dict]) -> dict:
     return mask(row, tally(test_preds), ROW_NUMBERS)
 
 
-def evaluate_runs(records: dict, data: dict, before: dict, before_dev: dict, warm_judged: dict, *, family: str,
-                  max_completion: int, direct_max_completion: int, judge_batch: int, auc_k: int,
-                  seed: int, warmed: bool = True) -> tuple[dict, list[dict], dict, dict]:
+def evaluate_runs(
+    records: dict,
+    data: dict,
+    before: dict,
+    before_dev: dict,
+    warm_judged: dict,
+    *,
+    family: str,
+    max_completion: int,
+    direct_max_completion: int,
+    judge_batch: int,
+    auc_k: int,
+    seed: int,
+    warmed: bool = True,
+) -> tuple[dict, list[dict], dict, dict]:
     """Notebook 04, section 4: the per-chunk predictions and the table rows of the warm-up (per
     rule), the two yardsticks (toy world) and every trained run. Each run is evaluated once on test
     (every metric, the reported numbers) and on dev (greedy verdicts, what choices read); its
@@ -199,19 +282,44 @@ def evaluate_runs(records: dict, data: dict, before: dict, before_dev: dict, war
     for rule in warm_judged:
         preds.update(predictions(WARMUP_NAME, rule, data[rule], warm_judged[rule]))
         ci = balanced_accuracy_ci(preds[(WARMUP_NAME, rule, "test")])
-        rows.append(_masked({"judge": start_label(warmed), "rule": rule, "dev_balanced_acc": before_dev[rule]["balanced_acc"],
-                             **before[rule], "ci95": f"[{ci['low']}, {ci['high']}]", "train_s": None, "seed": seed},
-                            preds[(WARMUP_NAME, rule, "test")]))
+        rows.append(
+            _masked(
+                {
+                    "judge": start_label(warmed),
+                    "rule": rule,
+                    "dev_balanced_acc": before_dev[rule]["balanced_acc"],
+                    **before[rule],
+                    "ci95": f"[{ci['low']}, {ci['high']}]",
+                    "train_s": None,
+                    "seed": seed,
+                },
+                preds[(WARMUP_NAME, rule, "test")],
+            )
+        )
     for rule in warm_judged if family == "toy" else []:  # they read the toy analysis and the exact checker
         preds.update(reference_predictions(preds, rule, warm_judged[rule]))
         for name in (REF_RULE, REF_EXACT):
-            sm = references.setdefault(name, {})[rule] = reference_summary(preds[(name, rule, "test")], preds[(name, rule, "dev")])
-            rows.append({"judge": name, "rule": rule, **sm, "ci95": f"[{sm['ci95']['low']}, {sm['ci95']['high']}]", "seed": seed})
+            sm = references.setdefault(name, {})[rule] = reference_summary(
+                preds[(name, rule, "test")], preds[(name, rule, "dev")]
+            )
+            rows.append(
+                {
+                    "judge": name,
+                    "rule": rule,
+                    **sm,
+                    "ci95": f"[{sm['ci95']['low']}, {sm['ci95']['high']}]",
+                    "seed": seed,
+                }
+            )
     for run_id, rec in records.items():
         e = rec["entry"]
-        j = judge.load_judge(e, family, direct_max_completion if e["style"] == "direct" else max_completion, judge_batch)
+        j = judge.load_judge(
+            e, family, direct_max_completion if e["style"] == "direct" else max_completion, judge_batch
+        )
         rec["dev"], dev_judged = judge.evaluate_judge(j, data[e["rule"]]["dev_balanced"])
-        rec["test"], judged_by[run_id] = judge.evaluate_judge(j, data[e["rule"]]["test_balanced"], auc_k=auc_k, readout=True)
+        rec["test"], judged_by[run_id] = judge.evaluate_judge(
+            j, data[e["rule"]]["test_balanced"], auc_k=auc_k, readout=True
+        )
         _release(j)
         preds.update(predictions(run_id, e["rule"], data[e["rule"]], {"dev": dev_judged, "test": judged_by[run_id]}))
         for split in ("dev", "test"):
@@ -222,8 +330,13 @@ def evaluate_runs(records: dict, data: dict, before: dict, before_dev: dict, war
 
 def split_sizes(data: dict) -> dict:
     """Chunks and problems of each rule's evaluation splits (:data:`EVAL_SPLITS`)."""
-    return {r: {s: {"chunks": len(data[r][k]), "problems": len({e["problem_id"] for e in data[r][k]})}
-                for s, k in EVAL_SPLITS.items()} for r in data}
+    return {
+        r: {
+            s: {"chunks": len(data[r][k]), "problems": len({e["problem_id"] for e in data[r][k]})}
+            for s, k in EVAL_SPLITS.items()
+        }
+        for r in data
+    }
 
 
 def seeds_of(run_ids, variant: str) -> list[str]:
@@ -245,17 +358,23 @@ def comparison_pairs(preds: dict, run_ids: list[str], main: str) -> list[tuple[s
     test = lambda name: preds.get((name, rule, "test"))  # noqa: E731
     runs = lambda v: [preds[(r, parse_variant(v)[1], "test")] for r in seeds_of(run_ids, v)]  # noqa: E731
     a = runs(main)
-    pairs = [("RL beats its warm-up", rule, a, test(WARMUP_NAME)),
-             ("RL beats chance (a constant verdict)", rule, a, constant_judge(test(WARMUP_NAME)))]
+    pairs = [
+        ("RL beats its warm-up", rule, a, test(WARMUP_NAME)),
+        ("RL beats chance (a constant verdict)", rule, a, constant_judge(test(WARMUP_NAME))),
+    ]
     if test(REF_RULE) is not None:  # does RL add anything to reading the warm-up's analysis? (review §1.4)
         pairs.append(("RL beats the warm-up's analysis read by a rule", rule, a, test(REF_RULE)))
     disc = f"disc_sft:{rule}"
     if disc in run_ids:
         pairs.append(("generative RL beats discriminative SFT", rule, a, runs(disc)))
     if f"restate_rl:{rule}" in run_ids:  # RL from a warm-up that hands over no derived value (review W3d)
-        pairs.append(("the derived analysis helps RL (against a restating warm-up)", rule, a, test(f"restate_rl:{rule}")))
+        pairs.append(
+            ("the derived analysis helps RL (against a restating warm-up)", rule, a, test(f"restate_rl:{rule}"))
+        )
     if disc in run_ids and f"disc_warmup_sft:{rule}" in run_ids:  # what the warm-up gives the discriminative judge
-        pairs.append(("the warm-up helps the discriminative judge", rule, [test(f"disc_warmup_sft:{rule}")], runs(disc)))
+        pairs.append(
+            ("the warm-up helps the discriminative judge", rule, [test(f"disc_warmup_sft:{rule}")], runs(disc))
+        )
     for claim, x, y in claims.judge_orderings([r for r in run_ids if "@" not in r]):
         rx, ry = parse_variant(x)[1], parse_variant(y)[1]
         if rx == ry and (x, y) != (main, disc):
@@ -266,7 +385,9 @@ def comparison_pairs(preds: dict, run_ids: list[str], main: str) -> list[tuple[s
 def compare_all(preds: dict, run_ids: list[str], main: str) -> list[dict]:
     """Notebook 04's paired comparisons on the test split: each question of :func:`comparison_pairs`
     answered by :func:`stepwiser_lib.evals.evaluation.compare` (uninformative when a judge parsed nothing)."""
-    return [{"claim": claim, "split": "test", **compare(a, b)} for claim, _, a, b in comparison_pairs(preds, run_ids, main)]
+    return [
+        {"claim": claim, "split": "test", **compare(a, b)} for claim, _, a, b in comparison_pairs(preds, run_ids, main)
+    ]
 
 
 def stored_record(record: dict) -> dict:
@@ -287,9 +408,11 @@ def write_registry(path, entries: list[dict], *, family: str, data_hash: dict) -
     notebook 03's splits it was trained and chosen on (``data_hash``: rule -> split -> sha256, as
     :func:`read_splits` gives; the warm-up read every rule). Notebooks 05-07 compare both
     (:func:`stepwiser_lib.core.inputs.stale`: review 2, A07)."""
+
     def provenance(e):
         rules = [e["rule"]] if e.get("rule") else sorted(data_hash)
         return {"prompt_family": family, "splits": {r: data_hash[r] for r in rules if r in data_hash}}
+
     io.write_json(path, [{**stored_entry(e), **provenance(e)} for e in entries])
 
 
@@ -306,14 +429,18 @@ def read_registry(profile: str, names: list[str], allow_all: bool = False, every
     runs (``<name>@seedN``: the claims table's arms). Raises naming the judges it lacks."""
     path = paths.judge_registry(profile)
     if not path.exists():
-        raise FileNotFoundError(f"no judge registry at {path}: run notebook 04 at profile {profile!r} first "
-                                f"(make reproduce PROFILE={profile})")
+        raise FileNotFoundError(
+            f"no judge registry at {path}: run notebook 04 at profile {profile!r} first "
+            f"(make reproduce PROFILE={profile})"
+        )
     try:
         stored = io.read_json(path)
         registry = {e["name"]: resolved_entry(e) for e in stored}
     except (ValueError, KeyError, TypeError) as err:  # review 2, H04: damaged (e.g. a copy cut short)
-        raise ValueError(f"the judge registry {path} is damaged ({type(err).__name__}: {err}); re-run notebook 04 at "
-                         f"profile {profile!r}: it rewrites the registry from its cached runs without retraining") from None
+        raise ValueError(
+            f"the judge registry {path} is damaged ({type(err).__name__}: {err}); re-run notebook 04 at "
+            f"profile {profile!r}: it rewrites the registry from its cached runs without retraining"
+        ) from None
     wanted = [n for n in names if not (allow_all and n == "all")]
     unknown = [n for n in wanted if n not in registry]
     if unknown:
@@ -331,9 +458,12 @@ EVAL_SPLITS = {"dev": "dev_balanced", "test": "test_balanced"}
 def predictions(name: str, rule: str, data_rule: dict, judged: dict) -> dict:
     """Per-chunk predictions of one judge on both evaluation splits, keyed (judge, rule, split)
     (:func:`stepwiser_lib.evals.evaluation.judge_predictions`; ``judged``: split -> the judge's outputs)."""
-    return {(name, rule, split): judge_predictions(name, rule, split, data_rule[key], judged[split],
-                                                   [tasks.step_truth(e) for e in data_rule[key]])
-            for split, key in EVAL_SPLITS.items()}
+    return {
+        (name, rule, split): judge_predictions(
+            name, rule, split, data_rule[key], judged[split], [tasks.step_truth(e) for e in data_rule[key]]
+        )
+        for split, key in EVAL_SPLITS.items()
+    }
 
 
 def reference_predictions(preds: dict, rule: str, warm_judged: dict) -> dict:
@@ -344,7 +474,9 @@ def reference_predictions(preds: dict, rule: str, warm_judged: dict) -> dict:
     out = {}
     for split, jd in warm_judged.items():
         warm = preds[(WARMUP_NAME, rule, split)]
-        out[(REF_RULE, rule, split)] = reference_judge(warm, REF_RULE, [tasks.analysis_verdict(j["analysis"]) for j in jd])
+        out[(REF_RULE, rule, split)] = reference_judge(
+            warm, REF_RULE, [tasks.analysis_verdict(j["analysis"]) for j in jd]
+        )
         out[(REF_EXACT, rule, split)] = reference_judge(warm, REF_EXACT, [p["truth"] for p in warm])
     return out
 
@@ -353,9 +485,13 @@ def reference_summary(test: list[dict], dev: list[dict]) -> dict:
     """A yardstick's numbers: test balanced accuracy with its interval (against the MC labels
     and the exact checker), its Positive rate (%), and dev balanced accuracy."""
     ci = balanced_accuracy_ci(test)
-    return {"balanced_acc": ci["balanced_acc"], "ci95": ci, "dev_balanced_acc": balanced_accuracy_ci(dev)["balanced_acc"],
-            "truth_balanced_acc": balanced_accuracy_ci(test, against="truth")["balanced_acc"],
-            "positive_rate": round(100 * sum(p["verdict"] is True for p in test) / len(test), 2)}
+    return {
+        "balanced_acc": ci["balanced_acc"],
+        "ci95": ci,
+        "dev_balanced_acc": balanced_accuracy_ci(dev)["balanced_acc"],
+        "truth_balanced_acc": balanced_accuracy_ci(test, against="truth")["balanced_acc"],
+        "positive_rate": round(100 * sum(p["verdict"] is True for p in test) / len(test), 2),
+    }
 
 
 def variant_row(run_id: str, rec: dict, seed: int) -> dict:
@@ -364,10 +500,18 @@ def variant_row(run_id: str, rec: dict, seed: int) -> dict:
     the paper has it, else 7B)."""
     e, m = rec["entry"], rec["test"]
     p = paper_row(e["row"], e["rule"]) or paper_row(e["row"], e["rule"], "7B")
-    return {"judge": run_id, "rule": e["rule"], "dev_balanced_acc": rec["dev"]["balanced_acc"], **m,
-            "ci95": f"[{m['ci95']['low']}, {m['ci95']['high']}]", "train_s": rec["train"]["seconds"],
-            "seed": int(run_id.split("@seed")[1]) if "@seed" in run_id else seed,
-            "paper_row": e["row"], "paper_pb_avg_f1": p["avg"] if p else None, "paper_model": p["model"] if p else None}
+    return {
+        "judge": run_id,
+        "rule": e["rule"],
+        "dev_balanced_acc": rec["dev"]["balanced_acc"],
+        **m,
+        "ci95": f"[{m['ci95']['low']}, {m['ci95']['high']}]",
+        "train_s": rec["train"]["seconds"],
+        "seed": int(run_id.split("@seed")[1]) if "@seed" in run_id else seed,
+        "paper_row": e["row"],
+        "paper_pb_avg_f1": p["avg"] if p else None,
+        "paper_model": p["model"] if p else None,
+    }
 
 
 def main_summary(main: str, records: dict, before: dict, comparisons: list[dict], auc_k: int = 0) -> dict:
@@ -377,14 +521,25 @@ def main_summary(main: str, records: dict, before: dict, comparisons: list[dict]
     rule = parse_variant(main)[1]
     runs = [records[r]["test"] for r in seeds_of(records, main)]
     w = before[rule]
-    out = {"main": main, "split": "test", "seeds": len(runs), "warmup_balanced_acc": w["balanced_acc"],
-           "rl_balanced_acc": [m["balanced_acc"] for m in runs], "rl_ci95": [m["ci95"] for m in runs],
-           "warmup_truth_acc": w.get("truth_balanced_acc"), "rl_truth_acc": [m.get("truth_balanced_acc") for m in runs],
-           "rl_beats_warmup": comparisons[0]["verdict"] == "a higher",
-           "rl_beats_chance": comparisons[1]["verdict"] == "a higher"}
+    out = {
+        "main": main,
+        "split": "test",
+        "seeds": len(runs),
+        "warmup_balanced_acc": w["balanced_acc"],
+        "rl_balanced_acc": [m["balanced_acc"] for m in runs],
+        "rl_ci95": [m["ci95"] for m in runs],
+        "warmup_truth_acc": w.get("truth_balanced_acc"),
+        "rl_truth_acc": [m.get("truth_balanced_acc") for m in runs],
+        "rl_beats_warmup": comparisons[0]["verdict"] == "a higher",
+        "rl_beats_chance": comparisons[1]["verdict"] == "a higher",
+    }
     if auc_k:
-        out.update(warmup_score_auc=w.get("score_auc"), rl_score_auc=[m.get("score_auc") for m in runs],
-                   warmup_truth_score_auc=w.get("truth_score_auc"), rl_truth_score_auc=[m.get("truth_score_auc") for m in runs])
+        out.update(
+            warmup_score_auc=w.get("score_auc"),
+            rl_score_auc=[m.get("score_auc") for m in runs],
+            warmup_truth_score_auc=w.get("truth_score_auc"),
+            rl_truth_score_auc=[m.get("truth_score_auc") for m in runs],
+        )
     return out
 
 
@@ -392,17 +547,128 @@ def variants_out(records: dict) -> dict:
     """What ``results/<profile>/judges.json`` keeps of each trained run: its registry entry, test
     and dev metrics, training time, steps and examples, the GRPO dev curve and RS-FT's kept count
     where the kind has them."""
-    return {r: {"entry": rec["entry"], "test": rec["test"], "dev": rec["dev"], "seconds": rec["train"]["seconds"],
-                "steps": rec["train"]["steps"], "train_examples": rec["train"]["train_examples"],
-                **{k: rec["train"][k] for k in ("val_curve", "rsft_kept", "rsft_unparsed") if k in rec["train"]}}
-            for r, rec in records.items()}
+    return {
+        r: {
+            "entry": rec["entry"],
+            "test": rec["test"],
+            "dev": rec["dev"],
+            "seconds": rec["train"]["seconds"],
+            "steps": rec["train"]["steps"],
+            "train_examples": rec["train"]["train_examples"],
+            **{k: rec["train"][k] for k in ("val_curve", "rsft_kept", "rsft_unparsed") if k in rec["train"]},
+        }
+        for r, rec in records.items()
+    }
 
 
 def warmup_entry(warmups: dict, warm_keys: dict, init: str) -> dict:
     """The registry entry of the judge before RL: the CoT warm-up, or the initial model itself
     when there is no warm-up (instruct models)."""
-    return {"name": WARMUP_NAME, "kind": "warmup", "rule": None, "style": "cot", "base": warmups.get("cot", init),
-            "adapter": None, "row": "format warm-up", "key": warm_keys.get("cot", paths.model_fingerprint(init))}
+    return {
+        "name": WARMUP_NAME,
+        "kind": "warmup",
+        "rule": None,
+        "style": "cot",
+        "base": warmups.get("cot", init),
+        "adapter": None,
+        "row": "format warm-up",
+        "key": warm_keys.get("cot", paths.model_fingerprint(init)),
+    }
+
+
+def behaviour(judged: list[dict], examples: list[dict]) -> dict | None:
+    """What a judge's outputs do on ``examples`` (toy world; issue 36: the printed analyses
+    invented arithmetic and verdicts contradicted them), each a rate (%) with its Wilson 95%
+    interval and its count: ``analysis_exact`` (the analysis is the exact re-derivation),
+    ``arithmetic_ok`` (every sum it writes holds; of analyses with one), ``follows_analysis``
+    (the verdict is the one its own analysis implies; of outputs with both) and ``positive``
+    (says Positive). None off the toy world. [not in paper]"""
+    rows = [tasks.analysis_checks(e, j.get("analysis") or "") for j, e in zip(judged, examples, strict=True)]
+    if any(r is None for r in rows):
+        return None
+    pos = [j["verdict"] == "Positive" for j in judged]
+    pairs = [
+        ((j["verdict"] == "Positive"), r["implied"])
+        for j, r in zip(judged, rows)
+        if j["verdict"] is not None and r["implied"] is not None
+    ]
+    parts = {
+        "analysis_exact": [r["exact"] for r in rows],
+        "arithmetic_ok": [r["arithmetic_ok"] for r in rows if r["arithmetic_ok"] is not None],
+        "follows_analysis": [v == i for v, i in pairs],
+        "positive": pos,
+    }
+
+    def rate(xs):
+        k, n = sum(xs), len(xs)
+        lo, hi = wilson(k, n)
+        return {
+            "rate": round(100 * k / n, 1) if n else None,
+            "low": round(100 * lo, 1),
+            "high": round(100 * hi, 1),
+            "n": n,
+        }
+
+    return {k: rate(v) for k, v in parts.items()}
+
+
+#: How :func:`behaviour_lines` names each measure of :func:`behaviour`.
+BEHAVIOUR_WORDS = {
+    "analysis_exact": "the analysis is the exact re-derivation of the chunk",
+    "arithmetic_ok": "every sum the analysis writes holds",
+    "follows_analysis": "the verdict is the one its own analysis implies",
+    "positive": "the verdict is Positive",
+}
+
+
+def behaviour_lines(beh: dict[str, dict]) -> list[str]:
+    """Markdown bullets from :func:`behaviour` of several judges (name -> measures), one per
+    measure, every judge's rate with its interval: the sentences notebook 04 prints instead of
+    typing them (issue 36)."""
+    out = []
+    for k, words in BEHAVIOUR_WORDS.items():
+        vals = [
+            f"{n} {b[k]['rate']}% [{b[k]['low']}, {b[k]['high']}] (n = {b[k]['n']})"
+            for n, b in beh.items()
+            if b and b[k]["rate"] is not None
+        ]
+        if vals:
+            out.append(f"- *{words}*: " + "; ".join(vals))
+    return out
+
+
+def describe_output(example: dict, judged: dict) -> str:
+    """One line saying what kind of output a printed toy judge output is (issue 36: printed
+    analyses invented arithmetic and verdicts contradicted them, unremarked): whether its analysis
+    is the exact re-derivation and its sums hold, the verdict its analysis implies against the
+    verdict it gave, and the exact checker's verdict on the chunk."""
+    c = tasks.analysis_checks(example, judged.get("analysis") or "")
+    truth = tasks.step_truth(example)
+    if c is None:
+        return "(not a toy problem: no exact check)"
+    analysis = (
+        "the exact re-derivation"
+        if c["exact"]
+        else "not the exact re-derivation"
+        + ("; its sums hold" if c["arithmetic_ok"] else "; a sum in it is wrong" if c["arithmetic_ok"] is False else "")
+    )
+    implied = {
+        True: "it implies the chunk is right",
+        False: "it implies the chunk is wrong",
+        None: "it implies no verdict (no check it can be read from)",
+    }[c["implied"]]
+    v = judged.get("verdict")
+    agree = (
+        ""
+        if v is None or c["implied"] is None
+        else "; the verdict follows it"
+        if (v == "Positive") == c["implied"]
+        else "; the verdict contradicts it"
+    )
+    return (
+        f"[analysis: {analysis}; {implied}; verdict {v or 'none'}{agree}; "
+        f"exact checker: {'right' if truth else 'wrong' if truth is False else 'n/a'}]"
+    )
 
 
 def analysis_implies_truth(judged: list[dict], examples: list[dict]) -> float:
@@ -417,9 +683,11 @@ def analysis_implies_truth(judged: list[dict], examples: list[dict]) -> float:
 def results_markdown(rows: list[dict], columns: list[str]) -> str:
     """``results/<profile>/judges.md``: each judge's step accuracy on the test split beside the paper's
     ProcessBench row it stands for."""
-    return ("Step accuracy of each judge on the test split (ours; dev_balanced_acc: the dev split, where choices "
-            "are made); paper_pb_avg_f1 is the PAPER's ProcessBench average F1 for the matching row (Tables 5/6), "
-            "not ours.\n\n" + io.markdown_table(rows, columns) + "\n")
+    return (
+        "Step accuracy of each judge on the test split (ours; dev_balanced_acc: the dev split, where choices "
+        "are made); paper_pb_avg_f1 is the PAPER's ProcessBench average F1 for the matching row (Tables 5/6), "
+        "not ours.\n\n" + io.markdown_table(rows, columns) + "\n"
+    )
 
 
 def comparisons_markdown(comparisons: list[dict]) -> str:
@@ -427,6 +695,40 @@ def comparisons_markdown(comparisons: list[dict]) -> str:
     as a table; an uninformative comparison has no numbers."""
     cols = ["question", "difference", "points", "95% interval", "paired test", "p", "McNemar p (exact)", "verdict"]
     num = lambda c, f: None if c["diff"] is None else f.format(**c)  # noqa: E731
-    rows = [dict(zip(cols, [c["claim"], f"{c['a']} − {c['b']}", num(c, "{diff:+.1f}"), num(c, "[{low:+.1f}, {high:+.1f}]"),
-                            c["test"], c["p_bootstrap"], c.get("mcnemar", {}).get("p"), c["verdict"]])) for c in comparisons]
+    rows = [
+        dict(
+            zip(
+                cols,
+                [
+                    c["claim"],
+                    f"{c['a']} − {c['b']}",
+                    num(c, "{diff:+.1f}"),
+                    num(c, "[{low:+.1f}, {high:+.1f}]"),
+                    c["test"],
+                    c["p_bootstrap"],
+                    c.get("mcnemar", {}).get("p"),
+                    c["verdict"],
+                ],
+            )
+        )
+        for c in comparisons
+    ]
     return "Paired comparisons on the same test chunks.\n\n" + io.markdown_table(rows, cols) + "\n"
+
+
+def dev_test_line(name: str, rec: dict, sizes: dict) -> str:
+    """One judge's dev and test balanced accuracy with their 95% intervals and split sizes, and
+    whether the intervals overlap (issue 36: a judge at chance on dev and well above it on test
+    looked like luck; on a dev split this small the two are often the same number within noise)."""
+    dv, ts = rec["dev"]["ci95"], rec["test"]["ci95"]
+    overlap = dv["low"] <= ts["high"] and ts["low"] <= dv["high"]
+    return (
+        f"{name}: dev {dv['balanced_acc']} [{dv['low']}, {dv['high']}] on {sizes['dev']['chunks']} chunks "
+        f"({sizes['dev']['problems']} problems); test {ts['balanced_acc']} [{ts['low']}, {ts['high']}] on "
+        f"{sizes['test']['chunks']} chunks ({sizes['test']['problems']} problems): "
+        + (
+            "the intervals overlap, so dev and test do not disagree beyond noise"
+            if overlap
+            else "the intervals do not overlap: dev and test disagree beyond noise"
+        )
+    )

@@ -27,8 +27,14 @@ from .discriminative import train_disc_judge
 from .judge import Judge, judge_prompt_of, make_direct_reward, step_accuracy, triple, verdict_reward
 
 
-def rsft_select(examples: list[dict], samples: list[list[str]], per_example: int = 1,
-                family: str = "toy", style: str = "cot", loss_tokens: str = "all") -> list[dict]:
+def rsft_select(
+    examples: list[dict],
+    samples: list[list[str]],
+    per_example: int = 1,
+    family: str = "toy",
+    style: str = "cot",
+    loss_tokens: str = "all",
+) -> list[dict]:
     """Rejection-sampling fine-tuning data for the "ablate RL" judge (paper §4.3): keep sampled
     judge outputs whose verdict matches the label; at most ``per_example`` distinct ones per
     example, in sample order (deterministic). Returns prompt/completion SFT records.
@@ -57,13 +63,22 @@ def rsft_select(examples: list[dict], samples: list[list[str]], per_example: int
 
 # ----------------------------------------------------------------------------- GRPO training
 
+
 def grpo_dataset(examples: list[dict], family: str = "toy", style: str = "cot"):
     """TRL dataset: conversational ``prompt`` (so the chat template is applied) and ``label``."""
     from datasets import Dataset
 
-    return Dataset.from_list([{"prompt": [{"role": "user", "content": judge_prompt(
-        family, e["problem"], e["history"], e["chunk"], style)}], "label": bool(e["label"])}
-        for e in examples])
+    return Dataset.from_list(
+        [
+            {
+                "prompt": [
+                    {"role": "user", "content": judge_prompt(family, e["problem"], e["history"], e["chunk"], style)}
+                ],
+                "label": bool(e["label"]),
+            }
+            for e in examples
+        ]
+    )
 
 
 def balanced_order(examples: list[dict], block: int, seed: int = 0) -> list[dict]:
@@ -102,8 +117,9 @@ def verdict_token_ids(tok) -> set[int]:
     for v in VERDICTS:
         t = tok.encode(v, add_special_tokens=False)
         if len(t) != 1:
-            raise ValueError(f"verdict {v!r} is {len(t)} tokens in this tokenizer; "
-                             "loss_tokens='verdict' needs single-token verdicts")
+            raise ValueError(
+                f"verdict {v!r} is {len(t)} tokens in this tokenizer; loss_tokens='verdict' needs single-token verdicts"
+            )
         ids.add(t[0])
     return ids
 
@@ -117,7 +133,7 @@ def verdict_loss_mask(completion_ids, verdict_ids: set[int]):
     for i, row in enumerate(completion_ids.tolist()):
         pos = [j for j, t in enumerate(row) if t in verdict_ids]
         if pos:  # the verdict and what follows it (closing brace, end of text)
-            keep[i, pos[-1]:] = 1
+            keep[i, pos[-1] :] = 1
         else:  # no verdict: the whole output stays in the loss, so it is pushed away
             keep[i] = 1
     return keep
@@ -200,23 +216,44 @@ def loop_generation_trainer():
 
         def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
             runs = group_runs(prompt_ids)
-            if self.use_vllm or self.use_transformers_continuous_batching or images or multimodal_fields or runs is None:
-                return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
-                                                     has_tool_images)
+            if (
+                self.use_vllm
+                or self.use_transformers_continuous_batching
+                or images
+                or multimodal_fields
+                or runs is None
+            ):
+                return super()._generate_single_turn(
+                    prompt_ids, images, multimodal_fields, num_generations, has_tool_images
+                )
             heads, n = runs
             # each group its own random stream, fixed by the run's seed, the optimizer step it
             # generates for and its prompt (group_seeds): a run resumed from a checkpoint draws the
             # same groups, and so does a run whose groups are spread over more processes
             seeds = group_seeds(self.args.seed, self.state.global_step, heads)
             self._loop_calls += 1
-            with (unwrap_model_for_generation(self.model_wrapped, self.accelerator,
-                                              gather_deepspeed3_params=self.args.ds3_gather_for_generation,
-                                              gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs)
-                  as model, torch.no_grad(), self._dist.summon_full_params(self.model_wrapped, recurse=False)):
-                rows = decoding.sample(for_sampling(model), heads, n, half=sampling_half(model),
-                                       max_new_tokens=self.max_completion_length,
-                                       temperature=self.temperature, top_p=self.top_p if self.top_p is not None else 1.0,
-                                       eos=list(self.eos_token_ids), seeds=seeds, batch_size=len(prompt_ids))
+            with (
+                unwrap_model_for_generation(
+                    self.model_wrapped,
+                    self.accelerator,
+                    gather_deepspeed3_params=self.args.ds3_gather_for_generation,
+                    gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs,
+                ) as model,
+                torch.no_grad(),
+                self._dist.summon_full_params(self.model_wrapped, recurse=False),
+            ):
+                rows = decoding.sample(
+                    for_sampling(model),
+                    heads,
+                    n,
+                    half=sampling_half(model),
+                    max_new_tokens=self.max_completion_length,
+                    temperature=self.temperature,
+                    top_p=self.top_p if self.top_p is not None else 1.0,
+                    eos=list(self.eos_token_ids),
+                    seeds=seeds,
+                    batch_size=len(prompt_ids),
+                )
             return [r.tokens for group in rows for r in group], None
 
     return LoopGenerationGRPOTrainer
@@ -239,9 +276,19 @@ def reward_function(f):
 
 
 @launchable
-def train_grpo_judge(model_dir: str, train: list[dict], out_dir, settings: dict, *,
-                     val: list[dict] | None = None, family: str = "toy", style: str = "cot",
-                     format_penalty: float = -1.0, reward_funcs=None, progress: bool = True) -> dict:
+def train_grpo_judge(
+    model_dir: str,
+    train: list[dict],
+    out_dir,
+    settings: dict,
+    *,
+    val: list[dict] | None = None,
+    family: str = "toy",
+    style: str = "cot",
+    format_penalty: float = -1.0,
+    reward_funcs=None,
+    progress: bool = True,
+) -> dict:
     """GRPO on step labels with TRL's ``GRPOTrainer`` (+ PEFT LoRA), paper §3.3/§4.1.
 
     ``settings`` is a :class:`stepwiser_lib.engines.trainers.GRPOSettings` (or its dict): its
@@ -272,9 +319,16 @@ def train_grpo_judge(model_dir: str, train: list[dict], out_dir, settings: dict,
     neutral_generation_config(model, tok)
     world = world_size()
     # checkpoints of this exact run (settings, start model, data, processes) live under its key
-    run_key = io.digest(dataclasses.asdict(s.with_(report_to="none", save_every=0)), world, paths.model_fingerprint(model_dir),
-                        io.records_digest(train), family, style, format_penalty,
-                        [getattr(f, "__name__", str(f)) for f in reward_funcs or []])
+    run_key = io.digest(
+        dataclasses.asdict(s.with_(report_to="none", save_every=0)),
+        world,
+        paths.model_fingerprint(model_dir),
+        io.records_digest(train),
+        family,
+        style,
+        format_penalty,
+        [getattr(f, "__name__", str(f)) for f in reward_funcs or []],
+    )
     args = s.grpo_args(out_dir, world, progress=progress, run_key=run_key)
     if s.balanced_steps:
         train = balanced_order(train, s.prompts_per_step, s.seed)
@@ -284,8 +338,14 @@ def train_grpo_judge(model_dir: str, train: list[dict], out_dir, settings: dict,
         # JUDGE_BATCH chunks at once, and on a GPU under autocast with a half-precision cache
         # (models.sampling_half): the fp32 master weights would otherwise keep an fp32 cache.
         # Logged through the trainer, so the curve is in its state and survives a resume.
-        j = Judge.from_model(for_sampling(model_), tok, batch_size=s.val_batch, family=family,
-                             max_new_tokens=s.max_completion, style=style)
+        j = Judge.from_model(
+            for_sampling(model_),
+            tok,
+            batch_size=s.val_batch,
+            family=family,
+            max_new_tokens=s.max_completion,
+            style=style,
+        )
         acc = step_accuracy(j.judge([triple(e) for e in val]), val)
         rec = {"val_step": step, **{f"val_{k}": v for k, v in acc.items()}}
         # into the state's history (saved with each checkpoint) and to the reporters (REPORT_TO); not
@@ -305,13 +365,21 @@ def train_grpo_judge(model_dir: str, train: list[dict], out_dir, settings: dict,
     # A direct-verdict ("no CoT") judge gets the paper's format penalty (§4.3); a CoT judge the
     # plain verdict reward. ``reward_funcs`` overrides both: functions in-process, or
     # "module:function" names, which also travel to launched processes.
-    rewards = [reward_function(f) for f in reward_funcs] if reward_funcs else (
-        [make_direct_reward(format_penalty)] if style == "direct" else [verdict_reward])
+    rewards = (
+        [reward_function(f) for f in reward_funcs]
+        if reward_funcs
+        else ([make_direct_reward(format_penalty)] if style == "direct" else [verdict_reward])
+    )
     trainer_cls = loop_generation_trainer() if s.loss_tokens == "all" else verdict_loss_trainer(tok)
-    trainer = trainer_cls(model=model, reward_funcs=rewards, args=args,
-                          train_dataset=grpo_dataset(train, family, style), processing_class=tok,
-                          peft_config=lora_config(s.lora_r, s.lora_alpha) if s.use_lora else None,
-                          callbacks=[_Val()])
+    trainer = trainer_cls(
+        model=model,
+        reward_funcs=rewards,
+        args=args,
+        train_dataset=grpo_dataset(train, family, style),
+        processing_class=tok,
+        peft_config=lora_config(s.lora_r, s.lora_alpha) if s.use_lora else None,
+        callbacks=[_Val()],
+    )
     resume = last_checkpoint(args.output_dir) if s.save_every else None
     if resume:
         print(f"[grpo] resuming from {Path(resume).name} (SAVE_EVERY = {s.save_every})", flush=True)
@@ -322,16 +390,25 @@ def train_grpo_judge(model_dir: str, train: list[dict], out_dir, settings: dict,
         drop_checkpoints(args.output_dir)
     trainer.accelerator.wait_for_everyone()
     logs = [h for h in trainer.state.log_history if "val_step" not in h]
-    curve = [{"step": h["val_step"], **{k[4:]: v for k, v in h.items() if k.startswith("val_") and k != "val_step"}}
-             for h in trainer.state.log_history if "val_step" in h]
-    out = {"dir": str(save_dir), "log_history": logs, "val_curve": curve, "resumed_from": resume and Path(resume).name,
-           "seconds": round(time.time() - t0, 1), "steps": trainer.state.global_step // s.updates_per_step,
-           "processes": world,
-           "batches": s.batches(world)}
+    curve = [
+        {"step": h["val_step"], **{k[4:]: v for k, v in h.items() if k.startswith("val_") and k != "val_step"}}
+        for h in trainer.state.log_history
+        if "val_step" in h
+    ]
+    out = {
+        "dir": str(save_dir),
+        "log_history": logs,
+        "val_curve": curve,
+        "resumed_from": resume and Path(resume).name,
+        "seconds": round(time.time() - t0, 1),
+        "steps": trainer.state.global_step // s.updates_per_step,
+        "processes": world,
+        "batches": s.batches(world),
+    }
     # The trainer (model, optimizer state, at paper scale TRL's colocated vLLM engine) sits in a
     # reference cycle through the validation callback's closure: drop it here, so the next training
     # run of the same notebook kernel finds the GPU memory (real_path_review_2.md C6).
-    del trainer, model
+    trainer = model = None  # (not `del`: the closures above name trainer)
     release()
     return out
 
@@ -341,16 +418,21 @@ def train_grpo_judge(model_dir: str, train: list[dict], out_dir, settings: dict,
 
 # ----------------------------------------------------------------------------- variants (nb 04)
 
+
 def recipe_from_config(cfg) -> dict:
     """Every training setting of notebook 04's judge variants, typed, from its config: the GRPO
     judges (:class:`~stepwiser_lib.engines.trainers.GRPOSettings`), the discriminative judge and the RS-FT
     judge (:class:`~stepwiser_lib.engines.trainers.SFTSettings`, ``DISC_*`` and ``RSFT_*``; both read
     ``JUDGE_MAX_LENGTH``), and the few per-kind values. Fails on a missing parameter."""
-    return {"rl": GRPOSettings.from_config(cfg),
-            "disc": SFTSettings.from_config(cfg, "DISC", use_lora=False, max_length=cfg.JUDGE_MAX_LENGTH),
-            "rsft": SFTSettings.from_config(cfg, "RSFT", max_length=cfg.JUDGE_MAX_LENGTH),
-            "rsft_samples": cfg.RSFT_SAMPLES, "rsft_per_example": cfg.RSFT_PER_EXAMPLE,
-            "direct_max_completion": cfg.DIRECT_MAX_COMPLETION, "format_penalty": cfg.FORMAT_PENALTY}
+    return {
+        "rl": GRPOSettings.from_config(cfg),
+        "disc": SFTSettings.from_config(cfg, "DISC", use_lora=False, max_length=cfg.JUDGE_MAX_LENGTH),
+        "rsft": SFTSettings.from_config(cfg, "RSFT", max_length=cfg.JUDGE_MAX_LENGTH),
+        "rsft_samples": cfg.RSFT_SAMPLES,
+        "rsft_per_example": cfg.RSFT_PER_EXAMPLE,
+        "direct_max_completion": cfg.DIRECT_MAX_COMPLETION,
+        "format_penalty": cfg.FORMAT_PENALTY,
+    }
 
 
 def recipe_key(kind: str, recipe: dict) -> dict:
@@ -361,7 +443,11 @@ def recipe_key(kind: str, recipe: dict) -> dict:
         return {"disc": recipe["disc"]}
     if kind == "rsft":  # samples from the warm-up with the RL judge's temperature and output limit
         key = {k: recipe[k] for k in ("rl", "rsft", "rsft_samples", "rsft_per_example")}
-        return key if recipe.get("rsft_loss_tokens", "all") == "all" else {**key, "loss_tokens": recipe["rsft_loss_tokens"]}
+        return (
+            key
+            if recipe.get("rsft_loss_tokens", "all") == "all"
+            else {**key, "loss_tokens": recipe["rsft_loss_tokens"]}
+        )
     return {**{k: recipe[k] for k in ("rl", "direct_max_completion", "format_penalty")}, "sampling": GRPO_SAMPLING}
 
 
@@ -370,8 +456,18 @@ def recipe_key(kind: str, recipe: dict) -> dict:
 GRPO_SAMPLING = "group seeds"
 
 
-def train_variant(name: str, data: dict, out_dir, *, base_model: str, warmups: dict,
-                  recipe: dict, family: str = "toy", seed: int = 0, progress: bool = True) -> dict:
+def train_variant(
+    name: str,
+    data: dict,
+    out_dir,
+    *,
+    base_model: str,
+    warmups: dict,
+    recipe: dict,
+    family: str = "toy",
+    seed: int = 0,
+    progress: bool = True,
+) -> dict:
     """Train one judge variant (notebook 04) and return its registry entry + training record.
 
     ``data[rule]`` holds ``train_balanced``, ``train_unbalanced`` and ``dev_balanced`` example
@@ -389,9 +485,11 @@ def train_variant(name: str, data: dict, out_dir, *, base_model: str, warmups: d
     val = d["dev_balanced"]
     style = STYLE[kind]
     entry = {"name": name, "kind": kind, "rule": rule, "style": style, "row": KINDS[kind]}
-    rl = recipe["rl"].with_(seed=seed,
-                            # the no-balancing ablation keeps its lopsided label mix in every step too
-                            balanced_steps=recipe["rl"].balanced_steps and kind != "no_balance_rl")
+    rl = recipe["rl"].with_(
+        seed=seed,
+        # the no-balancing ablation keeps its lopsided label mix in every step too
+        balanced_steps=recipe["rl"].balanced_steps and kind != "no_balance_rl",
+    )
     trainer = JUDGE_KINDS[kind].trainer
     if trainer == "grpo":
         start = warmups.get(WARMUP_OF[kind]) or base_model
@@ -403,18 +501,36 @@ def train_variant(name: str, data: dict, out_dir, *, base_model: str, warmups: d
         if kind == "no_cot_rl":
             rl = rl.with_(max_completion=recipe["direct_max_completion"])
         entry["max_new_tokens"] = rl.max_completion  # what later notebooks judge with (direct: a box)
-        r = train_grpo_judge(start, train, out_dir, rl, val=val, family=family, style=style,
-                             format_penalty=recipe["format_penalty"], progress=progress)
+        r = train_grpo_judge(
+            start,
+            train,
+            out_dir,
+            rl,
+            val=val,
+            family=family,
+            style=style,
+            format_penalty=recipe["format_penalty"],
+            progress=progress,
+        )
         entry.update(base=start if rl.use_lora else r["dir"], adapter=r["dir"] if rl.use_lora else None)
-        rec = {"seconds": r["seconds"], "steps": r["steps"], "train_examples": len(train),
-               "log_history": r["log_history"], "val_curve": r["val_curve"], "batches": r["batches"]}
+        rec = {
+            "seconds": r["seconds"],
+            "steps": r["steps"],
+            "train_examples": len(train),
+            "log_history": r["log_history"],
+            "val_curve": r["val_curve"],
+            "batches": r["batches"],
+        }
     elif trainer == "disc":
         start = warmups.get(WARMUP_OF[kind]) or base_model
-        r = train_disc_judge(start, d["train_balanced"], out_dir, recipe["disc"].with_(seed=seed),
-                             progress=progress)
+        r = train_disc_judge(start, d["train_balanced"], out_dir, recipe["disc"].with_(seed=seed), progress=progress)
         entry.update(base=r["model_dir"], adapter=None)
-        rec = {"seconds": r["seconds"], "steps": r["steps"], "train_examples": r["records"],
-               "loss_curve": r["loss_curve"]}
+        rec = {
+            "seconds": r["seconds"],
+            "steps": r["steps"],
+            "train_examples": r["records"],
+            "loss_curve": r["loss_curve"],
+        }
     else:  # rsft: sample analyses from the warm-up judge, keep label-matching ones, SFT
         from ..engines.models import load_model, release  # lazy: torch
 
@@ -424,20 +540,39 @@ def train_variant(name: str, data: dict, out_dir, *, base_model: str, warmups: d
         model, tok = load_model(start)
         j = Judge.from_model(model, tok, family=family, max_new_tokens=rl.max_completion, style="cot")
         ps = [judge_prompt_of(e, family, "cot") for e in train]
-        outs = j.gen.generate(ps, n=recipe["rsft_samples"], temperature=rl.temperature,
-                              max_new_tokens=rl.max_completion, seed=seed, progress=progress)
+        outs = j.gen.generate(
+            ps,
+            n=recipe["rsft_samples"],
+            temperature=rl.temperature,
+            max_new_tokens=rl.max_completion,
+            seed=seed,
+            progress=progress,
+        )
         del model
         release(j.gen)  # the sampling judge's weights leave the GPU before SFT (finding 23)
-        recs = rsft_select(train, [[c.text for c in o] for o in outs], recipe["rsft_per_example"],
-                           family, "cot", loss_tokens=recipe.get("rsft_loss_tokens", "all"))
+        recs = rsft_select(
+            train,
+            [[c.text for c in o] for o in outs],
+            recipe["rsft_per_example"],
+            family,
+            "cot",
+            loss_tokens=recipe.get("rsft_loss_tokens", "all"),
+        )
         unparsed = sum(parse_verdict(c.text) is None for o in outs for c in o)  # never kept (verdicts.RULE)
         if not recs:
-            raise RuntimeError(f"{name}: no sampled judge output matched a label ({unparsed} of "
-                               f"{len(train) * recipe['rsft_samples']} had no parsable verdict); nothing to fine-tune on")
+            raise RuntimeError(
+                f"{name}: no sampled judge output matched a label ({unparsed} of "
+                f"{len(train) * recipe['rsft_samples']} had no parsable verdict); nothing to fine-tune on"
+            )
         r = sft(start, recs, out_dir, recipe["rsft"].with_(seed=seed), progress=progress)
         entry.update(base=r["model_dir"], adapter=None)
-        rec = {"seconds": round(time.time() - t0, 1), "steps": r["steps"],
-               "train_examples": len(train), "rsft_kept": len(recs),
-               "rsft_sampled": len(train) * recipe["rsft_samples"], "rsft_unparsed": unparsed,
-               "loss_curve": r["loss_curve"]}
+        rec = {
+            "seconds": round(time.time() - t0, 1),
+            "steps": r["steps"],
+            "train_examples": len(train),
+            "rsft_kept": len(recs),
+            "rsft_sampled": len(train) * recipe["rsft_samples"],
+            "rsft_unparsed": unparsed,
+            "loss_curve": r["loss_curve"],
+        }
     return {"entry": entry, "train": rec}

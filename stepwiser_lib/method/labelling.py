@@ -121,8 +121,9 @@ def rule_label(rule: str, qi: float, qprev: float, alpha: float, gamma: float, n
     raise ValueError(f"unknown rule {rule!r}; valid: {', '.join(RULES)}")
 
 
-def label_settled(rule: str, lo: float, hi: float, lo_prev: float, hi_prev: float,
-                  alpha: float, gamma: float, n: int = 4) -> bool:
+def label_settled(
+    rule: str, lo: float, hi: float, lo_prev: float, hi_prev: float, alpha: float, gamma: float, n: int = 4
+) -> bool:
     """Can no value of Q_i in [lo, hi] and Q_{i-1} in [lo_prev, hi_prev] change the label?
 
     Every rule is non-decreasing in Q_i and non-increasing in Q_{i-1} (mu is increasing, and the
@@ -131,11 +132,11 @@ def label_settled(rule: str, lo: float, hi: float, lo_prev: float, hi_prev: floa
     """
     if rule == "all":
         return all(label_settled(r, lo, hi, lo_prev, hi_prev, alpha, gamma, n) for r in RULES)
-    return (rule_label(rule, lo, hi_prev, alpha, gamma, n)
-            == rule_label(rule, hi, lo_prev, alpha, gamma, n))
+    return rule_label(rule, lo, hi_prev, alpha, gamma, n) == rule_label(rule, hi, lo_prev, alpha, gamma, n)
 
 
 # ----------------------------------------------------------------------------- configuration
+
 
 @dataclass(frozen=True)
 class LabelConfig:
@@ -165,37 +166,66 @@ class LabelConfig:
     reference_trajectories: bool = False
 
     #: What each field allows (stepwiser_lib.core.checks): the same as notebook 02's parameters.
-    SPECS = {"n_prefilter": "int in [1, inf)", "m_rollouts": "int in [1, inf)", "temperature": "float in (0, inf)",
-             "max_new_tokens": "int in [1, inf)", "traj_per_prompt": "int in [1, inf)", "alpha": "float in [0, inf)",
-             "gamma": "float in [0, inf)", "mu_n": "int in [1, inf)", "adaptive_rule": "str in {abs_q, rel_effective, rel_ratio, all}",
-             "adaptive_round": "int in [1, inf)", "adaptive_z": "float in [0, inf)", "shard_size": "int in [1, inf)",
-             "n_kept": "int in [0, inf)", "seed": "int in [0, inf)"}
+    SPECS = {
+        "n_prefilter": "int in [1, inf)",
+        "m_rollouts": "int in [1, inf)",
+        "temperature": "float in (0, inf)",
+        "max_new_tokens": "int in [1, inf)",
+        "traj_per_prompt": "int in [1, inf)",
+        "alpha": "float in [0, inf)",
+        "gamma": "float in [0, inf)",
+        "mu_n": "int in [1, inf)",
+        "adaptive_rule": "str in {abs_q, rel_effective, rel_ratio, all}",
+        "adaptive_round": "int in [1, inf)",
+        "adaptive_z": "float in [0, inf)",
+        "shard_size": "int in [1, inf)",
+        "n_kept": "int in [0, inf)",
+        "seed": "int in [0, inf)",
+    }
 
     def __post_init__(self):
         check_fields(self, self.SPECS, {k: k.upper() for k in self.SPECS})
 
     #: Label-rule settings adaptive sampling reads to decide when a prefix may stop.
-    ADAPTIVE_READS = {"abs_q": (), "rel_effective": ("alpha", "mu_n"), "rel_ratio": ("gamma",),
-                      "all": ("alpha", "gamma", "mu_n")}
+    ADAPTIVE_READS = {
+        "abs_q": (),
+        "rel_effective": ("alpha", "mu_n"),
+        "rel_ratio": ("gamma",),
+        "all": ("alpha", "gamma", "mu_n"),
+    }
 
     def rollout_fields(self) -> dict:
         """What a shard's rollouts depend on: sampling settings, the prompts' shard layout and
         seed, and the adaptive settings only when adaptive sampling is on (they decide which
         rollouts exist; the threshold of the rule it preserves too). Not the label thresholds
         otherwise: labels are recomputed from the stored Q when a shard is loaded."""
-        keys = ["n_prefilter", "m_rollouts", "temperature", "max_new_tokens", "traj_per_prompt",
-                "shard_size", "seed", "reference_trajectories"]
+        keys = [
+            "n_prefilter",
+            "m_rollouts",
+            "temperature",
+            "max_new_tokens",
+            "traj_per_prompt",
+            "shard_size",
+            "seed",
+            "reference_trajectories",
+        ]
         if self.adaptive:
-            keys += ["adaptive", "adaptive_rule", "adaptive_round", "adaptive_z",
-                     *self.ADAPTIVE_READS.get(self.adaptive_rule, ())]
+            keys += [
+                "adaptive",
+                "adaptive_rule",
+                "adaptive_round",
+                "adaptive_z",
+                *self.ADAPTIVE_READS.get(self.adaptive_rule, ()),
+            ]
         return {k: getattr(self, k) for k in keys}
 
     def digest(self, model: str) -> str:
         """The key of a shard: :meth:`rollout_fields` and the policy, by path and, for a local
         model, by the fingerprint of its weights (a retrained policy at the same path must not
         reuse old rollouts)."""
-        blob = json.dumps({**self.rollout_fields(), "model": model, "weights": model_fingerprint(model)},
-                          sort_keys=True)
+        blob = json.dumps(
+            {**self.rollout_fields(), "model": model, "weights": model_fingerprint(model)}, sort_keys=True
+        )
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -212,6 +242,7 @@ def relabel(records: list[dict], cfg: LabelConfig) -> list[dict]:
 
 # ----------------------------------------------------------------------------- shards
 
+
 class ShardError(ValueError):
     pass
 
@@ -219,8 +250,7 @@ class ShardError(ValueError):
 def write_shard(path: Path, records: list[dict], meta: dict) -> None:
     """Records, then a footer line with their count and checksum; written atomically."""
     body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-    footer = {"_footer": {**meta, "n": len(records),
-                          "sha256": hashlib.sha256(body.encode()).hexdigest()}}
+    footer = {"_footer": {**meta, "n": len(records), "sha256": hashlib.sha256(body.encode()).hexdigest()}}
     io.atomic_write_text(path, body + json.dumps(footer) + "\n")
 
 
@@ -256,9 +286,18 @@ def read_shard(path: Path, config_hash: str | None = None) -> tuple[list[dict], 
             r = io.loads_strict(line)
         except ValueError:
             raise ShardError(f"{path.name}, line {n}: bad JSON (corrupt)") from None
-        bad = ("not an object" if not isinstance(r, dict) else
-               next((f"field {k!r}" for k, t in LABEL_RECORD.items()
-                     if not isinstance(r.get(k), t) or isinstance(r.get(k), bool)), None))
+        bad = (
+            "not an object"
+            if not isinstance(r, dict)
+            else next(
+                (
+                    f"field {k!r}"
+                    for k, t in LABEL_RECORD.items()
+                    if not isinstance(r.get(k), t) or isinstance(r.get(k), bool)
+                ),
+                None,
+            )
+        )
         if not bad and not all(0 <= r[k] <= 1 for k in ("q", "q_prev", "q0")):
             bad = "a Q outside [0, 1]"
         if bad:
@@ -276,8 +315,11 @@ def read_shard(path: Path, config_hash: str | None = None) -> tuple[list[dict], 
 STALE_TMP_SECONDS = 600
 
 #: Why a shard was set aside, from the start of its ShardError (the suffix of the moved file).
-_ASIDE = (("made with another configuration", "other-config"), ("holds other prompts", "other-prompts"),
-          ("truncated", "truncated"))
+_ASIDE = (
+    ("made with another configuration", "other-config"),
+    ("holds other prompts", "other-prompts"),
+    ("truncated", "truncated"),
+)
 
 
 def set_aside(path: Path, reason: str) -> Path:
@@ -287,6 +329,7 @@ def set_aside(path: Path, reason: str) -> Path:
 
 
 # ----------------------------------------------------------------------------- one shard
+
 
 def choose_trajectories(samples: list[tuple[str, bool]], k: int, rng: random.Random) -> list[int]:
     """Indices of up to ``k`` well-formed samples, alternating wrong and right ones so that both
@@ -325,8 +368,15 @@ class ShardStats:
     extra: dict = field(default_factory=dict)
 
 
-def _rollout_round(generator, todo: list[tuple[dict, str]], n: int, cfg: LabelConfig, template: str,
-                   seed: int, st: "ShardStats | None" = None) -> list[int]:
+def _rollout_round(
+    generator,
+    todo: list[tuple[dict, str]],
+    n: int,
+    cfg: LabelConfig,
+    template: str,
+    seed: int,
+    st: ShardStats | None = None,
+) -> list[int]:
     """Successes among ``n`` rollouts for each (item, prefix), in one batched generate call.
 
     A rollout completes the response its prefix began, so the prefix's tokens count against
@@ -336,9 +386,15 @@ def _rollout_round(generator, todo: list[tuple[dict, str]], n: int, cfg: LabelCo
     counts both: ``truncated_rollouts``, ``skipped_rollouts``). Never an error for the shard."""
     if not todo:
         return []
-    outs = generator.generate([template.format(problem=it["problem"]) for it, _ in todo], n=n,
-                              temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens,
-                              seed=seed, prefixes=[p for _, p in todo], count_prefix=True)
+    outs = generator.generate(
+        [template.format(problem=it["problem"]) for it, _ in todo],
+        n=n,
+        temperature=cfg.temperature,
+        max_new_tokens=cfg.max_new_tokens,
+        seed=seed,
+        prefixes=[p for _, p in todo],
+        count_prefix=True,
+    )
     if st is not None:
         st.skipped_rollouts += sum(c.skipped for cs in outs for c in cs)
         st.truncated_rollouts += sum(not c.finished and not c.skipped for cs in outs for c in cs)
@@ -349,16 +405,18 @@ def _rollout_round(generator, todo: list[tuple[dict, str]], n: int, cfg: LabelCo
     return [sum(not c.skipped and ok[s + j] for j, c in enumerate(cs)) for s, cs in zip(starts, outs)]
 
 
-def label_shard(generator, items: list[dict], template: str, cfg: LabelConfig, shard_id: int
-                ) -> tuple[list[dict], ShardStats]:
+def label_shard(
+    generator, items: list[dict], template: str, cfg: LabelConfig, shard_id: int
+) -> tuple[list[dict], ShardStats]:
     """Pre-filter, choose trajectories, roll out every intermediate prefix, label every chunk."""
     t0 = time.time()
     st = ShardStats(prompts=len(items))
     base_seed = cfg.seed * 100_003 + shard_id * 7919
     rng = random.Random(base_seed)
     prompts = [template.format(problem=it["problem"]) for it in items]
-    pre = generator.generate(prompts, n=cfg.n_prefilter, temperature=cfg.temperature,
-                             max_new_tokens=cfg.max_new_tokens, seed=base_seed)
+    pre = generator.generate(
+        prompts, n=cfg.n_prefilter, temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens, seed=base_seed
+    )
     st.prefilter_seconds = time.time() - t0
     # Rollouts continue from each prefix; cut where the tokenizer has a boundary (chunks.SEPARATOR).
     cut = prefix_ends if getattr(generator, "cut_after_separator", False) else chunk_ends
@@ -382,8 +440,16 @@ def label_shard(generator, items: list[dict], template: str, cfg: LabelConfig, s
             names = [f"s{j}" for j in range(len(res))]
         st.kept_prompts += 1
         for j in choose_trajectories(res, cfg.traj_per_prompt, rng):
-            trajs.append({"item": it, "q0": q0, "response": res[j][0], "correct": res[j][1],
-                          "sample": names[j], "ends": cut(res[j][0])})
+            trajs.append(
+                {
+                    "item": it,
+                    "q0": q0,
+                    "response": res[j][0],
+                    "correct": res[j][1],
+                    "sample": names[j],
+                    "ends": cut(res[j][0]),
+                }
+            )
     st.trajectories = len(trajs)
     # Intermediate prefixes (the last chunk's Q is its verified correctness).
     for t in trajs:
@@ -396,7 +462,7 @@ def label_shard(generator, items: list[dict], template: str, cfg: LabelConfig, s
     rnd = 0
     active = list(pref)
     while active:
-        todo = [(trajs[ti]["item"], trajs[ti]["response"][:trajs[ti]["ends"][i]]) for ti, i in active]
+        todo = [(trajs[ti]["item"], trajs[ti]["response"][: trajs[ti]["ends"][i]]) for ti, i in active]
         n = min(round_n, M - trajs[active[0][0]]["mc"].done[active[0][1]])
         succ = _rollout_round(generator, todo, n, cfg, template, seed=base_seed + 1 + rnd, st=st)
         for (ti, i), s in zip(active, succ):
@@ -404,25 +470,37 @@ def label_shard(generator, items: list[dict], template: str, cfg: LabelConfig, s
             trajs[ti]["mc"].done[i] += n
         st.rollouts += n * len(active)
         rnd += 1
-        active = [(ti, i) for ti, i in active if trajs[ti]["mc"].done[i] < M
-                  and not (cfg.adaptive and trajs[ti]["mc"].settled(i, cfg))]
+        active = [
+            (ti, i)
+            for ti, i in active
+            if trajs[ti]["mc"].done[i] < M and not (cfg.adaptive and trajs[ti]["mc"].settled(i, cfg))
+        ]
     records = []
-    for ti, t in enumerate(trajs):
+    for t in trajs:
         chunks = parse_chunks(t["response"])
         h = len(chunks)
         q = t["mc"].q()
         n_used = t["mc"].done + [0]
         tid = f"{t['item']['id']}/{t['sample']}"
         for i in range(h):
-            records.append({
-                "problem_id": t["item"]["id"], "problem": t["item"]["problem"],
-                "traj_id": tid, "chunk_index": i, "n_chunks": h,
-                "history": chunks[:i], "chunk": chunks[i],
-                "q": q[i], "q_prev": q[i - 1] if i else t["q0"], "q0": t["q0"],
-                "n_rollouts": n_used[i], "is_final": i == h - 1,
-                "traj_correct": t["correct"],
-                **chunk_labels(q[i], q[i - 1] if i else t["q0"], cfg),
-            })
+            records.append(
+                {
+                    "problem_id": t["item"]["id"],
+                    "problem": t["item"]["problem"],
+                    "traj_id": tid,
+                    "chunk_index": i,
+                    "n_chunks": h,
+                    "history": chunks[:i],
+                    "chunk": chunks[i],
+                    "q": q[i],
+                    "q_prev": q[i - 1] if i else t["q0"],
+                    "q0": t["q0"],
+                    "n_rollouts": n_used[i],
+                    "is_final": i == h - 1,
+                    "traj_correct": t["correct"],
+                    **chunk_labels(q[i], q[i - 1] if i else t["q0"], cfg),
+                }
+            )
     st.seconds = time.time() - t0
     return records, st
 
@@ -440,7 +518,7 @@ class Rollouts:
     done: list[int]
 
     @classmethod
-    def start(cls, q0: float, correct: bool, n_prefixes: int) -> "Rollouts":
+    def start(cls, q0: float, correct: bool, n_prefixes: int) -> Rollouts:
         return cls(q0, bool(correct), [0] * n_prefixes, [0] * n_prefixes)
 
     def q(self) -> list[float]:
@@ -467,7 +545,7 @@ class Rollouts:
             p_lo, p_hi = max(0.0, c - h), min(1.0, c + h)
         return (s + (m - d) * p_lo) / m, (s + (m - d) * p_hi) / m
 
-    def settled(self, i: int, cfg: "LabelConfig") -> bool:
+    def settled(self, i: int, cfg: LabelConfig) -> bool:
         """Prefix i may stop when the labels of chunk i and chunk i+1 (both depend on Q_i) are
         settled under ``cfg.adaptive_rule`` for every outcome of the remaining rollouts."""
         for j in (i, i + 1):
@@ -480,9 +558,19 @@ class Rollouts:
 
 # ----------------------------------------------------------------------------- driver
 
-def label_prompts(generator, items: list[dict], template: str, cfg: LabelConfig, out_dir: str | Path,
-                  model_id: str, progress: bool = True, stop_after: int | None = None,
-                  worker: int = 0, workers: int = 1) -> dict:
+
+def label_prompts(
+    generator,
+    items: list[dict],
+    template: str,
+    cfg: LabelConfig,
+    out_dir: str | Path,
+    model_id: str,
+    progress: bool = True,
+    stop_after: int | None = None,
+    worker: int = 0,
+    workers: int = 1,
+) -> dict:
     """Label all prompts shard by shard, resuming from valid shards in ``out_dir/shards``.
 
     With ``cfg.n_kept`` > 0, ``items`` is a pool: shards are labelled in order until that many
@@ -505,8 +593,10 @@ def label_prompts(generator, items: list[dict], template: str, cfg: LabelConfig,
     from tqdm.auto import tqdm
 
     if cfg.reference_trajectories and any("solution" not in it for it in items):  # review 2, A03: before any compute
-        raise ValueError("REFERENCE_TRAJECTORIES labels each problem's reference solution, and these problems have "
-                         f"none (only the tasks {', '.join(tasks.WITH_SOLUTIONS)} carry one); set it false or change TASK")
+        raise ValueError(
+            "REFERENCE_TRAJECTORIES labels each problem's reference solution, and these problems have "
+            f"none (only the tasks {', '.join(tasks.WITH_SOLUTIONS)} carry one); set it false or change TASK"
+        )
     out = Path(out_dir) / "shards"
     out.mkdir(parents=True, exist_ok=True)
     for tmp in out.glob(".shard_*.tmp"):  # left by a process killed while writing; a fresh one may be
@@ -514,7 +604,7 @@ def label_prompts(generator, items: list[dict], template: str, cfg: LabelConfig,
             if time.time() - tmp.stat().st_mtime > STALE_TMP_SECONDS:
                 tmp.unlink()
     h = cfg.digest(model_id)
-    shards = [items[i:i + cfg.shard_size] for i in range(0, len(items), cfg.shard_size)]
+    shards = [items[i : i + cfg.shard_size] for i in range(0, len(items), cfg.shard_size)]
     records, stats, resumed, redone, written = [], [], 0, [], 0
     bar = tqdm(total=len(items), unit="prompt", desc="labelling", disable=not progress)
     t_start, n_roll, n_pref = time.time(), 0, 0
@@ -545,8 +635,9 @@ def label_prompts(generator, items: list[dict], template: str, cfg: LabelConfig,
                 moved = set_aside(path, str(e))
                 redone.append(f"{e} -> set aside as {moved.name}")
             recs, st = label_shard(generator, shard, template, cfg, sid)
-            write_shard(path, recs, {"config": h, "shard": sid, "stats": asdict(st),
-                                     "prompt_ids": [it["id"] for it in shard]})
+            write_shard(
+                path, recs, {"config": h, "shard": sid, "stats": asdict(st), "prompt_ids": [it["id"] for it in shard]}
+            )
             written += 1
             n_roll += st.rollouts
             n_pref += st.prefixes
@@ -562,15 +653,41 @@ def label_prompts(generator, items: list[dict], template: str, cfg: LabelConfig,
             raise KeyboardInterrupt(f"stopped after {written} new shard(s) (test hook)")
     bar.close()
     if cfg.n_kept and sum(x.kept_prompts for x in stats) < cfg.n_kept:
-        print(f"[labelling] {sum(x.kept_prompts for x in stats)} prompts kept of the {cfg.n_kept} wanted (N_KEPT): the "
-              f"pool of {len(items)} prompts (N_PROMPTS) ran out; raise N_PROMPTS")
-    total = ShardStats(**{k: sum(getattr(s, k) for s in stats) for k in
-                          ("prompts", "kept_prompts", "trajectories", "prefixes", "rollouts",
-                           "rollouts_full", "seconds", "prefilter_seconds", "truncated_rollouts",
-                           "skipped_rollouts", "prefilter_samples", "prefilter_boxed", "prefilter_correct",
-                           "prefilter_chunk_tags", "prefilter_chunk_format", "prefilter_truncated")})
-    return {"records": records, "stats": asdict(total), "resumed": resumed, "redone": redone, "shards": len(stats),
-            "written": written}
+        print(
+            f"[labelling] {sum(x.kept_prompts for x in stats)} prompts kept of the {cfg.n_kept} wanted (N_KEPT): the "
+            f"pool of {len(items)} prompts (N_PROMPTS) ran out; raise N_PROMPTS"
+        )
+    total = ShardStats(
+        **{
+            k: sum(getattr(s, k) for s in stats)
+            for k in (
+                "prompts",
+                "kept_prompts",
+                "trajectories",
+                "prefixes",
+                "rollouts",
+                "rollouts_full",
+                "seconds",
+                "prefilter_seconds",
+                "truncated_rollouts",
+                "skipped_rollouts",
+                "prefilter_samples",
+                "prefilter_boxed",
+                "prefilter_correct",
+                "prefilter_chunk_tags",
+                "prefilter_chunk_format",
+                "prefilter_truncated",
+            )
+        }
+    )
+    return {
+        "records": records,
+        "stats": asdict(total),
+        "resumed": resumed,
+        "redone": redone,
+        "shards": len(stats),
+        "written": written,
+    }
 
 
 def prefilter_rates(stats: dict) -> dict:
@@ -578,8 +695,14 @@ def prefilter_rates(stats: dict) -> dict:
     (shards written before these counts were kept report ``n`` 0)."""
     n = stats.get("prefilter_samples", 0)
     pct = lambda k: round(100 * stats.get(k, 0) / n, 1) if n else None  # noqa: E731
-    return {"n": n, "boxed": pct("prefilter_boxed"), "correct": pct("prefilter_correct"), "chunk_tags": pct("prefilter_chunk_tags"),
-            "chunk_format": pct("prefilter_chunk_format"), "truncated": pct("prefilter_truncated")}
+    return {
+        "n": n,
+        "boxed": pct("prefilter_boxed"),
+        "correct": pct("prefilter_correct"),
+        "chunk_tags": pct("prefilter_chunk_tags"),
+        "chunk_format": pct("prefilter_chunk_format"),
+        "truncated": pct("prefilter_truncated"),
+    }
 
 
 def no_chunks_message(stats: dict, max_new_tokens: int) -> str:
@@ -589,15 +712,21 @@ def no_chunks_message(stats: dict, max_new_tokens: int) -> str:
     n, cut = stats.get("prefilter_samples", 0), stats.get("prefilter_truncated", 0)
     causes = []
     if n and cut * 2 >= n:
-        causes.append(f"{cut} of {n} pre-filter samples were cut at MAX_NEW_TOKENS = {max_new_tokens} before the policy "
-                      "finished: raise MAX_NEW_TOKENS")
+        causes.append(
+            f"{cut} of {n} pre-filter samples were cut at MAX_NEW_TOKENS = {max_new_tokens} before the policy "
+            "finished: raise MAX_NEW_TOKENS"
+        )
     if not stats.get("kept_prompts"):
-        causes.append(f"the pre-filter kept none of {stats.get('prompts', 0)} prompts (it keeps a prompt when some, not "
-                      f"all, of its N_PREFILTER samples are correct; {stats.get('prefilter_correct', 0)} of {n} were): "
-                      "raise N_PROMPTS or N_PREFILTER")
+        causes.append(
+            f"the pre-filter kept none of {stats.get('prompts', 0)} prompts (it keeps a prompt when some, not "
+            f"all, of its N_PREFILTER samples are correct; {stats.get('prefilter_correct', 0)} of {n} were): "
+            "raise N_PROMPTS or N_PREFILTER"
+        )
     else:
-        causes.append(f"the policy wrote no chunk ({stats.get('prefilter_chunk_format', 0)} of {n} samples had the chunk "
-                      "format): check notebook 01's chunk format rate")
+        causes.append(
+            f"the policy wrote no chunk ({stats.get('prefilter_chunk_format', 0)} of {n} samples had the chunk "
+            "format): check notebook 01's chunk format rate"
+        )
     return "no labelled chunks: " + "; ".join(causes)
 
 
@@ -606,22 +735,54 @@ def label_summary(records: list[dict]) -> dict:
     n = len(records)
     if not n:
         return {"chunks": 0}
-    return {"chunks": n, "trajectories": len({r["traj_id"] for r in records}),
-            "problems": len({r["problem_id"] for r in records}),
-            **{f"positive_{r}": round(100 * sum(x[f"label_{r}"] for x in records) / n, 2) for r in RULES},
-            "mean_q": round(sum(x["q"] for x in records) / n, 4)}
+    return {
+        "chunks": n,
+        "trajectories": len({r["traj_id"] for r in records}),
+        "problems": len({r["problem_id"] for r in records}),
+        **{f"positive_{r}": round(100 * sum(x[f"label_{r}"] for x in records) / n, 2) for r in RULES},
+        "mean_q": round(sum(x["q"] for x in records) / n, 4),
+    }
+
+
+def stats_lines(st: dict, summary: dict) -> list[str]:
+    """Notebook 02's labelling run in three lines a reader can take in (the stats and the label
+    summary as words, not two JSON dumps: issue 36)."""
+    frac = st["rollouts"] / st["rollouts_full"] if st.get("rollouts_full") else 1.0
+    rate = st["rollouts"] / max(st["seconds"] - st["prefilter_seconds"], 1e-9)
+    return [
+        f"prompts: {st['prompts']} asked, {st['kept_prompts']} kept by the pre-filter -> {st['trajectories']} trajectories, "
+        f"{st['prefixes']} chunk prefixes rolled out, {summary['chunks']} chunks labelled on {summary['problems']} problems",
+        f"rollouts: {st['rollouts']:,} of the {st['rollouts_full']:,} a full M per prefix would take ({100 * frac:.0f}%), "
+        f"{rate:.0f} per second in the run that computed them ({st['seconds']:.0f} s, {st['prefilter_seconds']:.0f} s of it "
+        f"the pre-filter)",
+        "Positive labels: "
+        + ", ".join(f"{RULE_NAMES.get(r, r)} {summary[f'positive_{r}']:.1f}%" for r in RULES)
+        + f"; mean Q {summary['mean_q']:.2f}",
+    ]
+
+
+#: How the tables name the three rules.
+RULE_NAMES = {"abs_q": "Abs-Q", "rel_effective": "Rel-Effective", "rel_ratio": "Rel-Ratio"}
 
 
 def results_markdown(metrics: dict) -> str:
     """``results/<profile>/labelling.md``, from notebook 02's metrics: the Positive rate of each rule
     beside the paper's (1.5B-chunk policy)."""
     s, st, paper = metrics["summary"], metrics["stats"], metrics.get("paper_positive_rates", {})
-    rows = [{"rule": r, "positive % (ours)": s[f"positive_{r}"],
-             "positive % (paper, 1.5B-chunk)": next((v for k, v in paper.items() if k.split("_gamma")[0] == r), None)}
-            for r in RULES]
-    return (f"{s['chunks']} chunks of {s['trajectories']} trajectories ({st['kept_prompts']}/{st['prompts']} prompts "
-            f"kept by the pre-filter); {st['rollouts']} rollouts of {st['rollouts_full']} at full M.\n\n"
-            + io.markdown_table(rows, ["rule", "positive % (ours)", "positive % (paper, 1.5B-chunk)"]) + "\n")
+    rows = [
+        {
+            "rule": r,
+            "positive % (ours)": s[f"positive_{r}"],
+            "positive % (paper, 1.5B-chunk)": next((v for k, v in paper.items() if k.split("_gamma")[0] == r), None),
+        }
+        for r in RULES
+    ]
+    return (
+        f"{s['chunks']} chunks of {s['trajectories']} trajectories ({st['kept_prompts']}/{st['prompts']} prompts "
+        f"kept by the pre-filter); {st['rollouts']} rollouts of {st['rollouts_full']} at full M.\n\n"
+        + io.markdown_table(rows, ["rule", "positive % (ours)", "positive % (paper, 1.5B-chunk)"])
+        + "\n"
+    )
 
 
 def main(argv: list[str] | None = None, profiles_dir: str | Path | None = None) -> int:
@@ -630,21 +791,32 @@ def main(argv: list[str] | None = None, profiles_dir: str | Path | None = None) 
     ap = argparse.ArgumentParser(description="Monte-Carlo rollout labelling (notebook 02)")
     ap.add_argument("--profile", default="tiny")
     ap.add_argument("--out", default=None, help="output folder (default: the notebook's artifact folder)")
-    ap.add_argument("--worker", type=int, default=0, help="this worker's index, 0 .. WORKERS-1 (data-parallel labelling)")
-    ap.add_argument("--workers", type=int, default=1,
-                    help="workers labelling one output folder together, one per GPU or node; each labels the "
-                         "shards with index %% WORKERS == WORKER; then a run without --worker (or notebook 02) "
-                         "merges them into labels.jsonl")
+    ap.add_argument(
+        "--worker", type=int, default=0, help="this worker's index, 0 .. WORKERS-1 (data-parallel labelling)"
+    )
+    ap.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="workers labelling one output folder together, one per GPU or node; each labels the "
+        "shards with index %% WORKERS == WORKER; then a run without --worker (or notebook 02) "
+        "merges them into labels.jsonl",
+    )
     a = ap.parse_args(argv)
     if not 0 <= a.worker < a.workers:
-        print(f"[labelling] configuration error: --worker {a.worker} --workers {a.workers}: want 0 <= worker < workers",
-              file=sys.stderr)
+        print(
+            f"[labelling] configuration error: --worker {a.worker} --workers {a.workers}: want 0 <= worker < workers",
+            file=sys.stderr,
+        )
         return 2
     nb = paths.NOTEBOOKS_DIR / "02_rollout_labelling.ipynb"
     try:
         p = {k: v.default for k, v in notebook_parameters(nb).items()}
-        p.update(checked_parameters(a.profile, list_notebooks(only=["02"]), **({"profiles_dir": Path(profiles_dir)}
-                                                                if profiles_dir else {}))[nb.stem])
+        p.update(
+            checked_parameters(
+                a.profile, list_notebooks(only=["02"]), **({"profiles_dir": Path(profiles_dir)} if profiles_dir else {})
+            )[nb.stem]
+        )
         cfg = label_config_from_params(p)
         if p["REFERENCE_TRAJECTORIES"] and tasks.reference_problem(p["TASK"]):  # review 2, A03: before the model loads
             raise ConfigError(tasks.reference_problem(p["TASK"]))
@@ -656,41 +828,85 @@ def main(argv: list[str] | None = None, profiles_dir: str | Path | None = None) 
 
     set_threads()
     gen = make_generator(policy, backend=p["BACKEND"], batch_size=p["GEN_BATCH"], **engine_settings(p))
-    items = tasks.load_problems(p["TASK"], "label", p["N_PROMPTS"], seed=p["SEED"],
-                                **tasks.file_kw(p["DATA_FILES"], p["TASK"]))
+    items = tasks.load_problems(
+        p["TASK"], "label", p["N_PROMPTS"], seed=p["SEED"], **tasks.file_kw(p["DATA_FILES"], p["TASK"])
+    )
     out = Path(a.out or paths.artifacts(a.profile, nb.stem))
     try:
-        res = label_prompts(gen, items, prompts.get(p["PROMPT_FAMILY"], "chunk_policy"), cfg, out, policy,
-                            worker=a.worker, workers=a.workers)
+        res = label_prompts(
+            gen,
+            items,
+            prompts.get(p["PROMPT_FAMILY"], "chunk_policy"),
+            cfg,
+            out,
+            policy,
+            worker=a.worker,
+            workers=a.workers,
+        )
     except KeyboardInterrupt:
-        print(f"[labelling] interrupted; the finished shards are in {out / 'shards'} and the next run resumes "
-              "from them", file=sys.stderr)
+        print(
+            f"[labelling] interrupted; the finished shards are in {out / 'shards'} and the next run resumes from them",
+            file=sys.stderr,
+        )
         return 130
     except OSError as e:  # a full disk or a folder that cannot be written (review 2, E04): the shards written stay
-        print(f"[labelling] could not write {e.filename or out}: {e.strerror or e}; the finished shards are in "
-              f"{out / 'shards'} and the next run resumes from them once there is room", file=sys.stderr)
+        print(
+            f"[labelling] could not write {e.filename or out}: {e.strerror or e}; the finished shards are in "
+            f"{out / 'shards'} and the next run resumes from them once there is room",
+            file=sys.stderr,
+        )
         return 1
     if a.workers > 1:  # the merge (a run with one worker, or notebook 02) writes labels.jsonl
-        print(json.dumps({"worker": a.worker, "workers": a.workers, "labelled_shards": res["written"],
-                          "shards": str(out / "shards")}, indent=1))
+        print(
+            json.dumps(
+                {
+                    "worker": a.worker,
+                    "workers": a.workers,
+                    "labelled_shards": res["written"],
+                    "shards": str(out / "shards"),
+                },
+                indent=1,
+            )
+        )
         return 0
     if not res["records"]:
         print(f"[labelling] {no_chunks_message(res['stats'], cfg.max_new_tokens)}", file=sys.stderr)
         return 1
     io.write_jsonl(out / "labels.jsonl", res["records"])
-    print(json.dumps({**res["stats"], **label_summary(res["records"]), "resumed_shards": res["resumed"],
-                      "redone_shards": res["redone"], "labels": str(out / "labels.jsonl")}, indent=1))
+    print(
+        json.dumps(
+            {
+                **res["stats"],
+                **label_summary(res["records"]),
+                "resumed_shards": res["resumed"],
+                "redone_shards": res["redone"],
+                "labels": str(out / "labels.jsonl"),
+            },
+            indent=1,
+        )
+    )
     return 0
 
 
 def label_config_from_params(p: dict) -> LabelConfig:
-    return LabelConfig(n_prefilter=p["N_PREFILTER"], m_rollouts=p["M_ROLLOUTS"],
-                       temperature=p["TEMPERATURE"], max_new_tokens=p["MAX_NEW_TOKENS"],
-                       traj_per_prompt=p["TRAJ_PER_PROMPT"], alpha=p["ALPHA"], gamma=p["GAMMA"],
-                       mu_n=p["MU_N"], adaptive=p["ADAPTIVE"], adaptive_rule=p["ADAPTIVE_RULE"],
-                       adaptive_round=p["ADAPTIVE_ROUND"], adaptive_z=p["ADAPTIVE_Z"],
-                       shard_size=p["SHARD_SIZE"], n_kept=p["N_KEPT"], seed=p["SEED"],
-                       reference_trajectories=p["REFERENCE_TRAJECTORIES"])
+    return LabelConfig(
+        n_prefilter=p["N_PREFILTER"],
+        m_rollouts=p["M_ROLLOUTS"],
+        temperature=p["TEMPERATURE"],
+        max_new_tokens=p["MAX_NEW_TOKENS"],
+        traj_per_prompt=p["TRAJ_PER_PROMPT"],
+        alpha=p["ALPHA"],
+        gamma=p["GAMMA"],
+        mu_n=p["MU_N"],
+        adaptive=p["ADAPTIVE"],
+        adaptive_rule=p["ADAPTIVE_RULE"],
+        adaptive_round=p["ADAPTIVE_ROUND"],
+        adaptive_z=p["ADAPTIVE_Z"],
+        shard_size=p["SHARD_SIZE"],
+        n_kept=p["N_KEPT"],
+        seed=p["SEED"],
+        reference_trajectories=p["REFERENCE_TRAJECTORIES"],
+    )
 
 
 if __name__ == "__main__":

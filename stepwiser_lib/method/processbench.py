@@ -44,29 +44,34 @@ from ..core.vocab import variant_slug
 from ..evals.claims import judge_orderings
 from ..evals.paper_results import paper_row
 from ..evals.stats import stratified_bootstrap, stratified_difference
-from . import judge, judge_runs
+from . import judge, judge_runs, tasks
 from .calculator import predict
 from .judge import stored_entry
 
 SPLITS = ("gsm8k", "math", "olympiadbench", "omnimath")
 #: (error, correct) counts per split, ProcessBench paper Table 1 / notes §8.1.
-EXPECTED_COUNTS = {"gsm8k": (207, 193), "math": (594, 406), "olympiadbench": (661, 339),
-                   "omnimath": (759, 241)}
+EXPECTED_COUNTS = {"gsm8k": (207, 193), "math": (594, 406), "olympiadbench": (661, 339), "omnimath": (759, 241)}
 HF_DATASET = "Qwen/ProcessBench"
 #: The hub revision users should pin (notes §8.1: main later changed math.json, "fix annotation").
 HF_REVISION = "main"
+
+
 def check_counts(split: str, records: list[dict]) -> tuple[int, int]:
     err = sum(r["label"] != -1 for r in records)
     cor = len(records) - err
     exp = EXPECTED_COUNTS.get(split)
     if exp and (err, cor) != exp:
-        warnings.warn(f"ProcessBench {split}: {err} erroneous / {cor} correct samples, the paper "
-                      f"has {exp[0]} / {exp[1]} (another data version?)", stacklevel=2)
+        warnings.warn(
+            f"ProcessBench {split}: {err} erroneous / {cor} correct samples, the paper "
+            f"has {exp[0]} / {exp[1]} (another data version?)",
+            stacklevel=2,
+        )
     return err, cor
 
 
-def load_split(split: str, local_dir: str | None = None, fix_math_688: bool = False,
-               revision: str = HF_REVISION) -> list[dict]:
+def load_split(
+    split: str, local_dir: str | None = None, fix_math_688: bool = False, revision: str = HF_REVISION
+) -> list[dict]:
     """Records of one split, validated. ``local_dir`` (or ``STEPWISER_PROCESSBENCH_DIR``) points
     to the JSONL files; otherwise the HF hub dataset is used. ``fix_math_688`` applies the
     correction reported in QwenLM/ProcessBench#9 (label 2 -> 0; the counts do not change)."""
@@ -90,7 +95,9 @@ def load_split(split: str, local_dir: str | None = None, fix_math_688: bool = Fa
     seen: dict[str, int] = {}
     for i, r in enumerate(recs, 1):
         if r["id"] in seen:
-            raise ProcessBenchError(f"ProcessBench {split}: id {r['id']!r} appears twice (records {seen[r['id']]} and {i})")
+            raise ProcessBenchError(
+                f"ProcessBench {split}: id {r['id']!r} appears twice (records {seen[r['id']]} and {i})"
+            )
         seen[r["id"]] = i
     if fix_math_688:
         for r in recs:
@@ -150,8 +157,10 @@ def subset(records: list[dict], n: int) -> list[dict]:
 
 # ----------------------------------------------------------------------------- protocol
 
-def threshold_predictions(step_scores: list[list[float]], threshold: float,
-                          silent: list[list[bool]] | None = None) -> list[int | None]:
+
+def threshold_predictions(
+    step_scores: list[list[float]], threshold: float, silent: list[list[bool]] | None = None
+) -> list[int | None]:
     """Scalar-score PRM protocol: a step scoring below ``threshold`` is predicted wrong; the
     prediction is the first such step, else -1 (notes §8.3). ``silent`` marks steps none of whose
     samples gave a parsable verdict (score 0 only because nothing parsed): reached before any
@@ -165,8 +174,12 @@ def threshold_predictions(step_scores: list[list[float]], threshold: float,
     return out
 
 
-def best_threshold(labels: list[int], step_scores: list[list[float]],
-                   candidates: list[float] | None = None, silent: list[list[bool]] | None = None) -> tuple[float, float]:
+def best_threshold(
+    labels: list[int],
+    step_scores: list[list[float]],
+    candidates: list[float] | None = None,
+    silent: list[list[bool]] | None = None,
+) -> tuple[float, float]:
     """``(threshold, f1)`` with the highest F1 on one split (ProcessBench's rule: chosen on
     GSM8K, then applied to every split). Ties go to the smallest threshold."""
     if candidates is None:
@@ -180,9 +193,17 @@ def best_threshold(labels: list[int], step_scores: list[list[float]],
     return best
 
 
-def judge_solutions(judge, records: list[dict], stop_at_first_negative: bool = True, k: int = 1,
-                    seed: int = 0, progress: bool = True, stop_at_zero_score: bool = False,
-                    temperature: float | None = None, probs: bool = False) -> list[dict]:
+def judge_solutions(
+    judge,
+    records: list[dict],
+    stop_at_first_negative: bool = True,
+    k: int = 1,
+    seed: int = 0,
+    progress: bool = True,
+    stop_at_zero_score: bool = False,
+    temperature: float | None = None,
+    probs: bool = False,
+) -> list[dict]:
     """Run a stepwise judge over ProcessBench-style records (notes §4.7, §8.3).
 
     Step ``i`` is judged with history ``steps[:i]``. Solutions advance together, one step index
@@ -203,8 +224,17 @@ def judge_solutions(judge, records: list[dict], stop_at_first_negative: bool = T
     from tqdm.auto import tqdm
 
     probs = probs and hasattr(judge, "verdict_probs")
-    out = [{"prediction": -1, "verdicts": [], "scores": [], "analyses": [], "n_unparsed": [],
-            **({"p_positive": []} if probs else {})} for _ in records]
+    out = [
+        {
+            "prediction": -1,
+            "verdicts": [],
+            "scores": [],
+            "analyses": [],
+            "n_unparsed": [],
+            **({"p_positive": []} if probs else {}),
+        }
+        for _ in records
+    ]
     active = list(range(len(records)))
     depth = max((len(r["steps"]) for r in records), default=0)
     bar = tqdm(total=sum(len(r["steps"]) for r in records), desc="judging steps", disable=not progress)
@@ -213,7 +243,9 @@ def judge_solutions(judge, records: list[dict], stop_at_first_negative: bool = T
         if not todo:
             break
         triples = [(records[j]["problem"], records[j]["steps"][:i], records[j]["steps"][i]) for j in todo]
-        res = judge.judge(triples, k=k, seed=seed + i, **({"temperature": temperature} if temperature is not None else {}))
+        res = judge.judge(
+            triples, k=k, seed=seed + i, **({"temperature": temperature} if temperature is not None else {})
+        )
         if probs:
             for j, p in zip(todo, judge.verdict_probs(triples, [r["analysis"] for r in res])):
                 out[j]["p_positive"].append(p)
@@ -225,8 +257,12 @@ def judge_solutions(judge, records: list[dict], stop_at_first_negative: bool = T
             o["n_unparsed"].append(int(r.get("n_unparsed", 0)))
         bar.update(len(todo))
         if stop_at_first_negative or stop_at_zero_score:
-            neg = {j for j, r in zip(todo, res) if (stop_at_first_negative and r["verdict"] in ("Negative", None))
-                   or (stop_at_zero_score and r["score"] == 0)}
+            neg = {
+                j
+                for j, r in zip(todo, res)
+                if (stop_at_first_negative and r["verdict"] in ("Negative", None))
+                or (stop_at_zero_score and r["score"] == 0)
+            }
             bar.update(sum(len(records[j]["steps"]) - i - 1 for j in neg))
             active = [j for j in active if j not in neg]
     bar.close()
@@ -258,7 +294,9 @@ def load_toy(split: str, toy_dir: str | None = None) -> list[dict]:
     """A toy-ProcessBench split (one of the four reported ones, or the dev split
     :data:`~stepwiser_lib.core.schemas.TOY_DEV_SPLIT`), validated like the real one."""
     if split not in (*TOY_SPLITS, TOY_DEV_SPLIT):
-        raise ProcessBenchError(f"unknown toy-ProcessBench split {split!r}; valid: {', '.join((*TOY_SPLITS, TOY_DEV_SPLIT))}")
+        raise ProcessBenchError(
+            f"unknown toy-ProcessBench split {split!r}; valid: {', '.join((*TOY_SPLITS, TOY_DEV_SPLIT))}"
+        )
     d = Path(toy_dir) if toy_dir else ROOT / TOY_DIR_DEFAULT
     path = d / f"{split}.jsonl"
     if not path.exists():
@@ -278,13 +316,22 @@ def prediction_records(judge: str, bench: dict[str, list[dict]], predictions: di
     for split, recs in bench.items():
         if len(predictions[split]) != len(recs):
             raise ValueError(f"{judge}: {len(predictions[split])} predictions for {len(recs)} {split} solutions")
-        out += [{"judge": judge, "split": split, "id": r["id"], "label": r["label"],
-                 "prediction": None if p is None else int(p)} for r, p in zip(recs, predictions[split])]
+        out += [
+            {
+                "judge": judge,
+                "split": split,
+                "id": r["id"],
+                "label": r["label"],
+                "prediction": None if p is None else int(p),
+            }
+            for r, p in zip(recs, predictions[split])
+        ]
     return out
 
 
-def compare_avg_f1(labels: dict[str, list[int]], a: dict[str, list[int]], b: dict[str, list[int]],
-                   n_boot: int = 2000, seed: int = 0) -> dict:
+def compare_avg_f1(
+    labels: dict[str, list[int]], a: dict[str, list[int]], b: dict[str, list[int]], n_boot: int = 2000, seed: int = 0
+) -> dict:
     """Two judges' :func:`average_f1` on the same solutions, paired: the difference a - b (points)
     with its 95% interval and p-value, both judges scored on each replicate of solutions resampled
     within every split and its erroneous and correct groups (as :func:`average_f1_ci`).
@@ -300,16 +347,24 @@ def compare_avg_f1(labels: dict[str, list[int]], a: dict[str, list[int]], b: dic
                 by[items[i][0]][0].append(items[i][1])
                 by[items[i][0]][1].append(items[i][which])
             return average_f1({s: score(*by[s]) for s in splits})
+
         return f
+
     r = stratified_difference(stat(2), stat(3), [(s, y == -1) for s, y, _, _ in items], n_boot, seed)
     low, high = round(r["low"], 2), round(r["high"], 2)
-    return {"diff": round(r["diff"], 2), "low": low, "high": high, "p_bootstrap": float(f"{r['p']:.3g}"),
-            "test": f"paired bootstrap by solution within split and group ({len(items)} solutions)",
-            "verdict": "a higher" if low > 0 else "b higher" if high < 0 else "within noise"}
+    return {
+        "diff": round(r["diff"], 2),
+        "low": low,
+        "high": high,
+        "p_bootstrap": float(f"{r['p']:.3g}"),
+        "test": f"paired bootstrap by solution within split and group ({len(items)} solutions)",
+        "verdict": "a higher" if low > 0 else "b higher" if high < 0 else "within noise",
+    }
 
 
-def average_f1_ci(labels: dict[str, list[int]], predictions: dict[str, list[int]], n_boot: int = 2000,
-                  seed: int = 0) -> dict:
+def average_f1_ci(
+    labels: dict[str, list[int]], predictions: dict[str, list[int]], n_boot: int = 2000, seed: int = 0
+) -> dict:
     """:func:`average_f1` with a 95% interval: solutions resampled within each split and within
     its erroneous and its correct group, whose sizes the metric is built on
     (:func:`stepwiser_lib.evals.stats.stratified_bootstrap`). [not in paper: ProcessBench reports none]"""
@@ -330,8 +385,10 @@ def average_f1_ci(labels: dict[str, list[int]], predictions: dict[str, list[int]
 
 # ----------------------------------------------------------------------------- notebook 05's driver
 
-def load_bench(kind: str, toy_dir, local_dir: str | None = None, fix_math_688: bool = False,
-               limit: int = 0) -> dict[str, list[dict]]:
+
+def load_bench(
+    kind: str, toy_dir, local_dir: str | None = None, fix_math_688: bool = False, limit: int = 0
+) -> dict[str, list[dict]]:
     """Notebook 05's benchmark, split -> solutions: toy-ProcessBench (``kind`` "toy", from
     ``toy_dir``) or the real ProcessBench ("real", :func:`load_split`), each split cut to ``limit``
     solutions with its groups balanced (:func:`subset`; 0 keeps all)."""
@@ -346,8 +403,14 @@ def load_bench(kind: str, toy_dir, local_dir: str | None = None, fix_math_688: b
 
 def bench_summary(bench: dict[str, list[dict]]) -> dict:
     """Per split: solutions, how many are erroneous, and the mean number of steps."""
-    return {s: {"solutions": len(r), "erroneous": sum(x["label"] != -1 for x in r),
-                "mean steps": round(sum(len(x["steps"]) for x in r) / len(r), 2)} for s, r in bench.items()}
+    return {
+        s: {
+            "solutions": len(r),
+            "erroneous": sum(x["label"] != -1 for x in r),
+            "mean steps": round(sum(len(x["steps"]) for x in r) / len(r), 2),
+        }
+        for s, r in bench.items()
+    }
 
 
 #: Solutions per shard of one judge's run on one split (:mod:`stepwiser_lib.core.shards`): data-parallel
@@ -356,28 +419,76 @@ def bench_summary(bench: dict[str, list[dict]]) -> dict:
 SHARD_SOLUTIONS = 256
 
 
-def judge_key(e: dict, bench: dict[str, list[dict]], bench_kind: str, *, stop_at_first_negative: bool, maj_k: int,
-              maj_temperature: float, max_completion: int, seed: int, shard_size: int = SHARD_SOLUTIONS) -> str:
+def judge_key(
+    e: dict,
+    bench: dict[str, list[dict]],
+    bench_kind: str,
+    *,
+    stop_at_first_negative: bool,
+    maj_k: int,
+    maj_temperature: float,
+    max_completion: int,
+    seed: int,
+    shard_size: int = SHARD_SOLUTIONS,
+) -> str:
     """The cache key of one judge's run (:func:`run_judges`): its stored entry, the solutions, the
     settings and, when a split needs more than one shard, the shard size (it decides the seeds)."""
     sharded = shards.layout(max((len(rs) for rs in bench.values()), default=0), shard_size)
-    return io.digest(stored_entry(e), bench_kind, {s: [r["id"] for r in rs] for s, rs in bench.items()},
-                     stop_at_first_negative, maj_k, maj_temperature, max_completion, seed, RULE_VERSION, *sharded)
+    return io.digest(
+        stored_entry(e),
+        bench_kind,
+        {s: [r["id"] for r in rs] for s, rs in bench.items()},
+        stop_at_first_negative,
+        maj_k,
+        maj_temperature,
+        max_completion,
+        seed,
+        RULE_VERSION,
+        *sharded,
+    )
 
 
-def shards_to_judge(bench: dict[str, list[dict]], *, path, key: str, worker: int = 0, workers: int = 1,
-                    shard_size: int = SHARD_SOLUTIONS, **_) -> int:
+def shards_to_judge(
+    bench: dict[str, list[dict]],
+    *,
+    path,
+    key: str,
+    worker: int = 0,
+    workers: int = 1,
+    shard_size: int = SHARD_SOLUTIONS,
+    **_,
+) -> int:
     """How many shards :func:`judge_bench` would judge in this process (0: its run is on disk)."""
     path = Path(path)
     if io.has_cached(path, key):
         return 0
-    return sum(len(shards.todo(len(rs), shard_size, path.with_suffix(".shards") / s, io.digest(key, s),
-                               worker=worker, workers=workers)) for s, rs in bench.items())
+    return sum(
+        len(
+            shards.todo(
+                len(rs), shard_size, path.with_suffix(".shards") / s, io.digest(key, s), worker=worker, workers=workers
+            )
+        )
+        for s, rs in bench.items()
+    )
 
 
-def judge_bench(e: dict, bench: dict[str, list[dict]], *, path, key: str, load, k: int, stop: bool,
-                temperature: float, seed: int, stop_at_zero: bool = False, worker: int = 0, workers: int = 1,
-                shard_size: int = SHARD_SOLUTIONS, probs: bool = False) -> dict | None:
+def judge_bench(
+    e: dict,
+    bench: dict[str, list[dict]],
+    *,
+    path,
+    key: str,
+    load,
+    k: int,
+    stop: bool,
+    temperature: float,
+    seed: int,
+    stop_at_zero: bool = False,
+    worker: int = 0,
+    workers: int = 1,
+    shard_size: int = SHARD_SOLUTIONS,
+    probs: bool = False,
+) -> dict | None:
     """One judge (registry entry ``e``; ``load``: entry -> judge, called only when a shard is not
     on disk) over every split of ``bench`` with :func:`judge_solutions`, cached in ``path`` under
     ``key``: ``{"outputs": split -> judged solutions, "seconds"}``.
@@ -398,14 +509,25 @@ def judge_bench(e: dict, bench: dict[str, list[dict]], *, path, key: str, load, 
         def one(recs, sid):
             if "judge" not in holder:
                 holder["judge"] = load(e)
-            return judge_solutions(holder["judge"], recs, stop_at_first_negative=stop, k=k,
-                                   seed=shards.shard_seed(seed, sid), stop_at_zero_score=stop_at_zero,
-                                   temperature=temperature if k > 1 else None, progress=False, probs=probs)
+            return judge_solutions(
+                holder["judge"],
+                recs,
+                stop_at_first_negative=stop,
+                k=k,
+                seed=shards.shard_seed(seed, sid),
+                stop_at_zero_score=stop_at_zero,
+                temperature=temperature if k > 1 else None,
+                progress=False,
+                probs=probs,
+            )
+
         return one
 
     outs, seconds, whole = {}, 0.0, True
     for s, rs in bench.items():
-        outs[s], secs = shards.run(rs, shard_size, compute(s), folder / s, io.digest(key, s), worker=worker, workers=workers)
+        outs[s], secs = shards.run(
+            rs, shard_size, compute(s), folder / s, io.digest(key, s), worker=worker, workers=workers
+        )
         seconds += secs
         whole = whole and outs[s] is not None
     if "judge" in holder:
@@ -421,10 +543,22 @@ def judge_bench(e: dict, bench: dict[str, list[dict]], *, path, key: str, load, 
     return rec
 
 
-def bench_runs(e: dict, bench: dict[str, list[dict]], art, bench_kind: str, *, stop_at_first_negative: bool,
-               maj_k: int, maj_temperature: float, max_completion: int, maj_k_score: int,
-               maj_k_score_judges: list[str], seed: int, shard_size: int = SHARD_SOLUTIONS,
-               dev_thresholds: bool = False) -> list[dict]:
+def bench_runs(
+    e: dict,
+    bench: dict[str, list[dict]],
+    art,
+    bench_kind: str,
+    *,
+    stop_at_first_negative: bool,
+    maj_k: int,
+    maj_temperature: float,
+    max_completion: int,
+    maj_k_score: int,
+    maj_k_score_judges: list[str],
+    seed: int,
+    shard_size: int = SHARD_SOLUTIONS,
+    dev_thresholds: bool = False,
+) -> list[dict]:
     """The runs :func:`run_judges` makes of judge ``e``, as :func:`judge_bench` arguments (``path``,
     ``key``, ``k``, ``stop``, ``stop_at_zero``, ``probs``): its verdicts (a discriminative judge on
     every step, so any threshold can be applied afterwards; with ``dev_thresholds`` a generative
@@ -433,21 +567,57 @@ def bench_runs(e: dict, bench: dict[str, list[dict]], art, bench_kind: str, *, s
     every threshold). The notebook and the data-parallel workers (:func:`main`) make the same."""
     disc = e["style"] == "disc"
     probs = dev_thresholds and not disc and maj_k == 1
-    key = judge_key(e, bench, bench_kind, stop_at_first_negative=stop_at_first_negative and not probs, maj_k=maj_k,
-                    maj_temperature=maj_temperature, max_completion=max_completion, seed=seed, shard_size=shard_size)
+    key = judge_key(
+        e,
+        bench,
+        bench_kind,
+        stop_at_first_negative=stop_at_first_negative and not probs,
+        maj_k=maj_k,
+        maj_temperature=maj_temperature,
+        max_completion=max_completion,
+        seed=seed,
+        shard_size=shard_size,
+    )
     key = io.digest(key, "p_positive on every step") if probs else key
     slug = variant_slug(e["name"])
-    runs = [{"path": Path(art) / f"{slug}.json", "key": key, "k": 1 if disc else maj_k,
-             "stop": stop_at_first_negative and not disc and not probs, "probs": probs}]
+    runs = [
+        {
+            "path": Path(art) / f"{slug}.json",
+            "key": key,
+            "k": 1 if disc else maj_k,
+            "stop": stop_at_first_negative and not disc and not probs,
+            "probs": probs,
+        }
+    ]
     if not disc and e["name"] in maj_k_score_judges:
-        runs.append({"path": Path(art) / f"{slug}__maj{maj_k_score}.json", "stop": False, "stop_at_zero": True,
-                     "key": io.digest(key, "maj_k_score", maj_k_score, "stop_at_zero_score"), "k": maj_k_score})
+        runs.append(
+            {
+                "path": Path(art) / f"{slug}__maj{maj_k_score}.json",
+                "stop": False,
+                "stop_at_zero": True,
+                "key": io.digest(key, "maj_k_score", maj_k_score, "stop_at_zero_score"),
+                "k": maj_k_score,
+            }
+        )
     return runs
 
 
-def run_judges(judges: list[dict], bench: dict[str, list[dict]], art, load, *, bench_kind: str,
-               stop_at_first_negative: bool, maj_k: int, maj_temperature: float, max_completion: int,
-               maj_k_score: int, maj_k_score_judges: list[str], seed: int, dev: dict | None = None) -> dict:
+def run_judges(
+    judges: list[dict],
+    bench: dict[str, list[dict]],
+    art,
+    load,
+    *,
+    bench_kind: str,
+    stop_at_first_negative: bool,
+    maj_k: int,
+    maj_temperature: float,
+    max_completion: int,
+    maj_k_score: int,
+    maj_k_score_judges: list[str],
+    seed: int,
+    dev: dict | None = None,
+) -> dict:
     """Notebook 05, section 2: every judge of the registry on every split (:func:`judge_solutions`),
     each run cached in ``art/<slug>.json``; ``load``: registry entry -> a judge.
 
@@ -468,7 +638,16 @@ def run_judges(judges: list[dict], bench: dict[str, list[dict]], art, load, *, b
     labels = {s: [r["label"] for r in rs] for s, rs in bench.items()}
     dev = dev or {}
     full = {**bench, **dev}
-    out = {"results": {}, "outputs": {}, "cis": {}, "records": [], "first_error": {}, "seconds": {}, "tallies": {}}
+    out = {
+        "results": {},
+        "outputs": {},
+        "cis": {},
+        "records": [],
+        "first_error": {},
+        "greedy": {},
+        "seconds": {},
+        "tallies": {},
+    }
 
     def add_row(row, preds):
         out["results"][row] = {s: score(labels[s], preds[s]) for s in bench}
@@ -478,10 +657,14 @@ def run_judges(judges: list[dict], bench: dict[str, list[dict]], art, load, *, b
     def threshold(name, outs, k=1, field="scores"):
         if dev:  # chosen on the dev split, applied to the reported ones
             scores, silent = step_scores(outs, field, k)
-            t, thr = dev_thresholded({s: [r["label"] for r in rs] for s, rs in dev.items()}, scores, silent, list(bench))
+            t, thr = dev_thresholded(
+                {s: [r["label"] for r in rs] for s, rs in dev.items()}, scores, silent, list(bench)
+            )
             row = f"{name} (dev threshold {t:.2f})"
         else:
-            silent = {s: [[n >= k for n in o.get("n_unparsed", [])] for o in outs[s]] for s in bench}  # no sample parsed
+            silent = {
+                s: [[n >= k for n in o.get("n_unparsed", [])] for o in outs[s]] for s in bench
+            }  # no sample parsed
             t, thr = thresholded(labels, {s: [o["scores"] for o in outs[s]] for s in bench}, silent)
             row = f"{name} (threshold {t:.2f})"
         out["first_error"][name] = thr  # a scalar score enters the orderings at its threshold
@@ -490,25 +673,51 @@ def run_judges(judges: list[dict], bench: dict[str, list[dict]], art, load, *, b
 
     for e in judges:
         disc = e["style"] == "disc"
-        rec, *more = [judge_bench(e, full, load=load, temperature=maj_temperature, seed=seed, **r)
-                       for r in bench_runs(e, full, art, bench_kind, stop_at_first_negative=stop_at_first_negative,
-                                           maj_k=maj_k, maj_temperature=maj_temperature, max_completion=max_completion,
-                                           maj_k_score=maj_k_score, maj_k_score_judges=maj_k_score_judges, seed=seed,
-                                           dev_thresholds=bool(dev))]
+        rec, *more = [
+            judge_bench(e, full, load=load, temperature=maj_temperature, seed=seed, **r)
+            for r in bench_runs(
+                e,
+                full,
+                art,
+                bench_kind,
+                stop_at_first_negative=stop_at_first_negative,
+                maj_k=maj_k,
+                maj_temperature=maj_temperature,
+                max_completion=max_completion,
+                maj_k_score=maj_k_score,
+                maj_k_score_judges=maj_k_score_judges,
+                seed=seed,
+                dev_thresholds=bool(dev),
+            )
+        ]
         out["outputs"][e["name"]], out["seconds"][e["name"]] = {s: rec["outputs"][s] for s in bench}, rec["seconds"]
         preds = {s: [o["prediction"] for o in rec["outputs"][s]] for s in bench}
-        out["first_error"][e["name"]] = preds
+        out["first_error"][e["name"]] = out["greedy"][e["name"]] = (
+            preds  # its own verdicts (a threshold may replace the first)
+        )
         add_row(e["name"], preds)
         t = out["tallies"][e["name"]] = judged_tally({s: rec["outputs"][s] for s in bench}, 1 if disc else maj_k)
         if disc:  # a scalar-score judge is run on every step, so any threshold can be applied afterwards
             threshold(e["name"], rec["outputs"])
-        elif dev and any(p is not None for os_ in rec["outputs"].values() for o in os_ for p in o.get("p_positive", [])):
+        elif dev and any(
+            p is not None for os_ in rec["outputs"].values() for o in os_ for p in o.get("p_positive", [])
+        ):
             # its verdict probability, thresholded (a vLLM judge has none: its verdicts only)
             threshold(e["name"], rec["outputs"], field="p_positive")
         if more:  # a generative judge's Maj@k score, thresholded the same way
             threshold(f"{e['name']} Maj@{maj_k_score} score", more[0]["outputs"], maj_k_score)
-        print(f"{e['name']:34s} avg F1 {average_f1(out['results'][e['name']]):5.1f}   ({rec['seconds']} s; {describe(t)})")
+        print(
+            f"{e['name']:34s} avg F1 {average_f1(out['results'][e['name']]):5.1f}   ({rec['seconds']} s; {describe(t)})"
+        )
     return out
+
+
+def positive_share(outputs: dict[str, list[dict]]) -> float | None:
+    """% of a judge's judged steps it called Positive, over every split: with toy-ProcessBench's
+    rule (a solution counts as correct only when every step is Positive) this share, more than
+    discrimination, sets where a judge lands (issue 36: the untrained warm-up out-scored the RL judge)."""
+    vs = [v for os_ in outputs.values() for o in os_ for v in o["verdicts"] if v is not None]
+    return round(100 * sum(v == "Positive" for v in vs) / len(vs), 1) if vs else None
 
 
 def judged_tally(outputs: dict[str, list[dict]], k: int) -> dict:
@@ -516,22 +725,35 @@ def judged_tally(outputs: dict[str, list[dict]], k: int) -> dict:
     of :func:`judge_solutions`' outputs (``k`` samples each; a cached run from before the unparsed
     counts were kept counts its verdict-less steps)."""
 
-    steps = [{"verdict": v, **({"n_unparsed": n[i]} if i < len(n) else {})}
-             for outs in outputs.values() for o in outs
-             for i, v, n in ((i, v, o.get("n_unparsed", [])) for i, v in enumerate(o["verdicts"]))]
+    steps = [
+        {"verdict": v, **({"n_unparsed": n[i]} if i < len(n) else {})}
+        for outs in outputs.values()
+        for o in outs
+        for i, v, n in ((i, v, o.get("n_unparsed", [])) for i, v in enumerate(o["verdicts"]))
+    ]
     return tally(steps, k)
 
 
-def orderings(labels: dict[str, list[int]], first_error: dict, tallies: dict) -> list[dict]:
+def orderings(labels: dict[str, list[int]], first_error: dict, tallies: dict, reading: str = "") -> list[dict]:
     """The paper's judge orderings (Tables 5 and 6, :func:`stepwiser_lib.evals.claims.judge_orderings`)
     asked of the judges this run has, paired on the same solutions (:func:`compare_avg_f1`); one
-    whose judge gave no parsable verdict is :data:`~stepwiser_lib.core.verdicts.UNINFORMATIVE`."""
+    whose judge gave no parsable verdict is :data:`~stepwiser_lib.core.verdicts.UNINFORMATIVE`.
+    ``reading`` names how the judges were read (their own verdicts, or a dev-split threshold), in
+    each claim's text and its ``reading`` field."""
     out = []
     for claim, a, b in judge_orderings(list(first_error)):
         silent = [n for n in (a, b) if not informative(tallies.get(n))]
-        base = {"claim": claim, "a": a, "b": b}
-        out.append(uninformative_comparison(base, f"not compared: {', '.join(silent)} gave no parsable verdict")
-                   if silent else {**base, **compare_avg_f1(labels, first_error[a], first_error[b])})
+        base = {
+            "claim": claim + (f" ({reading})" if reading else ""),
+            "a": a,
+            "b": b,
+            **({"reading": reading} if reading else {}),
+        }
+        out.append(
+            uninformative_comparison(base, f"not compared: {', '.join(silent)} gave no parsable verdict")
+            if silent
+            else {**base, **compare_avg_f1(labels, first_error[a], first_error[b])}
+        )
     return out
 
 
@@ -541,21 +763,33 @@ def error_kinds_by_judge(outputs: dict, bench: dict[str, list[dict]]) -> dict[st
     return {n: error_kinds(labels, [o["prediction"] for s in bench for o in outs[s]]) for n, outs in outputs.items()}
 
 
+def kinds_line(name: str, counts: dict[str, int]) -> str:
+    """One judge's :func:`error_kinds` as shares of its solutions, largest first, in words
+    (notebook 05: which kind of error dominates is read from this line, not from the figure alone)."""
+    total = sum(counts.values())
+    if not total:
+        return f"{name}: no solution judged"
+    parts = sorted(((v, k) for k, v in counts.items() if v), reverse=True)
+    return f"{name}: " + ", ".join(f"{k.replace('_', ' ')} {100 * v / total:.0f}%" for v, k in parts)
+
+
 def examples(bench: dict[str, list[dict]], outputs: dict, n: int) -> list[tuple[str, str, dict, dict]]:
-    """Up to ``n`` erroneous solutions whose first error the judge found, ``n`` whose first error
-    it did not find exactly ("missed" here: another step flagged, earlier or later, or none; the
-    finer kinds are :func:`error_kinds`), and ``n`` correct solutions it flagged anyway (a false alarm, the
-    commonest failure of a stepwise judge: one wrong verdict anywhere is enough), in benchmark
-    order: (kind, split, record, the judge's output on it)."""
-    shown, out = {"found": 0, "missed": 0, "false alarm": 0, "no verdict": 0}, []
+    """Up to ``n`` solutions of each kind of :func:`error_kinds` (an erroneous solution whose first
+    error the judge found, flagged too early, too late, or missed, i.e. judged all Positive; a
+    correct one it flagged anyway, a false alarm, the commonest failure of a stepwise judge; one
+    with no parsable verdict), chosen by one stated rule: the first of each kind in benchmark
+    order, so they are neither the best nor the worst (issue 36). Returns (kind, split, record,
+    the judge's output on it)."""
+    shown, out = {"found": 0, "too early": 0, "too late": 0, "missed": 0, "false alarm": 0, "no verdict": 0}, []
     for s in bench:
         for r, o in zip(bench[s], outputs[s]):
-            if o["prediction"] is None:  # a step before any Negative did not parse (verdicts.RULE)
+            p, y = o["prediction"], r["label"]
+            if p is None:  # a step before any Negative did not parse (verdicts.RULE)
                 kind = "no verdict"
-            elif r["label"] == -1:
-                kind = "false alarm" if o["prediction"] != -1 else None
+            elif y == -1:
+                kind = "false alarm" if p != -1 else None
             else:
-                kind = "found" if o["prediction"] == r["label"] else "missed"
+                kind = "found" if p == y else "missed" if p == -1 else "too early" if p < y else "too late"
             if kind and shown[kind] < n:
                 shown[kind] += 1
                 out.append((kind, s, r, o))
@@ -564,29 +798,59 @@ def examples(bench: dict[str, list[dict]], outputs: dict, n: int) -> list[tuple[
 
 def format_example(kind: str, split: str, r: dict, o: dict) -> str:
     """One solution as the judge saw it: every step with its verdict, and the judge's analysis at
-    the true first error and at the predicted one."""
+    the true first error and at the predicted one, with (toy world) a line saying what that output
+    is (:func:`stepwiser_lib.method.judge_runs.describe_output`)."""
     truth = "none (a correct solution)" if r["label"] == -1 else f"step {r['label']}"
     pred = "nothing (a step without a parsable verdict)" if o["prediction"] is None else o["prediction"]
-    lines = ["=" * 100, f"{kind.upper()} ({split}, {r['id']}, generator {r['generator']}): true first error = "
-             f"{truth}, judge predicted {pred}", f"PROBLEM: {r['problem']}"]
+    lines = [
+        "=" * 100,
+        f"{kind.upper()} ({split}, {r['id']}, generator {r['generator']}): true first error = "
+        f"{truth}, judge predicted {pred}",
+        f"PROBLEM: {r['problem']}",
+    ]
     for i, step in enumerate(r["steps"]):
         v = o["verdicts"][i] if i < len(o["verdicts"]) else "(not judged)"
         lines.append(f"  step {i} [{v}]: {step.replace(chr(10), ' / ')}")
         if i < len(o["analyses"]) and i in (r["label"], o["prediction"]):
             lines.append(f"      judge analysis: {o['analyses'][i].strip().replace(chr(10), ' / ')}")
+            if tasks.analysis_checks({"problem": r["problem"], "chunk": step}, "") is not None:  # toy: say what it is
+                lines.append(
+                    "      "
+                    + judge_runs.describe_output(
+                        {"problem": r["problem"], "chunk": step},
+                        {"verdict": o["verdicts"][i], "analysis": o["analyses"][i]},
+                    )
+                )
     return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------- notebook 05's tables
+
 
 def table_row(name: str, per_split: dict[str, dict], **extra) -> dict:
     """One row of notebook 05's table: per split the error / correct accuracy and F1, then the
     average F1 (Table 5's columns), rounded to 0.1."""
     row = {"judge": name, **extra}
     for s, m in per_split.items():
-        row.update({f"{s} err": round(m["error_acc"], 1), f"{s} corr": round(m["correct_acc"], 1), f"{s} f1": round(m["f1"], 1)})
+        row.update(
+            {
+                f"{s} err": round(m["error_acc"], 1),
+                f"{s} corr": round(m["correct_acc"], 1),
+                f"{s} f1": round(m["f1"], 1),
+            }
+        )
     row["avg f1"] = round(average_f1(per_split), 1)
     return row
+
+
+def by_benchmark(rows: list[dict]) -> list[list[dict]]:
+    """``rows`` (:func:`table_row`) grouped by the splits they have, in order of first appearance:
+    one table per benchmark (toy-ProcessBench, the real one), so that no table is mostly empty
+    columns of the other benchmark's splits (issue 36)."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(tuple(k for k in r if k.endswith(" f1")), []).append(r)
+    return list(groups.values())
 
 
 def result_rows(results: dict, baselines: dict, cis: dict, tallies: dict | None = None) -> list[dict]:
@@ -601,27 +865,45 @@ def result_rows(results: dict, baselines: dict, cis: dict, tallies: dict | None 
             r["avg f1 95% interval"] = f"[{cis[r['judge']]['low']}, {cis[r['judge']]['high']}]"
     if tallies is None:
         return rows
-    return [mask(r, tallies[r["judge"]], [k for k in r if k not in ("judge", "source")]) if r["judge"] in tallies
-            else r for r in rows]
+    return [
+        mask(r, tallies[r["judge"]], [k for k in r if k not in ("judge", "source")]) if r["judge"] in tallies else r
+        for r in rows
+    ]
 
 
-def results_markdown(rows: list[dict], comparisons: list[dict], paper: list[dict], bench_kind: str,
-                     splits: list[str]) -> str:
+def results_markdown(
+    rows: list[dict], comparisons: list[dict], paper: list[dict], bench_kind: str, splits: list[str]
+) -> str:
     """``results/<profile>/processbench.md``: our trained judges on the benchmark, the untrained
     baselines on the real ProcessBench where they ran, the paired orderings, then the paper's rows."""
-    cols = ["judge", "source"] + [f"{s} {m}" for s in splits for m in ("err", "corr", "f1")] + ["avg f1", "avg f1 95% interval"]
+    cols = (
+        ["judge", "source"]
+        + [f"{s} {m}" for s in splits for m in ("err", "corr", "f1")]
+        + ["avg f1", "avg f1 95% interval"]
+    )
     cols += ["verdicts"] if any("verdicts" in r for r in rows) else []
     real_rows = [r for r in rows if r["judge"].endswith("[real ProcessBench]")]
-    md = [f"Trained judges on {'toy-ProcessBench' if bench_kind == 'toy' else 'ProcessBench'} (ours):", "",
-          markdown_table([r for r in rows if r not in real_rows], cols)]
+    md = [
+        f"Trained judges on {'toy-ProcessBench' if bench_kind == 'toy' else 'ProcessBench'} (ours):",
+        "",
+        markdown_table([r for r in rows if r not in real_rows], cols),
+    ]
     if real_rows:
         real_cols = ["judge"] + [f"{s} {m}" for s in SPLITS for m in ("err", "corr", "f1")] + ["avg f1"]
         md += ["", "Real ProcessBench, judges that need no training (ours):", "", markdown_table(real_rows, real_cols)]
     if comparisons:
-        md += ["", "The paper's judge orderings asked of ours (paired on the same solutions):", "",
-               markdown_table(comparisons, ["claim", "a", "b", "diff", "low", "high", "p_bootstrap", "test", "verdict"])]
-    md += ["", "The paper's rows (real ProcessBench, Qwen2.5-1.5B-chunk judges, Tables 5/6; not ours):", "",
-           markdown_table(paper, ["judge"] + [f"{s} f1" for s in SPLITS] + ["avg f1"])]
+        md += [
+            "",
+            "The paper's judge orderings asked of ours (paired on the same solutions):",
+            "",
+            markdown_table(comparisons, ["claim", "a", "b", "diff", "low", "high", "p_bootstrap", "test", "verdict"]),
+        ]
+    md += [
+        "",
+        "The paper's rows (real ProcessBench, Qwen2.5-1.5B-chunk judges, Tables 5/6; not ours):",
+        "",
+        markdown_table(paper, ["judge"] + [f"{s} f1" for s in SPLITS] + ["avg f1"]),
+    ]
     return "\n".join(md) + "\n"
 
 
@@ -630,13 +912,18 @@ def baselines(tag: str, bench: dict[str, list[dict]]) -> tuple[dict, dict]:
     "no error", -1) and the step calculator (:mod:`stepwiser_lib.method.calculator`), scored per split and
     named ``<baseline> [<tag>]``; also the calculator's predictions."""
     preds = {s: [predict(r["steps"]) for r in rs] for s, rs in bench.items()}
-    out = {"always-Positive": {s: score([r["label"] for r in rs], [-1] * len(rs)) for s, rs in bench.items()},
-           "calculator": {s: score([r["label"] for r in bench[s]], preds[s]) for s in bench}}
+    out = {
+        "always-Positive": {s: score([r["label"] for r in rs], [-1] * len(rs)) for s, rs in bench.items()},
+        "calculator": {s: score([r["label"] for r in bench[s]], preds[s]) for s in bench},
+    }
     return {f"{k} [{tag}]": v for k, v in out.items()}, preds
 
 
-def thresholded(labels: dict[str, list[int]], step_scores: dict[str, list[list[float]]],
-                silent: dict[str, list[list[bool]]] | None = None) -> tuple[float, dict]:
+def thresholded(
+    labels: dict[str, list[int]],
+    step_scores: dict[str, list[list[float]]],
+    silent: dict[str, list[list[bool]]] | None = None,
+) -> tuple[float, dict]:
     """ProcessBench's rule for scalar-score PRMs: the threshold with the best F1 on the first split
     (so that split's F1 is optimistic: the threshold was chosen on it), applied to every split.
     ``silent``: split -> per solution, which steps had no parsable verdict at all
@@ -660,8 +947,12 @@ def step_scores(outputs: dict[str, list[dict]], field: str = "scores", k: int = 
     return scores, silent
 
 
-def dev_thresholded(dev_labels: dict[str, list[int]], step_scores_: dict[str, list[list[float]]],
-                    silent: dict[str, list[list[bool]]], reported: list[str]) -> tuple[float, dict]:
+def dev_thresholded(
+    dev_labels: dict[str, list[int]],
+    step_scores_: dict[str, list[list[float]]],
+    silent: dict[str, list[list[bool]]],
+    reported: list[str],
+) -> tuple[float, dict]:
     """The threshold with the best F1 on the dev split(s) (``dev_labels``: split -> labels; the
     scores of every split in ``step_scores_``), and the first-error predictions it gives on each
     ``reported`` split: no reported solution is read to choose it (issue 35)."""
@@ -690,8 +981,14 @@ def paper_rows(entries: list[dict]) -> list[dict]:
         p = paper_row(e.get("row"), e.get("rule")) if e.get("rule") else None
         if p and (p["row"], p["signal"]) not in seen:
             seen.add((p["row"], p["signal"]))
-            out.append({"judge": f"PAPER 1.5B-chunk: {p['row']} / {p['signal']}", "source": "paper Table 5/6", "avg f1": p["avg"],
-                        **{f"{s} f1": p[k] for s, k in zip(SPLITS, ("gsm8k", "math", "olympiadbench", "omnimath"))}})
+            out.append(
+                {
+                    "judge": f"PAPER 1.5B-chunk: {p['row']} / {p['signal']}",
+                    "source": "paper Table 5/6",
+                    "avg f1": p["avg"],
+                    **{f"{s} f1": p[k] for s, k in zip(SPLITS, ("gsm8k", "math", "olympiadbench", "omnimath"))},
+                }
+            )
     return out
 
 
@@ -700,11 +997,18 @@ def main(argv: list[str] | None = None, profiles_dir=None) -> int:
     stepwiser_lib.method.processbench --profile P --worker I --workers K``, one process per GPU,
     each judging its shards (:func:`judge_bench`) of every judge's run; then notebook 05 finds
     them on disk and joins them. Checks the profile and the inputs first (exit 2)."""
-    a = shards.worker_args("ProcessBench judging of notebook 05, as one of K data-parallel workers", argv,
-                           SHARD_SOLUTIONS, "solutions", "05")
+    a = shards.worker_args(
+        "ProcessBench judging of notebook 05, as one of K data-parallel workers",
+        argv,
+        SHARD_SOLUTIONS,
+        "solutions",
+        "05",
+    )
     try:
         cfg = shards.worker_config(a, "05_processbench", profiles_dir)
-        judges = list(judge_runs.read_registry(cfg.PROFILE, cfg.JUDGES, allow_all=True, every_seed=cfg.EVERY_SEED).values())
+        judges = list(
+            judge_runs.read_registry(cfg.PROFILE, cfg.JUDGES, allow_all=True, every_seed=cfg.EVERY_SEED).values()
+        )
         pb_dir = cfg.PROCESSBENCH_DIR or os.environ.get("STEPWISER_PROCESSBENCH_DIR") or None
         bench = load_bench(cfg.BENCH, ROOT / cfg.TOY_DIR, pb_dir, cfg.FIX_MATH_688, cfg.LIMIT)
         bench = {**bench, **dev_split(cfg)}  # judged like the others; only the notebook tells them apart
@@ -712,18 +1016,36 @@ def main(argv: list[str] | None = None, profiles_dir=None) -> int:
         print(f"[processbench] configuration error: {e}", file=sys.stderr)
         return 2
     art, load = paths.artifacts(cfg.PROFILE, "05_processbench"), judge.loader(cfg)
-    runs = [(e, {**r, "shard_size": a.shard_size}) for e in judges
-            for r in bench_runs(e, bench, art, cfg.BENCH, stop_at_first_negative=cfg.STOP_AT_FIRST_NEGATIVE,
-                                maj_k=cfg.MAJ_K, maj_temperature=cfg.MAJ_TEMPERATURE, max_completion=cfg.MAX_COMPLETION,
-                                maj_k_score=cfg.MAJ_K_SCORE, maj_k_score_judges=cfg.MAJ_K_SCORE_JUDGES, seed=cfg.SEED,
-                                shard_size=a.shard_size, dev_thresholds=bool(dev_split(cfg)))]
+    runs = [
+        (e, {**r, "shard_size": a.shard_size})
+        for e in judges
+        for r in bench_runs(
+            e,
+            bench,
+            art,
+            cfg.BENCH,
+            stop_at_first_negative=cfg.STOP_AT_FIRST_NEGATIVE,
+            maj_k=cfg.MAJ_K,
+            maj_temperature=cfg.MAJ_TEMPERATURE,
+            max_completion=cfg.MAX_COMPLETION,
+            maj_k_score=cfg.MAJ_K_SCORE,
+            maj_k_score_judges=cfg.MAJ_K_SCORE_JUDGES,
+            seed=cfg.SEED,
+            shard_size=a.shard_size,
+            dev_thresholds=bool(dev_split(cfg)),
+        )
+    ]
     todo = sum(shards_to_judge(bench, worker=a.worker, workers=a.workers, **r) for _, r in runs)
-    print(f"[processbench] worker {a.worker} of {a.workers}: {todo} shard(s) of {a.shard_size} solutions to judge "
-          f"over {len(runs)} run(s)", flush=True)
+    print(
+        f"[processbench] worker {a.worker} of {a.workers}: {todo} shard(s) of {a.shard_size} solutions to judge "
+        f"over {len(runs)} run(s)",
+        flush=True,
+    )
     done = []
     for e, r in runs:
-        rec = judge_bench(e, bench, load=load, temperature=cfg.MAJ_TEMPERATURE, seed=cfg.SEED,
-                          worker=a.worker, workers=a.workers, **r)
+        rec = judge_bench(
+            e, bench, load=load, temperature=cfg.MAJ_TEMPERATURE, seed=cfg.SEED, worker=a.worker, workers=a.workers, **r
+        )
         done += [r["path"].name] if rec is not None else []
     print(json.dumps({"worker": a.worker, "workers": a.workers, "judged_shards": todo, "whole_runs": done}))
     return 0

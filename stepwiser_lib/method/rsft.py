@@ -41,8 +41,7 @@ def response_score(chunk_scores: list[float]) -> float | None:
     return sum(chunk_scores) / len(chunk_scores) if chunk_scores else None
 
 
-def select_best(candidates: list[dict], method: str = "judge", seed: int = 0,
-                key: str = "") -> int | None:
+def select_best(candidates: list[dict], method: str = "judge", seed: int = 0, key: str = "") -> int | None:
     """Index of the selected response among one prompt's ``candidates`` (dicts with
     ``correct`` and, for ``method="judge"``, ``score``), or None if none is correct.
 
@@ -65,8 +64,9 @@ def select_best(candidates: list[dict], method: str = "judge", seed: int = 0,
     return min(i for i in scored if candidates[i]["score"] == best)
 
 
-def score_responses(judge, items: list[dict], k: int = 1, seed: int = 0,
-                    progress: bool = False, with_tally: bool = False):
+def score_responses(
+    judge, items: list[dict], k: int = 1, seed: int = 0, progress: bool = False, with_tally: bool = False
+):
     """Chunk scores for every response: ``items[i]["responses"]`` is a list of response texts
     for ``items[i]["problem"]``; all chunks of all responses go to the judge in one batch. A chunk's
     score is the fraction of its ``k`` judge outputs that say Positive, so an output without a
@@ -98,10 +98,24 @@ def score_responses(judge, items: list[dict], k: int = 1, seed: int = 0,
 SHARD_PROMPTS = 256
 
 
-def sample_responses(policy: str, items: list[dict], template: str, art, *, samples: int, temperature: float,
-                     max_new_tokens: int, seed: int, backend: str = "hf", gen_batch: int = 128,
-                     engine: dict | None = None, reference: bool = False, worker: int = 0, workers: int = 1,
-                     shard_size: int = SHARD_PROMPTS) -> tuple[list[dict] | None, str]:
+def sample_responses(
+    policy: str,
+    items: list[dict],
+    template: str,
+    art,
+    *,
+    samples: int,
+    temperature: float,
+    max_new_tokens: int,
+    seed: int,
+    backend: str = "hf",
+    gen_batch: int = 128,
+    engine: dict | None = None,
+    reference: bool = False,
+    worker: int = 0,
+    workers: int = 1,
+    shard_size: int = SHARD_PROMPTS,
+) -> tuple[list[dict] | None, str]:
     """Notebook 07, section 1: ``samples`` responses per training prompt from the chunk policy
     (one record per response, ``data/README.md``), cached in ``art/samples.jsonl`` under a key of
     the policy's weights, the prompts and the sampling settings; ``reference`` adds each prompt's
@@ -115,8 +129,16 @@ def sample_responses(policy: str, items: list[dict], template: str, art, *, samp
     only its shards and returns None for the records while another worker's are missing."""
     from ..engines.models import make_generator, release  # lazy: torch
 
-    key = io.digest(paths.model_fingerprint(policy), [i["id"] for i in items], samples, temperature, max_new_tokens,
-                    seed, *(["reference"] if reference else []), *shards.layout(len(items), shard_size))
+    key = io.digest(
+        paths.model_fingerprint(policy),
+        [i["id"] for i in items],
+        samples,
+        temperature,
+        max_new_tokens,
+        seed,
+        *(["reference"] if reference else []),
+        *shards.layout(len(items), shard_size),
+    )
     path = Path(art) / "samples.jsonl"
     rows = io.cached_rows(path, key)
     if rows is not None:
@@ -126,11 +148,21 @@ def sample_responses(policy: str, items: list[dict], template: str, art, *, samp
     def one(part, sid):
         if "gen" not in holder:
             holder["gen"] = make_generator(policy, backend=backend, batch_size=gen_batch, **(engine or {}))
-        recs = sampling.sample_solutions(holder["gen"], part, template, samples, temperature, max_new_tokens,
-                                         seed=shards.shard_seed(seed, sid), progress="sample")
-        return [recs[i * samples:(i + 1) * samples] for i in range(len(part))]  # one list per prompt
+        recs = sampling.sample_solutions(
+            holder["gen"],
+            part,
+            template,
+            samples,
+            temperature,
+            max_new_tokens,
+            seed=shards.shard_seed(seed, sid),
+            progress="sample",
+        )
+        return [recs[i * samples : (i + 1) * samples] for i in range(len(part))]  # one list per prompt
 
-    per_prompt, _ = shards.run(items, shard_size, one, Path(art) / "samples.shards", key, worker=worker, workers=workers)
+    per_prompt, _ = shards.run(
+        items, shard_size, one, Path(art) / "samples.shards", key, worker=worker, workers=workers
+    )
     if "gen" in holder:
         release(holder["gen"])  # one engine at a time on a GPU
     if per_prompt is None:
@@ -151,8 +183,7 @@ def sft_records(items: list[dict], picks: list[int | None], template: str) -> li
             continue
         resp = it["responses"][p]
         ends = chunk_ends(resp)
-        out.append({"prompt": template.format(problem=it["problem"]),
-                    "completion": resp[:ends[-1]] if ends else resp})
+        out.append({"prompt": template.format(problem=it["problem"]), "completion": resp[: ends[-1]] if ends else resp})
     return out
 
 
@@ -169,12 +200,32 @@ def group_items(train_items: list[dict], rows: list[dict]) -> list[dict]:
     by_prompt: dict[str, list[dict]] = {}
     for r in rows:
         by_prompt.setdefault(r["problem_id"], []).append(r)
-    return [{"problem": it["problem"], "id": it["id"], "responses": [r["response"] for r in by_prompt[it["id"]]],
-             "correct": [r["correct"] for r in by_prompt[it["id"]]]} for it in train_items]
+    return [
+        {
+            "problem": it["problem"],
+            "id": it["id"],
+            "responses": [r["response"] for r in by_prompt[it["id"]]],
+            "correct": [r["correct"] for r in by_prompt[it["id"]]],
+        }
+        for it in train_items
+    ]
 
 
-def score_judge(name: str, entry: dict, items: list[dict], art, key: str, load, *, judge_k: int, max_completion: int,
-                seed: int, worker: int = 0, workers: int = 1, shard_size: int = SHARD_PROMPTS) -> dict | None:
+def score_judge(
+    name: str,
+    entry: dict,
+    items: list[dict],
+    art,
+    key: str,
+    load,
+    *,
+    judge_k: int,
+    max_completion: int,
+    seed: int,
+    worker: int = 0,
+    workers: int = 1,
+    shard_size: int = SHARD_PROMPTS,
+) -> dict | None:
     """One judge's chunk scores of every response (:func:`score_responses`), cached in
     ``art/scores__<judge>.json`` under the samples' ``key`` and the judge's settings:
     ``chunk_scores`` (per prompt, per response), ``verdicts`` (the tally of its outputs) and
@@ -184,7 +235,9 @@ def score_judge(name: str, entry: dict, items: list[dict], art, key: str, load, 
     from ..engines.models import release  # lazy: torch
 
     path = Path(art) / f"scores__{variant_slug(name)}.json"
-    rkey = io.digest(key, stored_entry(entry), judge_k, max_completion, RULE_VERSION, *shards.layout(len(items), shard_size))
+    rkey = io.digest(
+        key, stored_entry(entry), judge_k, max_completion, RULE_VERSION, *shards.layout(len(items), shard_size)
+    )
     if io.has_cached(path, rkey):
         return io.read_json(path)
     holder: dict = {}
@@ -192,7 +245,9 @@ def score_judge(name: str, entry: dict, items: list[dict], art, key: str, load, 
     def one(part, sid):
         if "judge" not in holder:
             holder["judge"] = load(entry)
-        sc, tl = score_responses(holder["judge"], part, k=judge_k, seed=shards.shard_seed(seed, sid), with_tally="per_item")
+        sc, tl = score_responses(
+            holder["judge"], part, k=judge_k, seed=shards.shard_seed(seed, sid), with_tally="per_item"
+        )
         return [{"chunk_scores": c, "verdicts": t} for c, t in zip(sc, tl)]
 
     folder = path.with_suffix(".shards")
@@ -201,32 +256,43 @@ def score_judge(name: str, entry: dict, items: list[dict], art, key: str, load, 
         release(holder["judge"])  # the next engine (the next judge, the policy's evaluation) needs the memory
     if rows is None:
         return None
-    rec = {"chunk_scores": [r["chunk_scores"] for r in rows], "verdicts": merge(*(r["verdicts"] for r in rows)),
-           "seconds": seconds, "_key": rkey}
+    rec = {
+        "chunk_scores": [r["chunk_scores"] for r in rows],
+        "verdicts": merge(*(r["verdicts"] for r in rows)),
+        "seconds": seconds,
+        "_key": rkey,
+    }
     if workers == 1:  # the join: only the notebook writes it and removes the shards
         io.write_json(path, rec)
         shards.clear(folder)
     return rec
 
 
-def select_all(items: list[dict], registry: dict[str, dict], load, art, key: str, *, judge_k: int,
-               max_completion: int, seed: int) -> tuple[dict, dict, dict]:
+def select_all(
+    items: list[dict], registry: dict[str, dict], load, art, key: str, *, judge_k: int, max_completion: int, seed: int
+) -> tuple[dict, dict, dict]:
     """Notebook 07, section 2: outcome-based selection, then each judge of ``registry`` scoring
     every chunk (:func:`score_responses`, cached in ``art/scores__<judge>.json``; ``load``: entry ->
     judge, released once it has scored) and picking the correct response with the best average
     chunk score (:func:`select_best`). Returns method -> one pick per prompt (None: no correct
     response), judge -> chunk scores, judge -> how its outputs parsed (:func:`stepwiser_lib.core.verdicts.tally`)."""
-    picks = {"outcome": [select_best([{"correct": c} for c in it["correct"]], "outcome", seed, it["id"]) for it in items]}
+    picks = {
+        "outcome": [select_best([{"correct": c} for c in it["correct"]], "outcome", seed, it["id"]) for it in items]
+    }
     scores, tallies = {}, {}
     n_ok = max(1, sum(any(it["correct"]) for it in items))
     for name, entry in registry.items():
         rec = score_judge(name, entry, items, art, key, load, judge_k=judge_k, max_completion=max_completion, seed=seed)
         scores[name], tallies[name] = rec["chunk_scores"], rec.get("verdicts")
-        picks[name] = [select_best([{"correct": c, "score": response_score(s)} for c, s in zip(it["correct"], sc)])
-                       for it, sc in zip(items, rec["chunk_scores"])]
+        picks[name] = [
+            select_best([{"correct": c, "score": response_score(s)} for c, s in zip(it["correct"], sc)])
+            for it, sc in zip(items, rec["chunk_scores"])
+        ]
         agree = sum(a == b for a, b in zip(picks[name], picks["outcome"]) if a is not None) / n_ok
-        print(f"{name:26s} scored in {rec['seconds']} s ({describe(tallies[name])}); picks the outcome baseline's "
-              f"response for {100 * agree:.0f}% of prompts")
+        print(
+            f"{name:26s} scored in {rec['seconds']} s ({describe(tallies[name])}); picks the outcome baseline's "
+            f"response for {100 * agree:.0f}% of prompts"
+        )
     return picks, scores, tallies
 
 
@@ -234,8 +300,14 @@ def table(base_acc: dict[str, float], results: dict, methods: list[str], runs: i
     """Table 8's analogue: the policy before RS-FT, then each selection's greedy accuracy per task
     (mean over ``runs`` SFT seeds), the average with its spread over seeds, and the records trained on.
     ``results``: (method, k) -> its evaluation."""
-    rows = [{"method": BASE, **{f"{t} acc": a for t, a in base_acc.items()},
-             "avg": round(sum(base_acc.values()) / len(base_acc), 2), "std": 0.0}]
+    rows = [
+        {
+            "method": BASE,
+            **{f"{t} acc": a for t, a in base_acc.items()},
+            "avg": round(sum(base_acc.values()) / len(base_acc), 2),
+            "std": 0.0,
+        }
+    ]
     for method in methods:
         m, sd = mean_sd([sum(results[(method, k)]["acc"].values()) / len(base_acc) for k in range(runs)])
         row = {"method": OUTCOME if method == "outcome" else method}
@@ -246,13 +318,19 @@ def table(base_acc: dict[str, float], results: dict, methods: list[str], runs: i
     return rows
 
 
-def predictions(base_eval: dict, results: dict, methods: list[str], eval_items: dict[str, list[dict]],
-                runs: int, seed: int) -> dict[str, list[dict]]:
+def predictions(
+    base_eval: dict, results: dict, methods: list[str], eval_items: dict[str, list[dict]], runs: int, seed: int
+) -> dict[str, list[dict]]:
     """Per-problem outcomes of every row of :func:`table` (``results/<profile>/rsft_predictions.jsonl``;
     a problem's SFT seeds are kept together by the intervals), row name -> records."""
+
     def preds(name, recs):
-        return [p for s, rec in recs for t, its in eval_items.items()
-                for p in problem_predictions(name, t, s, [f"{t}/{i['id']}" for i in its], rec["correct"][t])]
+        return [
+            p
+            for s, rec in recs
+            for t, its in eval_items.items()
+            for p in problem_predictions(name, t, s, [f"{t}/{i['id']}" for i in its], rec["correct"][t])
+        ]
 
     out = {BASE: preds(BASE, [(seed, base_eval)])}
     for method in methods:
@@ -272,27 +350,50 @@ def comparisons(preds: dict[str, list[dict]], tallies: dict[str, dict] | None = 
     outcome selection against the policy before RS-FT, then each judge's selection against
     outcome's. A judge that gave no parsable verdict (``tallies``, :func:`select_all`) selected by
     tie-breaking alone: its comparison is :data:`~stepwiser_lib.core.verdicts.UNINFORMATIVE`."""
+
     def judged(n):
         if tallies is not None and not informative(tallies.get(n)):
-            return uninformative_comparison({"a": n, "b": OUTCOME}, f"not compared: {describe(tallies.get(n), label=False)}")
+            return uninformative_comparison(
+                {"a": n, "b": OUTCOME}, f"not compared: {describe(tallies.get(n), label=False)}"
+            )
         return compare_rates(preds[n], preds[OUTCOME])
 
-    out = [{"claim": "RS-FT with outcome selection keeps the policy's accuracy", **compare_rates(preds[OUTCOME], preds[BASE])}]
-    return out + [{"claim": "stepwise selection beats outcome selection (Table 8)", **judged(n)}
-                  for n in preds if n not in (BASE, OUTCOME)]
+    out = [
+        {
+            "claim": "RS-FT with outcome selection keeps the policy's accuracy",
+            **compare_rates(preds[OUTCOME], preds[BASE]),
+        }
+    ]
+    return out + [
+        {"claim": "stepwise selection beats outcome selection (Table 8)", **judged(n)}
+        for n in preds
+        if n not in (BASE, OUTCOME)
+    ]
 
 
 def paper_rows() -> list[dict]:
     """The paper's Table 8 rows (Qwen2.5-7B-chunk) in notebook 07's columns: for display only."""
-    return [{"method": f"PAPER 7B: {r['row']} {r['signal']}", "MATH500": r["math500"], "Heldout-1K": r["heldout"],
-             "avg": r["avg"]} for r in TABLE8]
+    return [
+        {
+            "method": f"PAPER 7B: {r['row']} {r['signal']}",
+            "MATH500": r["math500"],
+            "Heldout-1K": r["heldout"],
+            "avg": r["avg"],
+        }
+        for r in TABLE8
+    ]
 
 
-def preference_example(items: list[dict], scores: dict[str, list], judges: list[str]) -> str | None:
+def preference_example(
+    items: list[dict], scores: dict[str, list], judges: list[str], skip: set | None = None
+) -> str | None:
     """The first prompt where a judge (StepWiser judges first) scores two correct responses
-    differently: both responses, chunk by chunk, with their scores. None when there is none."""
+    differently, other than the prompt indices in ``skip`` (one a notebook already showed): both
+    responses, chunk by chunk, with their scores. None when there is none."""
     for name in sorted(judges, key=lambda n: not n.startswith("stepwiser:")):
-        for it, sc in zip(items, scores[name]):
+        for k, (it, sc) in enumerate(zip(items, scores[name])):
+            if k in (skip or set()):
+                continue
             ok = [i for i, c in enumerate(it["correct"]) if c and sc[i]]
             avg = {i: response_score(sc[i]) for i in ok}
             if len(ok) >= 2 and max(avg.values()) > min(avg.values()):
@@ -307,17 +408,25 @@ def preference_example(items: list[dict], scores: dict[str, list], judges: list[
 
 def results_markdown(rows: list[dict], comps: list[dict], paper: list[dict], runs: int) -> str:
     """``results/<profile>/rsft.md``: our table, the paired comparisons, the paper's Table 8."""
-    md = ["Stepwise RS-FT (ours; greedy accuracy %%, mean over %d SFT seeds):" % runs, "",
-          markdown_table(rows, list(dict.fromkeys(k for r in rows for k in r))), "",
-          "Paired comparisons on the same problems (paired bootstrap by problem):", "",
-          markdown_table(comps, ["claim", "a", "b", "diff", "low", "high", "p_bootstrap", "test", "verdict"]), "",
-          "The paper's Table 8 (Qwen2.5-7B-chunk; not ours):", "",
-          markdown_table(paper, ["method", "MATH500", "Heldout-1K", "avg"])]
+    md = [
+        f"Stepwise RS-FT (ours; greedy accuracy %, mean over {runs} SFT seeds):",
+        "",
+        markdown_table(rows, list(dict.fromkeys(k for r in rows for k in r))),
+        "",
+        "Paired comparisons on the same problems (paired bootstrap by problem):",
+        "",
+        markdown_table(comps, ["claim", "a", "b", "diff", "low", "high", "p_bootstrap", "test", "verdict"]),
+        "",
+        "The paper's Table 8 (Qwen2.5-7B-chunk; not ours):",
+        "",
+        markdown_table(paper, ["method", "MATH500", "Heldout-1K", "avg"]),
+    ]
     return "\n".join(md) + "\n"
 
 
-def evaluate_policy(generator, eval_items: dict[str, list[dict]], template: str, max_new_tokens: int,
-                    seed: int) -> dict:
+def evaluate_policy(
+    generator, eval_items: dict[str, list[dict]], template: str, max_new_tokens: int, seed: int
+) -> dict:
     """Greedy accuracy of a policy on each evaluation task: ``acc`` (task -> %) and ``correct``
     (task -> each problem's outcome, for the paired intervals)."""
     out = {"acc": {}, "correct": {}}
@@ -328,8 +437,17 @@ def evaluate_policy(generator, eval_items: dict[str, list[dict]], template: str,
     return out
 
 
-def train_all(picks: dict[str, list], items: list[dict], template: str, policy: str, art, settings, evaluate,
-              base_key: str, runs: int) -> dict[tuple[str, int], dict]:
+def train_all(
+    picks: dict[str, list],
+    items: list[dict],
+    template: str,
+    policy: str,
+    art,
+    settings,
+    evaluate,
+    base_key: str,
+    runs: int,
+) -> dict[tuple[str, int], dict]:
     """Notebook 07, section 3: the policy fine-tuned on each method's selected responses
     (:func:`sft_records`, :func:`stepwiser_lib.engines.sft.sft`) for ``runs`` SFT seeds (``settings``: k ->
     its ``SFTSettings``), each then evaluated (``evaluate``: model dir -> :func:`evaluate_policy`'s
@@ -343,8 +461,16 @@ def train_all(picks: dict[str, list], items: list[dict], template: str, policy: 
 
             def run():
                 r = sft(policy, recs, d, ss)
-                return {**evaluate(r["model_dir"]), "records": len(recs), "steps": r["steps"], "sft_seconds": r["train_seconds"]}
-            results[(method, k)] = io.cached_json(d / "record.json", io.digest(paths.model_fingerprint(policy), recs, ss, base_key), run)
+                return {
+                    **evaluate(r["model_dir"]),
+                    "records": len(recs),
+                    "steps": r["steps"],
+                    "sft_seconds": r["train_seconds"],
+                }
+
+            results[(method, k)] = io.cached_json(
+                d / "record.json", io.digest(paths.model_fingerprint(policy), recs, ss, base_key), run
+            )
             print(f"{method:26s} seed {k}: {results[(method, k)]['acc']} ({len(recs)} records)")
     return results
 
@@ -357,14 +483,16 @@ def main(argv: list[str] | None = None, profiles_dir=None) -> int:
     the workers run twice (``make workers STAGE=07`` does): the first round samples, the second
     scores what the first sampled; then notebook 07 joins the shards and trains. Checks the
     profile and the inputs first (exit 2)."""
-    a = shards.worker_args("RS-FT sampling and judge scoring of notebook 07, as one of K workers", argv,
-                           SHARD_PROMPTS, "prompts", "07")
+    a = shards.worker_args(
+        "RS-FT sampling and judge scoring of notebook 07, as one of K workers", argv, SHARD_PROMPTS, "prompts", "07"
+    )
     try:
         cfg = shards.worker_config(a, "07_rsft", profiles_dir)
         policy = resolve_model(cfg.POLICY_MODEL, cfg.PROFILE)
         registry = judge_runs.read_registry(cfg.PROFILE, cfg.JUDGES, every_seed=cfg.EVERY_SEED)
-        train_items = tasks.load_problems(cfg.TASK, "rsft", cfg.N_PROMPTS, seed=cfg.SEED,
-                                          **tasks.file_kw(cfg.DATA_FILES, cfg.TASK))
+        train_items = tasks.load_problems(
+            cfg.TASK, "rsft", cfg.N_PROMPTS, seed=cfg.SEED, **tasks.file_kw(cfg.DATA_FILES, cfg.TASK)
+        )
     except (ConfigError, FileNotFoundError, inputs.StaleInputs, ValueError) as e:
         print(f"[rsft] configuration error: {e}", file=sys.stderr)
         return 2
@@ -372,19 +500,43 @@ def main(argv: list[str] | None = None, profiles_dir=None) -> int:
 
     art = paths.artifacts(cfg.PROFILE, "07_rsft")
     w = {"worker": a.worker, "workers": a.workers, "shard_size": a.shard_size}
-    rows, key = sample_responses(policy, train_items, prompts.get(cfg.PROMPT_FAMILY, "chunk_policy"), art,
-                                 samples=cfg.SAMPLES, temperature=cfg.TEMPERATURE, max_new_tokens=cfg.MAX_NEW_TOKENS,
-                                 seed=cfg.SEED, backend=cfg.BACKEND, gen_batch=cfg.GEN_BATCH, engine=engine_settings(cfg),
-                                 reference=cfg.REFERENCE_SAMPLES, **w)
+    rows, key = sample_responses(
+        policy,
+        train_items,
+        prompts.get(cfg.PROMPT_FAMILY, "chunk_policy"),
+        art,
+        samples=cfg.SAMPLES,
+        temperature=cfg.TEMPERATURE,
+        max_new_tokens=cfg.MAX_NEW_TOKENS,
+        seed=cfg.SEED,
+        backend=cfg.BACKEND,
+        gen_batch=cfg.GEN_BATCH,
+        engine=engine_settings(cfg),
+        reference=cfg.REFERENCE_SAMPLES,
+        **w,
+    )
     scored = []
     if rows is None:
-        print(f"[rsft] worker {a.worker}: its samples are on disk; another worker's are not yet, so the judges "
-              "score in the next round (run the same command again once every worker has finished)", flush=True)
+        print(
+            f"[rsft] worker {a.worker}: its samples are on disk; another worker's are not yet, so the judges "
+            "score in the next round (run the same command again once every worker has finished)",
+            flush=True,
+        )
     else:
         items, load = group_items(train_items, rows), judge.loader(cfg)
         for name, entry in judge_runs.in_order(registry, cfg.JUDGES).items():
-            rec = score_judge(name, entry, items, art, key, load, judge_k=cfg.JUDGE_K,
-                              max_completion=cfg.MAX_COMPLETION, seed=cfg.SEED, **w)
+            rec = score_judge(
+                name,
+                entry,
+                items,
+                art,
+                key,
+                load,
+                judge_k=cfg.JUDGE_K,
+                max_completion=cfg.MAX_COMPLETION,
+                seed=cfg.SEED,
+                **w,
+            )
             scored += [name] if rec is not None else []
     print(json.dumps({**w, "samples_whole": rows is not None, "judges_whole": scored}))
     return 0

@@ -19,19 +19,36 @@ from ..core.chunks import (
 from .tasks import check_many, is_correct
 
 
-def sample_solutions(generator, items: list[dict], template: str, n: int, temperature: float,
-                     max_new_tokens: int, seed: int, progress: str | bool = False) -> list[dict]:
+def sample_solutions(
+    generator,
+    items: list[dict],
+    template: str,
+    n: int,
+    temperature: float,
+    max_new_tokens: int,
+    seed: int,
+    progress: str | bool = False,
+) -> list[dict]:
     """``n`` responses per problem; one record per response, scored with the task's checker."""
     prompts = [template.format(problem=it["problem"]) for it in items]
-    outs = generator.generate(prompts, n=n, temperature=temperature, max_new_tokens=max_new_tokens,
-                              seed=seed, progress=progress)
+    outs = generator.generate(
+        prompts, n=n, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed, progress=progress
+    )
     recs = []
     ok = iter(check_many([(it, c.text) for it, cands in zip(items, outs) for c in cands]))  # a pool for real math
     for it, cands in zip(items, outs):
         for j, c in enumerate(cands):
-            recs.append({"problem_id": it["id"], "problem": it["problem"], "sample": j,
-                         "response": c.text, "correct": next(ok),
-                         "n_tokens": c.n_tokens, "finished": c.finished})
+            recs.append(
+                {
+                    "problem_id": it["id"],
+                    "problem": it["problem"],
+                    "sample": j,
+                    "response": c.text,
+                    "correct": next(ok),
+                    "n_tokens": c.n_tokens,
+                    "finished": c.finished,
+                }
+            )
     return recs
 
 
@@ -43,9 +60,17 @@ def reference_samples(items: list[dict], chunked: bool) -> list[dict]:
     out = []
     for it in items:
         text = paragraph_chunks(it["solution"]) if chunked else it["solution"]
-        out.append({"problem_id": it["id"], "problem": it["problem"], "sample": "ref",
-                    "response": text, "correct": bool(is_correct(it, text)), "n_tokens": 0,
-                    "finished": True})
+        out.append(
+            {
+                "problem_id": it["id"],
+                "problem": it["problem"],
+                "sample": "ref",
+                "response": text,
+                "correct": bool(is_correct(it, text)),
+                "n_tokens": 0,
+                "finished": True,
+            }
+        )
     return out
 
 
@@ -63,8 +88,18 @@ def solution_predictions(method: str, task: str, seed: int, recs: list[dict], ch
     """One record per sampled solution (``results/<profile>/self_segmentation_predictions.jsonl``,
     schema in ``data/README.md``): ``method``, ``task``, ``seed``, ``problem_id``, ``sample``,
     ``correct`` and ``steps`` (:func:`step_count`)."""
-    return [{"method": method, "task": task, "seed": seed, "problem_id": r["problem_id"], "sample": r["sample"],
-             "correct": bool(r["correct"]), "steps": step_count(r["response"], chunked)} for r in recs]
+    return [
+        {
+            "method": method,
+            "task": task,
+            "seed": seed,
+            "problem_id": r["problem_id"],
+            "sample": r["sample"],
+            "correct": bool(r["correct"]),
+            "steps": step_count(r["response"], chunked),
+        }
+        for r in recs
+    ]
 
 
 def summarize(recs: list[dict], chunked: bool) -> dict:
@@ -92,9 +127,14 @@ def output_rates(texts: list[str], correct: list[bool], finished: list[bool]) ->
     :func:`chunk_format_ok`) and ``truncated`` (stopped by the token limit, not by the model)."""
     n = len(texts)
     pct = lambda k: round(100 * k / n, 1) if n else None  # noqa: E731
-    return {"n": n, "boxed": pct(sum(last_boxed(t) is not None for t in texts)), "correct": pct(sum(correct)),
-            "chunk_tags": pct(sum(CHUNK_OPEN in t for t in texts)), "chunk_format": pct(sum(map(chunk_format_ok, texts))),
-            "truncated": pct(sum(not f for f in finished))}
+    return {
+        "n": n,
+        "boxed": pct(sum(last_boxed(t) is not None for t in texts)),
+        "correct": pct(sum(correct)),
+        "chunk_tags": pct(sum(CHUNK_OPEN in t for t in texts)),
+        "chunk_format": pct(sum(map(chunk_format_ok, texts))),
+        "truncated": pct(sum(not f for f in finished)),
+    }
 
 
 def record_rates(recs: list[dict]) -> dict:
@@ -108,6 +148,8 @@ def rates_line(rates: dict, what: str = "samples") -> str:
     """``"12 samples of the model's own: 0.0% boxed, 0.0% correct, ..."``"""
     if not rates["n"]:
         return f"no {what} of the model's own"
-    return (f"{rates['n']} {what} of the model's own: {rates['boxed']}% boxed an answer, {rates['correct']}% correct, "
-            f"{rates['chunk_tags']}% wrote a <chunk> tag ({rates['chunk_format']}% in the chunk format), "
-            f"{rates['truncated']}% cut at the token limit")
+    return (
+        f"{rates['n']} {what} of the model's own: {rates['boxed']}% boxed an answer, {rates['correct']}% correct, "
+        f"{rates['chunk_tags']}% wrote a <chunk> tag ({rates['chunk_format']}% in the chunk format), "
+        f"{rates['truncated']}% cut at the token limit"
+    )

@@ -16,16 +16,16 @@ Pipeline (notebook ``01_self_segmentation``):
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from ..core import prompts
 from ..core.chunks import CHUNK_CLOSE, CHUNK_OPEN, CHUNK_RE, paragraph_chunks, strip_tags
 from ..engines.sft import sft
-from ..evals.evaluation import compare_rates
+from ..evals.evaluation import compare_rates, rate_ci
 from ..evals.paper_results import TABLE4
-from . import tasks
+from . import sampling, tasks
 
 
 def segmentation_problems(original: str, segmented: str) -> list[str]:
@@ -73,22 +73,26 @@ def text_teacher(name: str, task: str) -> Callable[[list[str]], list[str | None]
     raise ValueError(f"{name!r} is not a text teacher ({', '.join(TEXT_TEACHERS)}); an LLM teacher is llm_teacher's")
 
 
-def llm_teacher(generator, n_segmentations: int = 8, temperature: float = 0.7,
-                max_new_tokens: int = 4096, seed: int = 0) -> Callable[[list[str]], list[str | None]]:
+def llm_teacher(
+    generator, n_segmentations: int = 8, temperature: float = 0.7, max_new_tokens: int = 4096, seed: int = 0
+) -> Callable[[list[str]], list[str | None]]:
     """A segmentation teacher backed by an instruct LLM with the paper's Table 1 rules.
 
     Returns a function mapping responses to their first valid segmentation among
     ``n_segmentations`` samples (paper: 8), or None when none reconstructs the response.
     """
+
     def segment(responses: list[str]) -> list[str | None]:
         ps = [prompts.PAPER_SEGMENTATION_TEACHER.format(solution=r) for r in responses]
-        outs = generator.generate(ps, n=n_segmentations, temperature=temperature,
-                                  max_new_tokens=max_new_tokens, seed=seed, progress="teacher")
+        outs = generator.generate(
+            ps, n=n_segmentations, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed, progress="teacher"
+        )
         res: list[str | None] = []
         for r, cands in zip(responses, outs):
             ok = [c.text.strip() for c in cands if reconstructs(r, c.text.strip())]
             res.append(ok[0] if ok else None)
         return res
+
     return segment
 
 
@@ -101,9 +105,13 @@ class SegmentationStats:
     rejected_reasons: dict
 
 
-def build_sft_records(items: list[dict], teacher: Callable[[list[str]], list[str | None]],
-                      max_per_problem: int, policy_prompt: str, seed: int = 0
-                      ) -> tuple[list[dict], SegmentationStats]:
+def build_sft_records(
+    items: list[dict],
+    teacher: Callable[[list[str]], list[str | None]],
+    max_per_problem: int,
+    policy_prompt: str,
+    seed: int = 0,
+) -> tuple[list[dict], SegmentationStats]:
     """SFT records from sampled responses.
 
     ``items``: ``{"problem_id", "problem", "response", "correct"}`` dicts. Keeps at most
@@ -135,11 +143,21 @@ def build_sft_records(items: list[dict], teacher: Callable[[list[str]], list[str
             for e in errs:
                 reasons[e.split(":")[0]] = reasons.get(e.split(":")[0], 0) + 1
             continue
-        records.append({"problem_id": k["problem_id"],
-                        "prompt": policy_prompt.format(problem=k["problem"]),
-                        "completion": s, "raw": k["response"]})
-    stats = SegmentationStats(sampled=len(items), correct=sum(bool(i["correct"]) for i in items),
-                              kept=len(kept), accepted=len(records), rejected_reasons=reasons)
+        records.append(
+            {
+                "problem_id": k["problem_id"],
+                "prompt": policy_prompt.format(problem=k["problem"]),
+                "completion": s,
+                "raw": k["response"],
+            }
+        )
+    stats = SegmentationStats(
+        sampled=len(items),
+        correct=sum(bool(i["correct"]) for i in items),
+        kept=len(kept),
+        accepted=len(records),
+        rejected_reasons=reasons,
+    )
     return records, stats
 
 
@@ -184,21 +202,26 @@ def init_tag_embeddings(model, tok, like: str = "\n", noise: float = 0.1, seed: 
             before = round(float(mats[0][ids[0]].norm()), 3)
             for w in mats:
                 row = w[src[0]].clone()
-                w[ids[0]] = row + noise * row.norm() * torch.randn(row.shape, generator=g, dtype=row.dtype) / row.numel() ** 0.5
+                w[ids[0]] = (
+                    row + noise * row.norm() * torch.randn(row.shape, generator=g, dtype=row.dtype) / row.numel() ** 0.5
+                )
             changed[tag] = {"norm_before": before, "norm_after": round(float(mats[0][ids[0]].norm()), 3)}
     return changed
 
 
-def sft_chunk_policy(base_model: str, records: list[dict], out_dir: str | Path, settings,
-                     tag_init: str = "random") -> dict:
+def sft_chunk_policy(
+    base_model: str, records: list[dict], out_dir: str | Path, settings, tag_init: str = "random"
+) -> dict:
     """SFT the base policy on chunked responses (paper §3.3 recipe: lr 1e-5, global batch 32,
     packing 8192 at paper scale) with TRL's ``SFTTrainer``; see :func:`stepwiser_lib.engines.sft.sft`.
     ``tag_init`` (:data:`TAG_INITS`): ``separator`` first writes a copy of the base with
     :func:`init_tag_embeddings` to ``out_dir/start`` and fine-tunes that; the result records
     ``tag_init`` and the row norms it changed."""
     if not records:
-        raise ValueError("no SFT records: the base policy produced no correct, segmentable response "
-                         "(sample more prompts or responses)")
+        raise ValueError(
+            "no SFT records: the base policy produced no correct, segmentable response "
+            "(sample more prompts or responses)"
+        )
     if tag_init not in TAG_INITS:
         raise ValueError(f"TAG_INIT must be one of {TAG_INITS}, not {tag_init!r}")
     changed = {}
@@ -214,8 +237,10 @@ def sft_chunk_policy(base_model: str, records: list[dict], out_dir: str | Path, 
 
 
 #: Table 4's two claims, as (claim, field) pairs: the chunk policy writes fewer steps, at the same accuracy.
-TABLE4_CLAIMS = [("self-segmentation gives fewer steps per solution", "steps"),
-                 ("self-segmentation keeps accuracy", "correct")]
+TABLE4_CLAIMS = [
+    ("self-segmentation gives fewer steps per solution", "steps"),
+    ("self-segmentation keeps accuracy", "correct"),
+]
 
 
 def table4_comparisons(chunk: list[dict], base: list[dict], n_boot: int = 2000, seed: int = 0) -> list[dict]:
@@ -223,21 +248,71 @@ def table4_comparisons(chunk: list[dict], base: list[dict], n_boot: int = 2000, 
     (records of :func:`stepwiser_lib.method.sampling.solution_predictions`; each problem's samples
     averaged, paired bootstrap by problem): chunk - base in steps per solution, and in Avg@k
     accuracy points."""
-    return [{"claim": claim, "field": field, **compare_rates(chunk, base, n_boot, seed, field=field)}
-            for claim, field in TABLE4_CLAIMS]
+    return [
+        {"claim": claim, "field": field, **compare_rates(chunk, base, n_boot, seed, field=field)}
+        for claim, field in TABLE4_CLAIMS
+    ]
 
 
-def results_markdown(name: str, profile: str, eval_samples: int, n_problems: int, eval_task: str,
-                     base: dict, chunk: dict, comparisons: list[dict]) -> str:
+def table4(ev_base: list[dict], ev_chunk: list[dict], task: str, seed: int) -> dict:
+    """Notebook 01's Table 4 analogue from the two policies' held-out samples (records of
+    :func:`stepwiser_lib.method.sampling.sample_solutions`): each policy's summary with a 95%
+    interval that resamples problems, the per-solution predictions
+    (``results/<profile>/self_segmentation_predictions.jsonl``), the paired claims
+    (:func:`table4_comparisons`) and each policy's output rates."""
+    out = {"predictions": {}, "rates": {}}
+    for name, ev, chunked in (("base", ev_base, False), ("chunk", ev_chunk, True)):
+        out[name] = sampling.summarize(ev, chunked=chunked)
+        out["predictions"][name] = sampling.solution_predictions(name, task, seed, ev, chunked=chunked)
+        out[name]["ci95"] = rate_ci(out["predictions"][name])
+        out["rates"][name] = sampling.record_rates(ev)
+    out["comparisons"] = table4_comparisons(out["predictions"]["chunk"], out["predictions"]["base"])
+    return out
+
+
+def table4_lines(t4: dict) -> list[str]:
+    """What notebook 01 prints under its Table 4 analogue: each policy's output rates, and the
+    accuracy change in points beside the paper's."""
+    lines = [f"{n} policy: " + sampling.rates_line(r, "held-out samples") for n, r in t4["rates"].items()]
+    a, b = t4["base"]["avg_acc"], t4["chunk"]["avg_acc"]
+    if a == b == 0:
+        return lines + [
+            "Accuracy change from self-segmentation: uninformative (neither policy solved a held-out problem)."
+        ]
+    return lines + [
+        f"Accuracy change from self-segmentation: {b - a:+.1f} points (paper: +0.5 at 1.5B, 0.0 at 7B); "
+        "the paired comparison in the table says whether it is more than noise."
+    ]
+
+
+def results_markdown(
+    name: str,
+    profile: str,
+    eval_samples: int,
+    n_problems: int,
+    eval_task: str,
+    base: dict,
+    chunk: dict,
+    comparisons: list[dict],
+) -> str:
     """``results/<profile>/self_segmentation.md``: the Table 4 analogue (ours beside the paper's rows)
     and its paired claims."""
     md = ["| Generator | Method | # Steps | # Tokens | Avg@k acc (%) | 95% interval |", "|---|---|---|---|---|---|"]
-    md += [f"| {name} {which} ({profile}) | {method} | {s['steps']:.2f} | {s['tokens']:.1f} | {s['avg_acc']:.1f} | "
-           f"[{s['ci95']['low']:.1f}, {s['ci95']['high']:.1f}] |"
-           for which, method, s in (("base", "Split by \\n\\n", base), ("chunk", "Self-segmentation", chunk))]
-    md += [f"| {p['generator']} (paper) | {p['method']} | {p['steps']} | {p['tokens']} | {p['avg_acc']} | |" for p in TABLE4]
+    md += [
+        f"| {name} {which} ({profile}) | {method} | {s['steps']:.2f} | {s['tokens']:.1f} | {s['avg_acc']:.1f} | "
+        f"[{s['ci95']['low']:.1f}, {s['ci95']['high']:.1f}] |"
+        for which, method, s in (("base", "Split by \\n\\n", base), ("chunk", "Self-segmentation", chunk))
+    ]
+    md += [
+        f"| {p['generator']} (paper) | {p['method']} | {p['steps']} | {p['tokens']} | {p['avg_acc']} | |"
+        for p in TABLE4
+    ]
     md += ["", "| claim (chunk − base) | difference [95%] | paired test | verdict |", "|---|---|---|---|"]
-    md += [f"| {c['claim']} | {c['diff']:+.2f} [{c['low']:+.2f}, {c['high']:+.2f}] | {c['test']} | {c['verdict']} |"
-           for c in comparisons]
-    return (f"Table 4 analogue ({profile}): Avg@{eval_samples} on {n_problems} held-out {eval_task} problems; "
-            "rows marked (paper) are the paper's numbers.\n\n" + "\n".join(md) + "\n")
+    md += [
+        f"| {c['claim']} | {c['diff']:+.2f} [{c['low']:+.2f}, {c['high']:+.2f}] | {c['test']} | {c['verdict']} |"
+        for c in comparisons
+    ]
+    return (
+        f"Table 4 analogue ({profile}): Avg@{eval_samples} on {n_problems} held-out {eval_task} problems; "
+        "rows marked (paper) are the paper's numbers.\n\n" + "\n".join(md) + "\n"
+    )

@@ -38,8 +38,10 @@ def reference_problem(task: str) -> str:
     shortcut labels each problem's reference solution (reliability review 2, A03)."""
     if task in WITH_SOLUTIONS:
         return ""
-    return (f"REFERENCE_TRAJECTORIES labels each problem's reference solution, which only TASK = "
-            f"{' or '.join(map(repr, WITH_SOLUTIONS))} rows hold (TASK = {task!r}); set it false or use numina")
+    return (
+        f"REFERENCE_TRAJECTORIES labels each problem's reference solution, which only TASK = "
+        f"{' or '.join(map(repr, WITH_SOLUTIONS))} rows hold (TASK = {task!r}); set it false or use numina"
+    )
 
 
 def load_problems(task: str, split: str, n: int, seed: int, **kw) -> list[dict]:
@@ -50,8 +52,7 @@ def load_problems(task: str, split: str, n: int, seed: int, **kw) -> list[dict]:
         raise ValueError(f"load_problems: n = {n!r} must be a count (an int >= 0)")
     if task == "toy":
         ps = toyworld.generate_problems(split, n, seed=seed, **kw)
-        return [{"id": p.id, "problem": p.text, "answer": str(p.answer), "toy": p.to_dict()}
-                for p in ps]
+        return [{"id": p.id, "problem": p.text, "answer": str(p.answer), "toy": p.to_dict()} for p in ps]
     if task == "numina":
         return _numina(split, n, seed, **kw)
     if task in ("math500", "gsm8k"):
@@ -63,6 +64,7 @@ def load_problems(task: str, split: str, n: int, seed: int, **kw) -> list[dict]:
 # The method asks the world these questions here, and nowhere else: the toy world answers them
 # exactly (an exact step checker, an analysis language); real math has no such oracle (None).
 
+
 def step_truth(example: dict) -> bool | None:
     """Is the chunk's arithmetic actually right? The toy world's exact step checker, a yardstick
     independent of the noisy Monte-Carlo labels; None when the problem is not a toy problem."""
@@ -73,6 +75,16 @@ def analysis_verdict(text: str) -> bool | None:
     """The verdict a judge's analysis implies (toy analyses: every difference 0 -> Positive);
     None when the text is not a readable toy analysis. A measurement, never a reward."""
     return judge_text.analysis_implied(text)
+
+
+def analysis_checks(example: dict, analysis: str) -> dict | None:
+    """A judge's own analysis of ``example``'s chunk against the truth (toy world:
+    :func:`stepwiser_lib.toy.judge_text.analysis_checks`: exact re-derivation, arithmetic right,
+    implied verdict); None when the problem is not a toy problem."""
+    try:
+        return judge_text.analysis_checks(example["problem"], example["chunk"], analysis)
+    except (ValueError, KeyError):
+        return None
 
 
 def rule_segment(response: str) -> str:
@@ -208,13 +220,15 @@ def _stable_hash(text: str) -> int:
 
 #: NuminaMath-CoT disjoint prompt pools by hash bucket (of 100). The paper does not say how its
 #: 20k/40k subsets and the Heldout-1K set were drawn (notes §1.2).  # [not in paper]
-NUMINA_BUCKETS = {"sft": range(0, 40), "label": range(40, 80), "rsft": range(80, 95),
-                  "eval": range(95, 100)}
+NUMINA_BUCKETS = {"sft": range(0, 40), "label": range(40, 80), "rsft": range(80, 95), "eval": range(95, 100)}
 #: Bumped whenever the filter changes, so cached pools made by an older filter are not reused.
 POOL_VERSION = 3
 #: Hub ids of the real datasets; each loader also reads a local file in the hub's schema.
-HUB = {"numina": ("AI-MO/NuminaMath-CoT", None, "train"), "math500": ("HuggingFaceH4/MATH-500", None, "test"),
-       "gsm8k": ("openai/gsm8k", "main", "test")}
+HUB = {
+    "numina": ("AI-MO/NuminaMath-CoT", None, "train"),
+    "math500": ("HuggingFaceH4/MATH-500", None, "test"),
+    "gsm8k": ("openai/gsm8k", "main", "test"),
+}
 
 
 def read_records(path: str | Path) -> list[dict]:
@@ -244,8 +258,9 @@ def _source_key(task: str, path: str | None, revision: str | None) -> str:
     return f"file:{file_sha256(path)}" if path else f"hub:{HUB[task][0]}@{revision or 'main'}"
 
 
-def numina_pool(split: str, path: str | None = None, revision: str | None = None,
-                cache_dir: str | Path | None = None) -> list[dict]:
+def numina_pool(
+    split: str, path: str | None = None, revision: str | None = None, cache_dir: str | Path | None = None
+) -> list[dict]:
     """Every NuminaMath-CoT prompt of one pool after the paper's filter (§4.1): deduplicated, in
     the pool's hash buckets, with a reference answer (last balanced box) Math-Verify can parse.
 
@@ -265,8 +280,10 @@ def numina_pool(split: str, path: str | None = None, revision: str | None = None
     rows = read_records(path) if path else _hub_rows("numina", revision)
     missing = {"problem", "solution"} - set(rows[0]) if rows else set()
     if missing:
-        raise ValueError(f"{path or HUB['numina'][0]}: rows lack {sorted(missing)} (NuminaMath-CoT "
-                         "schema: source, problem, solution, messages)")
+        raise ValueError(
+            f"{path or HUB['numina'][0]}: rows lack {sorted(missing)} (NuminaMath-CoT "
+            "schema: source, problem, solution, messages)"
+        )
     buckets = NUMINA_BUCKETS[split]
     seen, pool = set(), []
     for i, r in enumerate(rows):
@@ -277,8 +294,9 @@ def numina_pool(split: str, path: str | None = None, revision: str | None = None
         box = last_boxed(r["solution"])
         if box is None or not parse(f"${_bare(box)}$"):
             continue
-        pool.append({"id": f"numina-{i}", "problem": q, "answer": box, "source": r.get("source"),
-                     "solution": r["solution"]})
+        pool.append(
+            {"id": f"numina-{i}", "problem": q, "answer": box, "source": r.get("source"), "solution": r["solution"]}
+        )
     io.write_jsonl(hit, pool)
     return pool
 
@@ -295,35 +313,49 @@ def write_numina_standin(gsm8k_path: str | Path, out: str | Path) -> Path:
         # GSM8K's calculator annotations (<<16-3-4=9>>) are not solution text: dropped
         steps = [re.sub(r"<<[^>]*>>", "", x).strip() for x in work.strip().splitlines() if x.strip()]
         solution = "\n\n".join(steps + [f"The answer is $\\boxed{{{ans.strip().replace(',', '')}}}$."])
-        rows.append({"source": "gsm8k", "problem": r["question"], "solution": solution,
-                     "messages": [{"role": "user", "content": r["question"]},
-                                  {"role": "assistant", "content": solution}]})
+        rows.append(
+            {
+                "source": "gsm8k",
+                "problem": r["question"],
+                "solution": solution,
+                "messages": [{"role": "user", "content": r["question"]}, {"role": "assistant", "content": solution}],
+            }
+        )
     out = Path(out)
     write_jsonl(out, rows)
     return out
 
 
-def _numina(split: str, n: int, seed: int, path: str | None = None, revision: str | None = None,
-            cache_dir: str | Path | None = None) -> list[dict]:
+def _numina(
+    split: str,
+    n: int,
+    seed: int,
+    path: str | None = None,
+    revision: str | None = None,
+    cache_dir: str | Path | None = None,
+) -> list[dict]:
     """``n`` prompts drawn (seeded) from one filtered pool (:func:`numina_pool`)."""
     pool = list(numina_pool(split, path, revision, cache_dir))
     random.Random(seed).shuffle(pool)
     return pool[:n]
 
 
-def _eval_set(task: str, n: int, seed: int, path: str | None = None,
-              revision: str | None = None) -> list[dict]:
+def _eval_set(task: str, n: int, seed: int, path: str | None = None, revision: str | None = None) -> list[dict]:
     """MATH-500 or GSM8K test problems (hub, or a local copy in the hub's schema via ``path``);
     ``n`` <= 0 or at least the set size: all of them, in order; else a seeded sample."""
     rows = read_records(path) if path else _hub_rows(task, revision)
     out = []
     for i, r in enumerate(rows):
         if task == "gsm8k":
-            out.append({"id": f"gsm8k-{i}", "problem": r["question"],
-                        "answer": r["answer"].split("####")[-1].strip().replace(",", "")})
+            out.append(
+                {
+                    "id": f"gsm8k-{i}",
+                    "problem": r["question"],
+                    "answer": r["answer"].split("####")[-1].strip().replace(",", ""),
+                }
+            )
         else:
-            out.append({"id": r.get("unique_id", f"math500-{i}"), "problem": r["problem"],
-                        "answer": r["answer"]})
+            out.append({"id": r.get("unique_id", f"math500-{i}"), "problem": r["problem"], "answer": r["answer"]})
     return out if n <= 0 or n >= len(out) else random.Random(seed).sample(out, n)
 
 

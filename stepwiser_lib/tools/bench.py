@@ -37,8 +37,13 @@ from ..method import labelling, tasks
 def _prefixes(gen, items, template, cfg, seed):
     """Intermediate prefixes of chunk-policy trajectories of prompts kept by the pre-filter."""
     out = []
-    pre = gen.generate([template.format(problem=it["problem"]) for it in items], n=cfg.n_prefilter,
-                       temperature=1.0, max_new_tokens=cfg.max_new_tokens, seed=seed)
+    pre = gen.generate(
+        [template.format(problem=it["problem"]) for it in items],
+        n=cfg.n_prefilter,
+        temperature=1.0,
+        max_new_tokens=cfg.max_new_tokens,
+        seed=seed,
+    )
 
     rng = random.Random(seed)
     for it, cands in zip(items, pre):
@@ -61,12 +66,23 @@ def _outcomes(gen, trajs, template, m, seed, per_prefix: bool, max_new_tokens: i
     if per_prefix:
         outs = []
         for k, (it, p) in enumerate(flat):
-            outs += gen.generate([template.format(problem=it["problem"])], n=m, temperature=1.0,
-                                 max_new_tokens=max_new_tokens, seed=seed + k, prefixes=[p])
+            outs += gen.generate(
+                [template.format(problem=it["problem"])],
+                n=m,
+                temperature=1.0,
+                max_new_tokens=max_new_tokens,
+                seed=seed + k,
+                prefixes=[p],
+            )
     else:
-        outs = gen.generate([template.format(problem=it["problem"]) for it, _ in flat], n=m,
-                            temperature=1.0, max_new_tokens=max_new_tokens, seed=seed,
-                            prefixes=[p for _, p in flat])
+        outs = gen.generate(
+            [template.format(problem=it["problem"]) for it, _ in flat],
+            n=m,
+            temperature=1.0,
+            max_new_tokens=max_new_tokens,
+            seed=seed,
+            prefixes=[p for _, p in flat],
+        )
     dt = time.time() - t0
     res = [[int(tasks.is_correct(it, p + c.text)) for c in cs] for (it, p), cs in zip(flat, outs)]
     return res, dt, sum(c.n_tokens for cs in outs for c in cs)
@@ -92,7 +108,9 @@ def _labels_from(trajs, outcomes, cfg, counts=None, rule: str = "rel_ratio"):
     """``rule``'s labels of every chunk from per-prefix outcomes (optionally only the first k)."""
     labels, k = [], 0
     for t in trajs:
-        os_ = [outcomes[k + i] if counts is None else outcomes[k + i][:counts[k + i]] for i in range(len(t["prefixes"]))]
+        os_ = [
+            outcomes[k + i] if counts is None else outcomes[k + i][: counts[k + i]] for i in range(len(t["prefixes"]))
+        ]
         k += len(t["prefixes"])
         q = labelling.Rollouts(t["q0"], t["correct"], [sum(o) for o in os_], [len(o) for o in os_]).q()
         prev = [t["q0"]] + q[:-1]
@@ -110,7 +128,7 @@ def _adaptive_counts(trajs, outcomes, cfg):
         active = list(range(n))
         while active:
             for i in active:
-                o = outcomes[k + i][mc.done[i]:mc.done[i] + cfg.adaptive_round]
+                o = outcomes[k + i][mc.done[i] : mc.done[i] + cfg.adaptive_round]
                 mc.succ[i] += sum(o)
                 mc.done[i] += len(o)
             active = [i for i in active if mc.done[i] < cfg.m_rollouts and not mc.settled(i, cfg)]
@@ -146,9 +164,14 @@ def adaptive_sweep(trajs, first, second, cfg) -> dict:
             for z in SWEEP_Z:
                 c = replace(cfg, adaptive=True, adaptive_rule=target, adaptive_round=rnd, adaptive_z=z)
                 counts = _adaptive_counts(trajs, second, c)
-                row = {"adaptive_rule": target, "round": rnd, "z": z,
-                       "rollout_fraction": round(sum(counts) / (n * cfg.m_rollouts), 4),
-                       "agreement": {}, "p_below_floor": {}}
+                row = {
+                    "adaptive_rule": target,
+                    "round": rnd,
+                    "z": z,
+                    "rollout_fraction": round(sum(counts) / (n * cfg.m_rollouts), 4),
+                    "agreement": {},
+                    "p_below_floor": {},
+                }
                 for r in vocab.RULES:
                     ad = _labels_from(trajs, second, cfg, counts, r)
                     b = sum(f == x != a for f, a, x in zip(full2[r], ad, ref[r]))  # only full M right
@@ -163,9 +186,12 @@ def choose_adaptive(sweep: dict, rules=vocab.RULES, alpha: float = 0.05, strict:
     """The cheapest swept setting whose label agreement with the independent full-M run is not
     significantly below the noise floor (one-sided exact McNemar, level ``alpha``) for every rule
     in ``rules``; ``strict``: at least the floor itself. None if no setting qualifies."""
+
     def ok(r):
-        return all(r["agreement"][k] >= sweep["noise_floor"][k] or (not strict and r["p_below_floor"][k] >= alpha)
-                   for k in rules)
+        return all(
+            r["agreement"][k] >= sweep["noise_floor"][k] or (not strict and r["p_below_floor"][k] >= alpha)
+            for k in rules
+        )
 
     return min((r for r in sweep["rows"] if ok(r)), key=lambda r: (r["rollout_fraction"], r["z"]), default=None)
 
@@ -174,12 +200,21 @@ def _choices(sweep: dict) -> dict:
     """For each rule alone and for all three: the cheapest setting by the paired test, and by
     the strict floor."""
     targets = {**{k: (k,) for k in vocab.RULES}, "all": vocab.RULES}
-    return {k: {"paired_test": choose_adaptive(sweep, rs), "strict": choose_adaptive(sweep, rs, strict=True)}
-            for k, rs in targets.items()}
+    return {
+        k: {"paired_test": choose_adaptive(sweep, rs), "strict": choose_adaptive(sweep, rs, strict=True)}
+        for k, rs in targets.items()
+    }
 
 
-def run(profile: str = "tiny", n_prompts: int = 12, m: int = 16, batch: int = 128, seed: int = 0,
-        repeats: int = 3, adaptive_prompts: int = 48) -> dict:
+def run(
+    profile: str = "tiny",
+    n_prompts: int = 12,
+    m: int = 16,
+    batch: int = 128,
+    seed: int = 0,
+    repeats: int = 3,
+    adaptive_prompts: int = 48,
+) -> dict:
     set_threads()
     params = {"POLICY_MODEL": "artifact"}
     policy = resolve_model(params["POLICY_MODEL"], profile)
@@ -201,11 +236,16 @@ def run(profile: str = "tiny", n_prompts: int = 12, m: int = 16, batch: int = 12
         timing["naive"].append(dt)
         looped, dt, toks["loop"] = _outcomes(loop_gen, trajs, template, m, seed + 30_000, False, cfg.max_new_tokens)
         timing["loop"].append(dt)
-        print(f"[bench] repeat {r + 1}/{repeats}: " + ", ".join(f"{k} {v[-1]:.1f} s" for k, v in timing.items()), flush=True)
+        print(
+            f"[bench] repeat {r + 1}/{repeats}: " + ", ".join(f"{k} {v[-1]:.1f} s" for k, v in timing.items()),
+            flush=True,
+        )
     rate = {k: sorted(n_pref * m / t for t in v) for k, v in timing.items()}
     med = {k: statistics.median(v) for k, v in rate.items()}
-    success = {k: round(sum(map(sum, o)) / (n_pref * m), 4) for k, o in
-               (("naive", naive), ("batched", batched), ("loop", looped))}
+    success = {
+        k: round(sum(map(sum, o)) / (n_pref * m), 4)
+        for k, o in (("naive", naive), ("batched", batched), ("loop", looped))
+    }
     full = _labels_from(trajs, batched, cfg)
     # Adaptive sampling is judged on more prefixes than the timing (its agreement is a rate over
     # chunks), from two independent full-M streams of the loop, the engine notebook 02 uses.
@@ -221,18 +261,31 @@ def run(profile: str = "tiny", n_prompts: int = 12, m: int = 16, batch: int = 12
         "success_rate": success,  # the same distribution on every path (a test checks it within a binomial interval)
         "loop_label_agreement_with_batched": _agree(_labels_from(trajs, looped, cfg), full),
         "adaptive": {**sweep, "chosen": _choices(sweep)},
-        "settings": {"profile_policy": policy, "prefixes": n_pref, "trajectories": len(trajs),
-                     "chunks_labelled": len(full), "m_rollouts": m, "gen_batch": batch,
-                     "alpha": cfg.alpha, "gamma": cfg.gamma, "mu_n": cfg.mu_n,
-                     "adaptive_prompts": adaptive_prompts, "max_new_tokens": cfg.max_new_tokens,
-                     "naive": "one generate call per prefix, its M rollouts as the batch",
-                     "batched": f"all prefixes x M rollouts, sorted by length, batches of {batch}",
-                     "loop": f"stepwiser_lib.engines.decoding, at most {batch} rows at once"},
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                    "processor": platform.processor() or platform.machine()},
+        "settings": {
+            "profile_policy": policy,
+            "prefixes": n_pref,
+            "trajectories": len(trajs),
+            "chunks_labelled": len(full),
+            "m_rollouts": m,
+            "gen_batch": batch,
+            "alpha": cfg.alpha,
+            "gamma": cfg.gamma,
+            "mu_n": cfg.mu_n,
+            "adaptive_prompts": adaptive_prompts,
+            "max_new_tokens": cfg.max_new_tokens,
+            "naive": "one generate call per prefix, its M rollouts as the batch",
+            "batched": f"all prefixes x M rollouts, sorted by length, batches of {batch}",
+            "loop": f"stepwiser_lib.engines.decoding, at most {batch} rows at once",
+        },
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "processor": platform.processor() or platform.machine(),
+        },
         "repeats": repeats,
-        "rollouts_per_s": {k: {"min": round(v[0], 1), "median": round(med[k], 1), "max": round(v[-1], 1)}
-                           for k, v in rate.items()},
+        "rollouts_per_s": {
+            k: {"min": round(v[0], 1), "median": round(med[k], 1), "max": round(v[-1], 1)} for k, v in rate.items()
+        },
         "new_tokens_per_s": {k: round(toks[k] / statistics.median(timing[k])) for k in timing},
         "matmul_floor_tokens_per_s": _matmul_tokens_per_s(gen.model),
         "seconds": {k: round(statistics.median(v), 1) for k, v in timing.items()},
@@ -248,27 +301,37 @@ def readme_table(res: dict) -> str:
     r = res["rollouts_per_s"]
     three = lambda d: " / ".join(str(d[k]) for k in ("naive", "batched", "loop"))  # noqa: E731
     rows = ["| measure | value | target |", "|---|---|---|"]
-    for k, label in (("naive", "naive: one `generate` call per prefix, its M rollouts as the batch"),
-                     ("batched", "batched `generate` (sorted, left-padded batches)"),
-                     ("loop", "the `stepwiser_lib.engines.decoding` loop (`engine=\"loop\"`)")):
-        rows.append(f"| rollouts/s, {label} (min / median / max of {res['repeats']}) | "
-                    f"{r[k]['min']} / {r[k]['median']} / {r[k]['max']} | |")
-    rows += [f"| new tokens/s: naive / batched / loop | {three(res['new_tokens_per_s'])} | |",
-             f"| compute floor: new tokens/s if a step cost only its weight matmuls | {res['matmul_floor_tokens_per_s']} | |",
-             f"| speedup over naive: batched / loop | {res['speedup']}x / {res['loop_speedup']}x | ≥ 3x |",
-             f"| success rate of the rollouts: naive / batched / loop | {three(res['success_rate'])} | equal within noise |",
-             f"| label agreement, loop vs batched full-M rollouts (Rel-Ratio) | {res['loop_label_agreement_with_batched']} | ≈ noise floor |"]
+    for k, label in (
+        ("naive", "naive: one `generate` call per prefix, its M rollouts as the batch"),
+        ("batched", "batched `generate` (sorted, left-padded batches)"),
+        ("loop", 'the `stepwiser_lib.engines.decoding` loop (`engine="loop"`)'),
+    ):
+        rows.append(
+            f"| rollouts/s, {label} (min / median / max of {res['repeats']}) | "
+            f"{r[k]['min']} / {r[k]['median']} / {r[k]['max']} | |"
+        )
+    rows += [
+        f"| new tokens/s: naive / batched / loop | {three(res['new_tokens_per_s'])} | |",
+        f"| compute floor: new tokens/s if a step cost only its weight matmuls | {res['matmul_floor_tokens_per_s']} | |",
+        f"| speedup over naive: batched / loop | {res['speedup']}x / {res['loop_speedup']}x | ≥ 3x |",
+        f"| success rate of the rollouts: naive / batched / loop | {three(res['success_rate'])} | equal within noise |",
+        f"| label agreement, loop vs batched full-M rollouts (Rel-Ratio) | {res['loop_label_agreement_with_batched']} | ≈ noise floor |",
+    ]
     ad = res["adaptive"]
     floor = ad["noise_floor"]
     rules = ("abs_q", "rel_effective", "rel_ratio")
-    rows += ["", f"Adaptive sampling, replayed on {ad['chunks']} chunks ({ad['prefixes']} prefixes) of two "
-             "independent full-M runs of the loop: for each rule it must preserve (or all three), the cheapest swept "
-             f"setting (rounds {', '.join(map(str, SWEEP_ROUNDS))}; Wilson z {', '.join(map(str, SWEEP_Z))}, 0 = exact bound) "
-             "whose labels agree with the other run **not significantly less** than two full-M runs do (one-sided exact "
-             "McNemar by chunk, 5%), and the cheapest that agrees **at least as well** (strict).", "",
-             "| labels kept | criterion | `ADAPTIVE_RULE` | `ADAPTIVE_ROUND` | `ADAPTIVE_Z` | rollout fraction (target ≤ 0.5) | agreement Abs-Q / Rel-Eff. / Rel-Ratio | McNemar p |",
-             "|---|---|---|---|---|---|---|---|",
-             f"| – | noise floor (two full-M runs) | | | | 1.0 | {' / '.join(str(floor[k]) for k in rules)} | |"]
+    rows += [
+        "",
+        f"Adaptive sampling, replayed on {ad['chunks']} chunks ({ad['prefixes']} prefixes) of two "
+        "independent full-M runs of the loop: for each rule it must preserve (or all three), the cheapest swept "
+        f"setting (rounds {', '.join(map(str, SWEEP_ROUNDS))}; Wilson z {', '.join(map(str, SWEEP_Z))}, 0 = exact bound) "
+        "whose labels agree with the other run **not significantly less** than two full-M runs do (one-sided exact "
+        "McNemar by chunk, 5%), and the cheapest that agrees **at least as well** (strict).",
+        "",
+        "| labels kept | criterion | `ADAPTIVE_RULE` | `ADAPTIVE_ROUND` | `ADAPTIVE_Z` | rollout fraction (target ≤ 0.5) | agreement Abs-Q / Rel-Eff. / Rel-Ratio | McNemar p |",
+        "|---|---|---|---|---|---|---|---|",
+        f"| – | noise floor (two full-M runs) | | | | 1.0 | {' / '.join(str(floor[k]) for k in rules)} | |",
+    ]
     for target in (*rules, "all"):
         for crit in ("paired_test", "strict"):
             c = ad["chosen"][target][crit]
@@ -277,9 +340,11 @@ def readme_table(res: dict) -> str:
                 rows.append(f"| {target} | {name} | – | – | – | no swept setting qualifies | | |")
                 continue
             keys = rules if target == "all" else (target,)
-            rows.append(f"| {target} | {name} | {c['adaptive_rule']} | {c['round']} | {c['z']} | {c['rollout_fraction']} | "
-                        f"{' / '.join(str(c['agreement'][k]) for k in rules)} | "
-                        f"{' / '.join(str(c['p_below_floor'][k]) for k in keys)} |")
+            rows.append(
+                f"| {target} | {name} | {c['adaptive_rule']} | {c['round']} | {c['z']} | {c['rollout_fraction']} | "
+                f"{' / '.join(str(c['agreement'][k]) for k in rules)} | "
+                f"{' / '.join(str(c['p_below_floor'][k]) for k in keys)} |"
+            )
     return "\n".join(rows)
 
 
@@ -293,8 +358,11 @@ def main(argv=None):
     ap.add_argument("--adaptive-prompts", type=int, default=48, help="prompts of the adaptive-sampling comparison")
     a = ap.parse_args(argv)
 
-    print(json.dumps(run(a.profile, a.prompts, a.m, a.batch, repeats=a.repeats,
-                         adaptive_prompts=a.adaptive_prompts), indent=1))
+    print(
+        json.dumps(
+            run(a.profile, a.prompts, a.m, a.batch, repeats=a.repeats, adaptive_prompts=a.adaptive_prompts), indent=1
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -34,10 +34,10 @@ import sys
 import tempfile
 import time
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import distributions
 from pathlib import Path
-from typing import Callable
 
 #: The one place the repository's address lives: the badges, the bootstrap cell and the README's
 #: badge table are generated from it (``set-repo`` rewrites all of them).
@@ -51,8 +51,21 @@ OUTPUT_ROOT_ENV = "STEPWISER_OUTPUT_ROOT"  # the same name as paths.OUTPUT_ROOT_
 #: What the Colab runtime itself runs on: kept at their installed versions, never replaced (a new
 #: torch is a multi-GB download that breaks torchvision/torchaudio; a new Jupyter stack breaks the
 #: kernel at the next restart).
-PROTECTED = ("torch", "torchvision", "torchaudio", "triton", "ipykernel", "ipython", "jupyter-client",
-             "jupyter-core", "jupyter-server", "notebook", "tornado", "traitlets", "google-colab")
+PROTECTED = (
+    "torch",
+    "torchvision",
+    "torchaudio",
+    "triton",
+    "ipykernel",
+    "ipython",
+    "jupyter-client",
+    "jupyter-core",
+    "jupyter-server",
+    "notebook",
+    "tornado",
+    "traitlets",
+    "google-colab",
+)
 #: Import names that differ from distribution names (for the "restart the session" check).
 IMPORT_NAMES = {"pyyaml": "yaml", "math-verify": "math_verify", "scikit-learn": "sklearn"}
 
@@ -91,7 +104,10 @@ def bootstrap_source(url: str = REPO_URL) -> str:
 # runs/, results/ and figures/ on Google Drive, so the next notebook (a fresh VM) finds them.
 # Everywhere else (JupyterLab, papermill, CI) this cell does nothing.
 use_drive = True  # False: outputs stay in this VM and are lost when it goes (docs/colab.md)
-import os, subprocess, sys
+import os
+import subprocess
+import sys
+
 if "google.colab" in sys.modules:
     repo = os.environ.get("STEPWISER_COLAB_DIR", "{COLAB_REPO_DIR}")
     if not os.path.isdir(repo):
@@ -107,6 +123,7 @@ BOOTSTRAP_SOURCE = bootstrap_source()
 
 
 # ----------------------------------------------------------------------------- what to install
+
 
 @dataclass
 class InstallPlan:
@@ -142,8 +159,9 @@ def installed_versions() -> dict[str, str]:
     return {_canon(d.metadata["Name"]): d.version for d in distributions() if d.metadata["Name"]}
 
 
-def install_plan(requirements: list[str], pins: dict[str, str], installed: dict[str, str],
-                 protected: tuple[str, ...] = PROTECTED) -> InstallPlan:
+def install_plan(
+    requirements: list[str], pins: dict[str, str], installed: dict[str, str], protected: tuple[str, ...] = PROTECTED
+) -> InstallPlan:
     """Keep what satisfies its range, install the rest at the tested pin, never touch
     ``protected`` packages that are there (a protected package outside its range is kept with
     a warning: replacing Colab's torch costs more than it can fix)."""
@@ -156,8 +174,10 @@ def install_plan(requirements: list[str], pins: dict[str, str], installed: dict[
             plan.keep[name] = have
         elif have is not None and name in plan.hold:
             plan.keep[name] = have
-            plan.warnings.append(f"{name} {have} is outside the tested range {req.specifier} and is kept "
-                                 f"(it is Colab's own); if a stage fails on it, open a fresh runtime")
+            plan.warnings.append(
+                f"{name} {have} is outside the tested range {req.specifier} and is kept "
+                f"(it is Colab's own); if a stage fails on it, open a fresh runtime"
+            )
         else:
             plan.install.append(pins.get(name, text))
             plan.ranges.append(text)
@@ -165,6 +185,7 @@ def install_plan(requirements: list[str], pins: dict[str, str], installed: dict[
 
 
 # ----------------------------------------------------------------------------- the bootstrap
+
 
 def _pip(args: list[str]) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True)
@@ -207,10 +228,16 @@ def mount_drive(mount_point: str | None = None) -> Path:
     return out
 
 
-def bootstrap(repo: str | Path = COLAB_REPO_DIR, use_drive: bool = True, *, dry_run: bool = False,
-              pip: Callable[[list[str]], subprocess.CompletedProcess] | None = None,
-              installed: Callable[[], dict[str, str]] | None = None,
-              mount: Callable[[], Path] | None = None, say: Callable[[str], None] = print) -> dict:
+def bootstrap(
+    repo: str | Path = COLAB_REPO_DIR,
+    use_drive: bool = True,
+    *,
+    dry_run: bool = False,
+    pip: Callable[[list[str]], subprocess.CompletedProcess] | None = None,
+    installed: Callable[[], dict[str, str]] | None = None,
+    mount: Callable[[], Path] | None = None,
+    say: Callable[[str], None] = print,
+) -> dict:
     """Install what Colab lacks, then put the outputs on Drive. Returns what it did (for tests
     and for the notebook's record); ``dry_run`` asks pip what it would do and changes nothing.
     ``pip``, ``installed`` and ``mount`` default to this module's :func:`_pip`,
@@ -220,11 +247,22 @@ def bootstrap(repo: str | Path = COLAB_REPO_DIR, use_drive: bool = True, *, dry_
     repo = Path(repo)
     before = installed()
     plan = install_plan(project_requirements(repo), tested_pins(repo), before)
-    report = {"python": sys.version.split()[0], "kept": plan.keep, "held": plan.hold,
-              "installed": [], "pip": [], "warnings": list(plan.warnings), "dry_run": dry_run}
-    say(f"[bootstrap] Python {report['python']}; kept {len(plan.keep)} of {len(plan.keep) + len(plan.install)} "
-        f"dependencies already here (" + ", ".join(f"{k} {v}" for k, v in sorted(plan.keep.items())[:6])
-        + (", ..." if len(plan.keep) > 6 else "") + ")")
+    report = {
+        "python": sys.version.split()[0],
+        "kept": plan.keep,
+        "held": plan.hold,
+        "installed": [],
+        "pip": [],
+        "warnings": list(plan.warnings),
+        "dry_run": dry_run,
+    }
+    say(
+        f"[bootstrap] Python {report['python']}; kept {len(plan.keep)} of {len(plan.keep) + len(plan.install)} "
+        f"dependencies already here ("
+        + ", ".join(f"{k} {v}" for k, v in sorted(plan.keep.items())[:6])
+        + (", ..." if len(plan.keep) > 6 else "")
+        + ")"
+    )
     steps = []  # (pip arguments, the fallback when they fail)
     if not _installed_from(repo):  # the package itself; its dependencies are handled below
         steps.append((["install", "-q", "--no-deps", "-e", str(repo)], None))
@@ -234,8 +272,12 @@ def bootstrap(repo: str | Path = COLAB_REPO_DIR, use_drive: bool = True, *, dry_
         hold_file.write("".join(f"{k}=={v}\n" for k, v in sorted(plan.hold.items())))
         hold_file.close()
         # the tested pins first; if they conflict with a kept package, pip picks within the ranges
-        steps.append((["install", "-q", "-c", hold_file.name, *plan.install],
-                      ["install", "-q", "-c", hold_file.name, *plan.ranges]))
+        steps.append(
+            (
+                ["install", "-q", "-c", hold_file.name, *plan.install],
+                ["install", "-q", "-c", hold_file.name, *plan.ranges],
+            )
+        )
     extra = ["--dry-run"] if dry_run else []
     if dry_run:  # pip's "Would install ..." line is what a dry run is for
         steps = [([a for a in args if a != "-q"], fb and [a for a in fb if a != "-q"]) for args, fb in steps]
@@ -249,12 +291,18 @@ def bootstrap(repo: str | Path = COLAB_REPO_DIR, use_drive: bool = True, *, dry_
             report["pip"].append(" ".join(args + extra))
         if r.returncode != 0:
             tail = "\n".join((r.stderr or r.stdout or "").strip().splitlines()[-15:])
-            raise RuntimeError(f"pip {' '.join(args)} failed (exit {r.returncode}):\n{tail}\n"
-                               "Colab's own packages were not replaced. Open a fresh runtime "
-                               "(Runtime > Disconnect and delete runtime) and run this cell again.")
+            raise RuntimeError(
+                f"pip {' '.join(args)} failed (exit {r.returncode}):\n{tail}\n"
+                "Colab's own packages were not replaced. Open a fresh runtime "
+                "(Runtime > Disconnect and delete runtime) and run this cell again."
+            )
         if dry_run:
-            would = [w for line in (r.stdout or "").splitlines() if line.startswith("Would install")
-                     for w in line.split()[2:]]
+            would = [
+                w
+                for line in (r.stdout or "").splitlines()
+                if line.startswith("Would install")
+                for w in line.split()[2:]
+            ]
             report.setdefault("would_install", []).extend(would)
             say(f"[bootstrap] pip would install: {' '.join(would) or 'nothing'}")
     after = before if dry_run else installed()
@@ -269,19 +317,28 @@ def bootstrap(repo: str | Path = COLAB_REPO_DIR, use_drive: bool = True, *, dry_
     if dry_run:
         say(f"[bootstrap] dry run, nothing changed; pip commands: {report['pip']}")
     elif changed:
-        say(f"[bootstrap] installed {len(changed)} package(s) in {report['seconds']:.0f} s: " + ", ".join(report["installed"]))
+        say(
+            f"[bootstrap] installed {len(changed)} package(s) in {report['seconds']:.0f} s: "
+            + ", ".join(report["installed"])
+        )
     else:
         say(f"[bootstrap] nothing to install ({report['seconds']:.0f} s)")
     upgraded = _imported([k for k in changed if k in before])
     if upgraded:
-        report["warnings"].append(f"already imported and upgraded: {upgraded}; restart the session "
-                                  "(Runtime > Restart session) and run this cell again")
+        report["warnings"].append(
+            f"already imported and upgraded: {upgraded}; restart the session "
+            "(Runtime > Restart session) and run this cell again"
+        )
     for w in report["warnings"]:
         say(f"[bootstrap] WARNING: {w}")
     gpu = _gpu_name()
     report["gpu"] = gpu
-    say(f"[bootstrap] GPU: {gpu}" if gpu else "[bootstrap] no GPU: the colab profile needs one (Runtime > "
-        "Change runtime type > T4 GPU); the toy profiles (smoke, tiny) run on the CPU")
+    say(
+        f"[bootstrap] GPU: {gpu}"
+        if gpu
+        else "[bootstrap] no GPU: the colab profile needs one (Runtime > "
+        "Change runtime type > T4 GPU); the toy profiles (smoke, tiny) run on the CPU"
+    )
     report["output_root"] = str(outputs(repo, use_drive, mount, say))
     say('[bootstrap] now set PROFILE in the parameters cell below ("colab": Qwen2.5 on the GPU; "tiny": the toy world)')
     return report
@@ -301,18 +358,22 @@ def outputs(repo: Path, use_drive: bool, mount: Callable[[], Path], say: Callabl
             return root
         except Exception as e:  # noqa: BLE001 - refused permission, no Drive: explained below
             why = f"Google Drive could not be mounted ({type(e).__name__}: {e})"
-    say(f"[bootstrap] {why}: outputs go to {repo}/runs, results and figures, inside this VM, and are LOST "
+    say(
+        f"[bootstrap] {why}: outputs go to {repo}/runs, results and figures, inside this VM, and are LOST "
         "when the VM goes (idle or closed). A notebook opened from its badge runs in a new VM and will not "
         "find them. Either mount Drive in every notebook (use_drive = True), or run every stage here, in "
         f"this VM: !cd {repo} && pip install -q -c constraints.txt papermill && "
-        "python -m stepwiser_lib.tools.runner --profile colab")
+        "python -m stepwiser_lib.tools.runner --profile colab"
+    )
     return repo
 
 
 # ----------------------------------------------------------------------------- pointing at a fork
 
-BADGE_RE = re.compile(r"\[!\[Open In Colab\]\(https://colab\.research\.google\.com/assets/colab-badge\.svg\)\]"
-                      r"\(https://colab\.research\.google\.com/github/[^)]+/blob/main/notebooks/([\w.-]+)\.ipynb\)")
+BADGE_RE = re.compile(
+    r"\[!\[Open In Colab\]\(https://colab\.research\.google\.com/assets/colab-badge\.svg\)\]"
+    r"\(https://colab\.research\.google\.com/github/[^)]+/blob/main/notebooks/([\w.-]+)\.ipynb\)"
+)
 
 
 def sync(root: str | Path, url: str = REPO_URL, write: bool = True) -> list[str]:

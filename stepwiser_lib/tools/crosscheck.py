@@ -40,25 +40,34 @@ def problems(params: dict[str, dict]) -> list[str]:
                 except ConfigError as e:
                     out.append(f"{nb}: {e}")
         # A08: 0 is neither "epochs" (-1) nor any training: TRL would run one step
-        out += [f"{nb}: {k} = 0 would train one step (TRL); use -1 for the epochs setting or a count >= 1"
-                for k, v in p.items() if k.endswith("_MAX_STEPS") and v == 0]
+        out += [
+            f"{nb}: {k} = 0 would train one step (TRL); use -1 for the epochs setting or a count >= 1"
+            for k, v in p.items()
+            if k.endswith("_MAX_STEPS") and v == 0
+        ]
         # A04: a length window that keeps nothing
         if "MIN_CHARS" in p and "MAX_CHARS" in p and p["MIN_CHARS"] > p["MAX_CHARS"]:
-            out.append(f"{nb}: MIN_CHARS = {p['MIN_CHARS']} > MAX_CHARS = {p['MAX_CHARS']} keeps no judge example; "
-                       "lower MIN_CHARS or raise MAX_CHARS")
+            out.append(
+                f"{nb}: MIN_CHARS = {p['MIN_CHARS']} > MAX_CHARS = {p['MAX_CHARS']} keeps no judge example; "
+                "lower MIN_CHARS or raise MAX_CHARS"
+            )
         # A11/A12: DATA_FILES names tasks, and files (a missing file fails where it is read, naming it)
         for task, f in (p.get("DATA_FILES") or {}).items():
             if task not in TASKS:
-                out.append(f"{nb}: DATA_FILES key {task!r} is not a task ({', '.join(TASKS)}); the hub would be "
-                           "read instead of the file")
+                out.append(
+                    f"{nb}: DATA_FILES key {task!r} is not a task ({', '.join(TASKS)}); the hub would be "
+                    "read instead of the file"
+                )
             elif f and data_file(f).is_dir():
                 out.append(f"{nb}: DATA_FILES[{task!r}] = {f!r} is a folder; name the file in the hub's schema")
         # A16: the Maj@k score is a generative judge's; a discriminative one has its p(+) already
         for j in p.get("MAJ_K_SCORE_JUDGES", []):
             base = j.split("@seed")[0]
             if base != WARMUP_NAME and base != "all" and STYLE[parse_variant(base)[0]] == "disc":
-                out.append(f"{nb}: MAJ_K_SCORE_JUDGES holds {j!r}, a discriminative judge (its score is p(+) "
-                           "already); name generative judges only")
+                out.append(
+                    f"{nb}: MAJ_K_SCORE_JUDGES holds {j!r}, a discriminative judge (its score is p(+) "
+                    "already); name generative judges only"
+                )
         # A03: the reference-trajectory shortcut labels each problem's reference solution, which
         # only NuminaMath's rows carry (toy, gsm8k and math500 problems come without one)
         if p.get("REFERENCE_TRAJECTORIES") and reference_problem(p.get("TASK")):
@@ -71,22 +80,28 @@ def problems(params: dict[str, dict]) -> list[str]:
                 out.append(f"{nb}: {e}")
         # A15: one solution per split is an erroneous one only, and every judge then scores F1 0
         if p.get("LIMIT") == 1:
-            out.append(f"{nb}: LIMIT = 1 keeps no correct solution per split, so every judge's F1 is 0; "
-                       "use 0 (all) or at least 2")
+            out.append(
+                f"{nb}: LIMIT = 1 keeps no correct solution per split, so every judge's F1 is 0; "
+                "use 0 (all) or at least 2"
+            )
     # A05: notebook 04 trains on notebook 03's rules
     p3, p4 = params.get("03_balancing"), params.get("04_judge_grpo")
     if p3 and p4:
         missing = sorted({parse_variant(v)[1] for v in p4.get("VARIANTS", [])} - set(p3.get("RULES", [])))
         if missing:
-            out.append(f"04_judge_grpo: VARIANTS train on rule(s) {missing}, which 03_balancing's RULES "
-                       f"({p3.get('RULES')}) does not build; add them to RULES")
+            out.append(
+                f"04_judge_grpo: VARIANTS train on rule(s) {missing}, which 03_balancing's RULES "
+                f"({p3.get('RULES')}) does not build; add them to RULES"
+            )
     # A07: the judges notebooks 05-07 prompt are trained by notebook 04 with its prompt family
     if p4:
         for nb in ("05_processbench", "06_chunk_reset", "07_rsft"):
             fam = params.get(nb, {}).get("PROMPT_FAMILY")
             if fam is not None and fam != p4.get("PROMPT_FAMILY"):
-                out.append(f"{nb}: PROMPT_FAMILY = {fam!r}, but notebook 04 trains its judges with "
-                           f"{p4.get('PROMPT_FAMILY')!r}; set one PROMPT_FAMILY under shared:")
+                out.append(
+                    f"{nb}: PROMPT_FAMILY = {fam!r}, but notebook 04 trains its judges with "
+                    f"{p4.get('PROMPT_FAMILY')!r}; set one PROMPT_FAMILY under shared:"
+                )
     return out
 
 
@@ -99,9 +114,12 @@ def missing_data_files(params: dict[str, dict]) -> list[str]:
     """``DATA_FILES`` values of ``params`` (notebook -> parameters) that are not files here: what
     a run would fail on after its first stages, and what the dry run used to hide behind hub ids
     (review 2, E06). Not part of ``--check``, which checks settings on any machine."""
-    return [f"{nb}: DATA_FILES[{task!r}] = {f!r}: no such file ({data_file(f)})"
-            for nb, p in params.items() for task, f in (p.get("DATA_FILES") or {}).items()
-            if f and task in read_tasks(p) and not data_file(f).is_file()]
+    return [
+        f"{nb}: DATA_FILES[{task!r}] = {f!r}: no such file ({data_file(f)})"
+        for nb, p in params.items()
+        for task, f in (p.get("DATA_FILES") or {}).items()
+        if f and task in read_tasks(p) and not data_file(f).is_file()
+    ]
 
 
 def read_tasks(p: dict) -> set[str]:

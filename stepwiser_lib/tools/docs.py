@@ -9,10 +9,17 @@ stage resumes from its artifacts there, so after a ``make reproduce`` this costs
 whole run. The export then writes ``docs/<profile>/NN_stage.ipynb`` with the outputs a reader needs
 (printed examples, tables, figures) and without what only the machine that ran them needs:
 
-* stderr (progress bars and library warnings) and widget outputs are dropped;
+* stderr (progress bars and library warnings) and widget outputs are dropped, and so are the
+  trainers' live HTML progress tables (a progress bar and a loss row per logging step, which the
+  notebook plots as a curve anyway);
 * execution timestamps and papermill's per-cell timings are dropped, and so are its absolute paths
   and the random id of its injected parameters cell;
 * the repository's absolute path, wherever an output prints it, becomes a relative one;
+* the parameters cell (up to 58 lines of typed, commented settings) becomes a pointer to it in
+  the source notebook (:func:`parameters_pointer`); the config line under it says what this run's
+  profile changed, and the injected cell holds the values papermill set; cells tagged
+  :data:`BOOKKEEPING` (imports, paths, results files) and the Colab bootstrap become one-line
+  pointers too, with their outputs kept (:func:`reader_source`);
 * links to ``../README.md`` are rewritten for the deeper folder, and a first cell says the copy
   is generated (edit ``notebooks/`` instead).
 
@@ -58,17 +65,24 @@ def clean(nb: dict, root: str | Path, source: str, profile: str) -> dict:
     meta = nb.get("metadata", {})
     pm = meta.pop("papermill", {}) or {}
     meta.pop("widgets", None)
-    meta["stepwiser_docs"] = {"profile": profile, "source": source, "parameters": pm.get("parameters", {}),
-                              "minutes": round(pm["duration"] / 60, 1) if pm.get("duration") else None}
+    meta["stepwiser_docs"] = {
+        "profile": profile,
+        "source": source,
+        "parameters": pm.get("parameters", {}),
+        "minutes": round(pm["duration"] / 60, 1) if pm.get("duration") else None,
+    }
     cells = []
     for c in nb["cells"]:
         c["metadata"].pop("execution", None)
         c["metadata"].pop("papermill", None)
         if "injected-parameters" in c["metadata"].get("tags", []):
             c["id"] = "injected-parameters"  # papermill draws a random id: the same run twice gives the same file
+        c["source"] = reader_source(c, source)
         if c["cell_type"] == "markdown":
-            c["source"] = [s.replace("](../README.md", "](../../README.md").replace("](../LAB_LOG.md", "](../../LAB_LOG.md")
-                           for s in c["source"]]
+            c["source"] = [
+                s.replace("](../README.md", "](../../README.md").replace("](../LAB_LOG.md", "](../../LAB_LOG.md")
+                for s in c["source"]
+            ]
         if c["cell_type"] == "code":
             outs = []
             for o in c.get("outputs", []):
@@ -79,59 +93,178 @@ def clean(nb: dict, root: str | Path, source: str, profile: str) -> dict:
                 elif o["output_type"] in ("display_data", "execute_result"):
                     o["data"] = {k: _fix(v, root) for k, v in o.get("data", {}).items() if k in KEEP_MIME}
                     o["metadata"] = {k: v for k, v in o.get("metadata", {}).items() if k in KEEP_MIME}
-                    if not o["data"]:
+                    if not o["data"] or is_progress_table(o["data"]):
                         continue
                 elif o["output_type"] == "error":
                     o["traceback"] = _fix(o.get("traceback", []), root)
                 outs.append(o)
             c["outputs"] = outs
         cells.append(c)
-    banner = {"cell_type": "markdown", "id": "docs-banner", "metadata": {},
-              "source": [f"> **Executed copy** of [`{source}`](../../{source}) at the `{profile}` profile, written by "
-                         "`make docs` (`stepwiser_lib/tools/docs.py`) with every output of that run. It is regenerated with the "
-                         "results: edit the source notebook, not this copy. Progress bars and library warnings are left out."]}
+    banner = {
+        "cell_type": "markdown",
+        "id": "docs-banner",
+        "metadata": {},
+        "source": [
+            f"> **Executed copy** of [`{source}`](../../{source}) at the `{profile}` profile, written by "
+            "`make docs` (`stepwiser_lib/tools/docs.py`) with every output of that run. It is regenerated with the "
+            "results: edit the source notebook, not this copy. Progress bars, trainers' progress tables and library "
+            "warnings are left out. Where the run found an earlier run's files on disk it read them instead of "
+            'recomputing (a line saying "from disk" or "read from an earlier run" marks it), so a time printed '
+            "here can be a resumed run's; `docs/results_tiny.md` gives the run times."
+        ],
+    }
     nb["cells"] = [banner] + cells
     return nb
 
 
+#: A code cell's tag for machinery a reader of the executed copy can skip (imports and paths,
+#: writing results files): the copy shows a one-line pointer to it, and keeps its outputs.
+BOOKKEEPING = "bookkeeping"
+
+
+def reader_source(cell: dict, source: str) -> list[str]:
+    """What a reader's copy shows as ``cell``'s source: the parameters cell and cells tagged
+    :data:`BOOKKEEPING` become pointers to the source notebook, the hidden Colab bootstrap one line
+    (issue 36: a reader met up to 2.5 screens of machinery before the first idea); every other cell
+    as it is."""
+    tags = cell.get("metadata", {}).get("tags", [])
+    if "parameters" in tags:
+        return parameters_pointer(cell["source"], source)
+    lines = "".join(cell["source"]).splitlines()
+    if cell["cell_type"] == "code" and lines and lines[0].startswith("# Colab bootstrap"):
+        return [f"# Colab bootstrap ({len(lines)} lines; it runs only on Colab): see {source}"]
+    if cell["cell_type"] == "code" and BOOKKEEPING in tags:
+        what = cell.get("metadata", {}).get("stepwiser", {}).get("bookkeeping", "bookkeeping")
+        return [f"# {what[0].upper() + what[1:]}: {len(lines)} lines of bookkeeping, in {source}"]
+    return cell["source"]
+
+
+def parameters_pointer(cell_source, source: str) -> list[str]:
+    """What a reader's copy shows of the parameters cell: where the cell is and how long, instead
+    of the cell (issue 36: it and its echo took up to 2.5 screens before the first idea)."""
+    lines = "".join(cell_source).splitlines()
+    n = sum(1 for ln in lines if ln.strip() and not ln.lstrip().startswith("#"))
+    return [
+        f"# The parameters cell of {source}: {n} typed settings, each with a comment saying what it is and why\n",
+        "# its value (the paper's where it has one). The next cell checks them and says which ones this run's\n",
+        "# profile changed.",
+    ]
+
+
+def is_progress_table(data: dict) -> bool:
+    """A trainer's live progress display (transformers' notebook callback: an HTML ``<progress>`` bar
+    over a table of logged losses): machine output, not something a reader of the copy needs."""
+    html = data.get("text/html", "")
+    return "<progress" in ("".join(html) if isinstance(html, list) else html)
+
+
+#: Rendered lines one screen holds (a laptop browser on GitHub's notebook view), and the lines a
+#: figure takes: the unit :func:`screens` counts reading length in (issue 36).
+SCREEN_LINES, FIGURE_LINES = 45, 20
+
+
+def screens(nb: dict, width: int = 110) -> float:
+    """About how many screens an executed copy takes to read: markdown, code and printed output
+    lines (a long markdown line wraps at ``width`` characters; code does not), a table row a line,
+    a figure :data:`FIGURE_LINES`, a folded ``<details>`` section its summary line. A measure to
+    compare copies by, not a precise one."""
+    lines = 0
+    for c in nb["cells"]:
+        src = "".join(c["source"]).splitlines()
+        if c["cell_type"] == "markdown":
+            lines += sum(max(1, -(-len(ln) // width)) for ln in _unfolded(src)) + 1
+            continue
+        if not c.get("metadata", {}).get("jupyter", {}).get("source_hidden"):
+            lines += len(src) + 1
+        for o in c.get("outputs", []):
+            data = o.get("data", {})
+            if "image/png" in data or "image/svg+xml" in data:
+                lines += FIGURE_LINES
+            elif "text" in o:
+                lines += len("".join(o["text"]).splitlines())
+            elif "text/markdown" in data:
+                lines += len("".join(data["text/markdown"]).splitlines())
+            elif "text/html" in data:  # a table: a row a line
+                lines += "".join(data["text/html"]).count("<tr")
+            elif "text/plain" in data:
+                lines += len("".join(data["text/plain"]).splitlines())
+    return round(lines / SCREEN_LINES, 1)
+
+
+def _unfolded(lines: list[str]) -> list[str]:
+    """Markdown lines as a reader first sees them: a folded ``<details>`` block is its summary line."""
+    out, depth = [], 0
+    for ln in lines:
+        if ln.strip().startswith("<details"):
+            depth += 1
+            if depth == 1:
+                out.append(ln)
+        elif ln.strip().startswith("</details>"):
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            out.append(ln)
+    return out
+
+
 def _title(nb: dict) -> str:
-    first = next((c for c in nb["cells"] if c["cell_type"] == "markdown" and "".join(c["source"]).startswith("# ")), None)
+    first = next(
+        (c for c in nb["cells"] if c["cell_type"] == "markdown" and "".join(c["source"]).startswith("# ")), None
+    )
     return "".join(first["source"]).splitlines()[0][2:].strip() if first else "?"
 
 
-def export(profile: str = "tiny", src: str | Path | None = None, out: str | Path | None = None,
-           root: str | Path = ROOT) -> list[Path]:
+def export(
+    profile: str = "tiny", src: str | Path | None = None, out: str | Path | None = None, root: str | Path = ROOT
+) -> list[Path]:
     """Write the reader's copy of every executed notebook in ``src`` (default ``runs/<profile>/``)
     to ``out`` (default ``docs/<profile>/``), and an index; returns the copies written."""
     src = Path(src or run_dir(profile))
     out = Path(out or DOCS_DIR / profile)
     nbs = sorted(src.glob("[0-9][0-9]_*.ipynb"))
     if not nbs:
-        raise FileNotFoundError(f"no executed notebooks in {src}: run `make reproduce PROFILE={profile}` "
-                                f"or `python -m stepwiser_lib.tools.docs --profile {profile}` first")
+        raise FileNotFoundError(
+            f"no executed notebooks in {src}: run `make reproduce PROFILE={profile}` "
+            f"or `python -m stepwiser_lib.tools.docs --profile {profile}` first"
+        )
     out.mkdir(parents=True, exist_ok=True)
-    written, rows = [], []
+    written, rows, total = [], [], 0.0
     for p in nbs:
         nb = json.loads(p.read_text())
         pm = nb.get("metadata", {}).get("papermill", {})
         if pm.get("exception") or not pm.get("end_time"):
-            raise RuntimeError(f"{p} {'stopped with an error' if pm.get('exception') else 'did not finish'}: "
-                               "rerun it before exporting")
+            raise RuntimeError(
+                f"{p} {'stopped with an error' if pm.get('exception') else 'did not finish'}: rerun it before exporting"
+            )
         doc = clean(nb, root, f"notebooks/{p.name}", profile)
         dest = out / p.name
         atomic_write_text(dest, json.dumps(doc, indent=1, ensure_ascii=False) + "\n")  # never a half-written copy
         written.append(dest)
         m = doc["metadata"]["stepwiser_docs"]["minutes"]
-        rows.append(f"| [{_title(nb)}]({p.name}) | [`notebooks/{p.name}`](../../notebooks/{p.name}) | "
-                    f"{'' if m is None else m} |")
-    index = [f"# The notebooks, executed at `{profile}`", "",
-             "Read-only copies with every output (printed examples, tables, figures) of the last "
-             f"`make docs` at the `{profile}` profile. GitHub shows them as they are; nothing needs to run. "
-             "They are regenerated with the results (`make docs`, or `make reproduce` at tiny); "
-             "edit the notebooks in `notebooks/`, never these.", "",
-             "| notebook | source | minutes in the run that wrote it |", "|---|---|---|", *rows, "",
-             "A stage that resumed from what an earlier run left on disk takes less time than a fresh run; "
-             "the run-time table of docs/results_tiny.md gives a fresh run's times.", ""]
+        sc = screens(doc)
+        total += sc
+        rows.append(
+            f"| [{_title(nb)}]({p.name}) | [`notebooks/{p.name}`](../../notebooks/{p.name}) | {sc} | "
+            f"{'' if m is None else m} |"
+        )
+    index = [
+        f"# The notebooks, executed at `{profile}`",
+        "",
+        "Read-only copies with every output (printed examples, tables, figures) of the last "
+        f"`make docs` at the `{profile}` profile. GitHub shows them as they are; nothing needs to run. "
+        "They are regenerated with the results (`make docs`, or `make reproduce` at tiny); "
+        "edit the notebooks in `notebooks/`, never these.",
+        "",
+        "| notebook | source | screens to read | minutes in the run that wrote it |",
+        "|---|---|---|---|",
+        *rows,
+        "",
+        f"About {round(total)} screens in all (`stepwiser_lib.tools.docs.screens`: {SCREEN_LINES} rendered lines a "
+        f"screen, a figure {FIGURE_LINES}, a folded section its summary line).",
+        "",
+        "A stage that resumed from what an earlier run left on disk takes less time than a fresh run; "
+        "the run-time table of docs/results_tiny.md gives a fresh run's times.",
+        "",
+    ]
     atomic_write_text(out / "README.md", "\n".join(index))
     return written
 
@@ -144,7 +277,9 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if not a.no_run:
         try:
-            run(a.profile, a.only, record=False)  # resumes from runs/<profile>/artifacts; the run-time table is left alone
+            run(
+                a.profile, a.only, record=False
+            )  # resumes from runs/<profile>/artifacts; the run-time table is left alone
         except (ConfigError, RuntimeError) as e:
             print(f"[docs] FAILED: {e}", file=sys.stderr)
             return 1

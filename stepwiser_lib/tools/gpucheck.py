@@ -46,8 +46,12 @@ class PeakMemory:
 
     @staticmethod
     def used_mib() -> int:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits",
-                              "-i", "0"], capture_output=True, text=True, check=True).stdout
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits", "-i", "0"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         return int(out.split()[0])
 
     def _run(self):
@@ -70,13 +74,20 @@ def device() -> dict:
     import torch
 
     if not torch.cuda.is_available() or not shutil.which("nvidia-smi"):
-        raise SystemExit("gpu-check needs a CUDA device and nvidia-smi; this machine has neither "
-                         "(the CPU version of this check is `make test`'s colab-smoke notebooks)")
+        raise SystemExit(
+            "gpu-check needs a CUDA device and nvidia-smi; this machine has neither "
+            "(the CPU version of this check is `make test`'s colab-smoke notebooks)"
+        )
     from ..engines.models import precision  # lazy: torch
 
     cap = torch.cuda.get_device_capability()
-    return {"name": torch.cuda.get_device_name(), "capability": list(cap), "torch": torch.__version__,
-            "python": sys.version.split()[0], "precision": precision("cuda")}
+    return {
+        "name": torch.cuda.get_device_name(),
+        "capability": list(cap),
+        "torch": torch.__version__,
+        "python": sys.version.split()[0],
+        "precision": precision("cuda"),
+    }
 
 
 def data_overrides(data_dir: str | None) -> dict:
@@ -88,9 +99,14 @@ def data_overrides(data_dir: str | None) -> dict:
     numina = paths.STANDIN_DIR / "numina_gsm8k.jsonl"
     if not numina.exists():
         write_numina_standin(d / "gsm8k" / "test.jsonl", numina)
-    return {"DATA_FILES": {"numina": str(numina), "math500": str(d / "math500" / "test.jsonl"),
-                           "gsm8k": str(d / "gsm8k" / "test.jsonl")},
-            "PROCESSBENCH_DIR": str(d / "processbench")}
+    return {
+        "DATA_FILES": {
+            "numina": str(numina),
+            "math500": str(d / "math500" / "test.jsonl"),
+            "gsm8k": str(d / "gsm8k" / "test.jsonl"),
+        },
+        "PROCESSBENCH_DIR": str(d / "processbench"),
+    }
 
 
 def run(backend: str = "hf", out: Path | None = None, data_dir: str | None = None) -> dict:
@@ -102,10 +118,11 @@ def run(backend: str = "hf", out: Path | None = None, data_dir: str | None = Non
             t0 = time.time()
             run_notebooks(PROFILE, only=[nb.stem[:2]], overrides=overrides)
             seconds = round(time.time() - t0, 1)
-        info["stages"][nb.stem] = {"seconds": seconds, "peak_gpu_mib": mem.peak,
-                                   "gpu_mib_before": mem.base}
-        print(f"[gpu-check] {nb.stem:22s} {seconds:7.1f} s   peak GPU memory {mem.peak:6d} MiB "
-              f"(before: {mem.base} MiB)", flush=True)
+        info["stages"][nb.stem] = {"seconds": seconds, "peak_gpu_mib": mem.peak, "gpu_mib_before": mem.base}
+        print(
+            f"[gpu-check] {nb.stem:22s} {seconds:7.1f} s   peak GPU memory {mem.peak:6d} MiB (before: {mem.base} MiB)",
+            flush=True,
+        )
     info["seconds"] = round(sum(s["seconds"] for s in info["stages"].values()), 1)
     out = Path(out or paths.run_dir(PROFILE) / "gpu_check.json")
     out.parent.mkdir(parents=True, exist_ok=True)

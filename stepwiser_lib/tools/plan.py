@@ -41,9 +41,13 @@ T4_PER_A100 = 6.4
 CHUNKS_PER_SOLUTION = 6.0  # Table 4, 1.5B-chunk (7B: 6.8)
 KEEP_RATE = 0.5  # [not in paper] share of prompts passing the pass@16 pre-filter (assumed)
 
-DATASETS = {"numina": "AI-MO/NuminaMath-CoT", "math500": "HuggingFaceH4/MATH-500",
-            "gsm8k": "openai/gsm8k", "toy": "toy world (generated, offline)",
-            "processbench": "Qwen/ProcessBench"}
+DATASETS = {
+    "numina": "AI-MO/NuminaMath-CoT",
+    "math500": "HuggingFaceH4/MATH-500",
+    "gsm8k": "openai/gsm8k",
+    "toy": "toy world (generated, offline)",
+    "processbench": "Qwen/ProcessBench",
+}
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 #: Hub owners whose instruct models need an accepted licence and a token to download.
 GATED_OWNERS = {"meta-llama"}
@@ -79,14 +83,23 @@ def describe_model(name: str, role: str) -> dict:
     if name == "qwen2_standin":
         return {"role": role, "model": "runs/standin/qwen2-tiny (random-weight Qwen2 stand-in)", "ok": True}
     if name == "smollm2":
-        return {"role": role, "model": "runs/models/smollm2-135m-instruct (SmolLM2-135M-Instruct, make smollm2)",
-                "ok": True, "size_b": 0.135}
+        return {
+            "role": role,
+            "model": "runs/models/smollm2-135m-instruct (SmolLM2-135M-Instruct, make smollm2)",
+            "ok": True,
+            "size_b": 0.135,
+        }
     if name.startswith(("/", "./", "../", "~")) or (ROOT / name).exists():
         d = Path(name).expanduser()
         d = d if d.is_absolute() else ROOT / d
         ok = model_complete(d)
-        return {"role": role, "model": name, "ok": ok, "size_b": model_size_b(name),
-                **({} if ok else {"note": "a local folder without a saved model (config and weights)"})}
+        return {
+            "role": role,
+            "model": name,
+            "ok": ok,
+            "size_b": model_size_b(name),
+            **({} if ok else {"note": "a local folder without a saved model (config and weights)"}),
+        }
     out = {"role": role, "model": name, "ok": bool(HUB_ID.match(name)), "size_b": model_size_b(name)}
     if out["ok"] and not _in_hf_cache(name):
         out["note"] = "hub id: its form is checked, not its existence (not in the local HF cache)"
@@ -154,7 +167,9 @@ def launch_layout() -> tuple[int, int, str]:
     y = yaml.safe_load(Path(cfg).read_text()) or {}
     nodes = scale()[1]
     n = int(os.environ.get(ENV_PROCS) or int(y.get("num_processes", 1)) * nodes)
-    zero = int((y.get("deepspeed_config") or {}).get("zero_stage", 0)) if y.get("distributed_type") == "DEEPSPEED" else 0
+    zero = (
+        int((y.get("deepspeed_config") or {}).get("zero_stage", 0)) if y.get("distributed_type") == "DEEPSPEED" else 0
+    )
     where = f" on {nodes} nodes" if nodes > 1 else ""
     cmd = command(cfg, "<job.json>", n if nodes > 1 else None, nodes=nodes, main_address="<first node>")
     return n, zero, f"{n} processes{where}{f', ZeRO-{zero}' if zero else ''}: " + " ".join(cmd)
@@ -169,11 +184,13 @@ def scale() -> tuple[int, int]:
     02, 05, 06 and 07 runs on ``K x N`` GPUs (:mod:`stepwiser_lib.tools.workers`,
     ``configs/slurm/reproduce.sbatch``); training on the launcher's processes times ``N``; the rest
     (01's sampling, 04's judge evaluation and RS-FT sampling, 07's evaluation) on one GPU."""
+
     def read(name):
         v = os.environ.get(name, "1") or "1"
         if not v.isdigit() or int(v) < 1:
             raise ConfigError(f"{name} = {v!r}: want a whole number >= 1")
         return int(v)
+
     return read(ENV_WORKERS), read(ENV_NODES)
 
 
@@ -217,7 +234,9 @@ def dry_run(profile: str, params: dict[str, dict]) -> dict:
             datasets |= {p.get("TASK", "toy"), p.get("EVAL_TASK", "toy")}
             samples = p["N_PROBLEMS"] * p["SAMPLES_PER_PROBLEM"]
             kept_resp = p["N_PROBLEMS"] * p["MAX_CORRECT_PER_PROBLEM"] * 0.5
-            seg = kept_resp * (p.get("TEACHER_SEGMENTATIONS", 1) if p.get("TEACHER", "rule") not in ("rule", "paragraphs") else 0)
+            seg = kept_resp * (
+                p.get("TEACHER_SEGMENTATIONS", 1) if p.get("TEACHER", "rule") not in ("rule", "paragraphs") else 0
+            )
             evals = p["EVAL_PROBLEMS"] * p["EVAL_SAMPLES"] * 2
             teacher_h = _cost(seg, teacher.get("size_b", 0.0))
             gen_h = _cost(samples + evals, policy_b)
@@ -237,8 +256,13 @@ def dry_run(profile: str, params: dict[str, dict]) -> dict:
             pre = drawn * p["N_PREFILTER"]
             gen_h = _cost(pre + rollouts, policy_b)
             gen_gpus = scale()[0] * scale()[1]  # data-parallel labelling workers (tools/workers.py)
-            st.update(kept_prompts=int(kept), prefilter_samples=int(pre), rollouts=int(rollouts),
-                      adaptive_fraction=frac if p.get("ADAPTIVE") else None, labelling_gpus=gen_gpus)
+            st.update(
+                kept_prompts=int(kept),
+                prefilter_samples=int(pre),
+                rollouts=int(rollouts),
+                adaptive_fraction=frac if p.get("ADAPTIVE") else None,
+                labelling_gpus=gen_gpus,
+            )
         elif stem.startswith("04"):
             models.append(describe_model(p.get("JUDGE_INIT", "chunk_policy"), "judge initialisation (04)"))
             kinds = [parse_variant(v)[0] for v in p["VARIANTS"]]
@@ -252,8 +276,15 @@ def dry_run(profile: str, params: dict[str, dict]) -> dict:
             sfts = kinds.count("disc_sft") + kinds.count("disc_warmup_sft") + kinds.count("rsft")
             gen_h = _cost(judged + rsft_samples, policy_b)
             train_h = rl_h + _train_hours(train_chunks * sfts, JUDGE_RECORD_TOKENS, policy_b)
-            st.update(judges=n_var, rl_runs=rl, rl_steps_each=p["GRPO_STEPS"], rl_completions=comps,
-                      judge_evaluations=int(judged), rsft_judge_samples=int(rsft_samples), sft_runs=sfts)
+            st.update(
+                judges=n_var,
+                rl_runs=rl,
+                rl_steps_each=p["GRPO_STEPS"],
+                rl_completions=comps,
+                judge_evaluations=int(judged),
+                rsft_judge_samples=int(rsft_samples),
+                sft_runs=sfts,
+            )
         elif stem.startswith("05"):
             datasets.add("processbench" if p["BENCH"] == "real" else "toy")
             n = (p["LIMIT"] or 3400 // 4) * 4
@@ -292,11 +323,17 @@ def dry_run(profile: str, params: dict[str, dict]) -> dict:
         for s in stages:
             s["t4_minutes"] = round(s.get("a100_hours", 0) * T4_PER_A100 * 60)
     launch = launch_layout()[2]
-    return {"profile": profile, "stages": stages, "models": models, "training_launch": launch,
-            "memory": memory_plan(profile, params),
-            "datasets": {d: _dataset(d, params) for d in sorted(datasets)},
-            "estimated_a100_hours": round(total, 1), "estimated_wall_hours": round(wall, 1),
-            "note": "estimate scaled from the paper's reported costs (notes §1.3); order of magnitude only"}
+    return {
+        "profile": profile,
+        "stages": stages,
+        "models": models,
+        "training_launch": launch,
+        "memory": memory_plan(profile, params),
+        "datasets": {d: _dataset(d, params) for d in sorted(datasets)},
+        "estimated_a100_hours": round(total, 1),
+        "estimated_wall_hours": round(wall, 1),
+        "note": "estimate scaled from the paper's reported costs (notes §1.3); order of magnitude only",
+    }
 
 
 # ----------------------------------------------------------------------------- GPU memory
@@ -311,17 +348,21 @@ POLICY_PROMPT_TOKENS = 512
 CHARS_PER_TOKEN = 4
 TABLE3_TOKENS = 300  # the Table 3 judge instructions around problem, history and chunk
 #: Which setting to change when a part of an estimate is what does not fit.
-REMEDY = {"logits": "the batch of that phase (GEN_BATCH / JUDGE_BATCH / *_MICRO_BATCH)",
-          "kv_cache": "GEN_BATCH or JUDGE_BATCH (or the new-token limit)",
-          "activations": "*_MICRO_BATCH, GRADIENT_CHECKPOINTING: true or the max length",
-          "attention_mask": "GEN_BATCH or JUDGE_BATCH",
-          "sdpa_math_scores": "GEN_BATCH or JUDGE_BATCH (or a kernel that serves masked GQA)",
-          "repeated_kv": "GEN_BATCH or JUDGE_BATCH",
-          "weights": "USE_LORA: true, a smaller model, or VLLM_TP",
-          "master_fp32": "USE_LORA: true or a ZeRO launcher", "optimizer": "USE_LORA: true or a ZeRO launcher",
-          "gradients": "USE_LORA: true or a ZeRO launcher", "working_copy": "USE_LORA: true",
-          "reference_model": "BETA: 0 or USE_LORA: true",
-          "vllm_reservation": "VLLM_GPU_MEMORY / GRPO_VLLM_GPU_MEMORY"}
+REMEDY = {
+    "logits": "the batch of that phase (GEN_BATCH / JUDGE_BATCH / *_MICRO_BATCH)",
+    "kv_cache": "GEN_BATCH or JUDGE_BATCH (or the new-token limit)",
+    "activations": "*_MICRO_BATCH, GRADIENT_CHECKPOINTING: true or the max length",
+    "attention_mask": "GEN_BATCH or JUDGE_BATCH",
+    "sdpa_math_scores": "GEN_BATCH or JUDGE_BATCH (or a kernel that serves masked GQA)",
+    "repeated_kv": "GEN_BATCH or JUDGE_BATCH",
+    "weights": "USE_LORA: true, a smaller model, or VLLM_TP",
+    "master_fp32": "USE_LORA: true or a ZeRO launcher",
+    "optimizer": "USE_LORA: true or a ZeRO launcher",
+    "gradients": "USE_LORA: true or a ZeRO launcher",
+    "working_copy": "USE_LORA: true",
+    "reference_model": "BETA: 0 or USE_LORA: true",
+    "vllm_reservation": "VLLM_GPU_MEMORY / GRPO_VLLM_GPU_MEMORY",
+}
 #: The stand-in's shape, as engines/standin.py builds it.
 STANDIN_SHAPE = dict(vocab_size=standin.MODEL_VOCAB, tie_word_embeddings=True, **standin.ARCH)
 
@@ -362,22 +403,42 @@ def memory_plan(profile: str, params: dict[str, dict]) -> dict:
     p01 = params.get("01_self_segmentation", {})
     policy = _shape(p01.get("BASE_MODEL", "toy_base"))
     # masked GQA in SDPA would be the math kernel on CUDA: B x heads x L^2 fp32 scores (review C1)
-    math_scores = not gpu.is_cpu and policy is not None and policy.num_heads > policy.num_kv_heads and gqa_in_kernel("cuda", True)
+    math_scores = (
+        not gpu.is_cpu and policy is not None and policy.num_heads > policy.num_kv_heads and gqa_in_kernel("cuda", True)
+    )
 
     infer_remedy = {"activations": "GEN_BATCH or JUDGE_BATCH (or the prompt length)"}
 
     def add(stage, phase, b, inference_phase=False, problem=None, change=""):
         if problem:
-            rows.append({"stage": stage, "phase": phase, "gib": None, "fits": False, "detail": problem, "change": change})
+            rows.append(
+                {"stage": stage, "phase": phase, "gib": None, "fits": False, "detail": problem, "change": change}
+            )
             return
         if b is None:
-            rows.append({"stage": stage, "phase": phase, "gib": None, "fits": True,
-                         "detail": "model size unknown: not estimated", "change": ""})
+            rows.append(
+                {
+                    "stage": stage,
+                    "phase": phase,
+                    "gib": None,
+                    "fits": True,
+                    "detail": "model size unknown: not estimated",
+                    "change": "",
+                }
+            )
             return
         ok, msg = memory.fits(b, gpu)
         remedy = {**REMEDY, **(infer_remedy if inference_phase else {})}
-        rows.append({"stage": stage, "phase": phase, "gib": round(b.gib, 2), "fits": ok,
-                     "detail": f"{msg}; {b.describe()}", "change": "" if ok else remedy.get(b.largest(), "")})
+        rows.append(
+            {
+                "stage": stage,
+                "phase": phase,
+                "gib": round(b.gib, 2),
+                "fits": ok,
+                "detail": f"{msg}; {b.describe()}",
+                "change": "" if ok else remedy.get(b.largest(), ""),
+            }
+        )
 
     def engine(stage, phase, shape, p, tp_key="VLLM_TP"):
         """vLLM's rules for one engine: heads divisible by TP, weights within the reservation."""
@@ -386,40 +447,74 @@ def memory_plan(profile: str, params: dict[str, dict]) -> dict:
         tp = p.get(tp_key, 1)
         why = memory.tp_problem(shape, tp)
         if why:
-            add(stage, f"{phase}: vLLM engine", None, problem=why, change=f"{tp_key} (a divisor of the attention heads)")
+            add(
+                stage, f"{phase}: vLLM engine", None, problem=why, change=f"{tp_key} (a divisor of the attention heads)"
+            )
             return
         if p.get("VLLM_KV_CACHE_GB", 0) > 0:
             return
         room = memory.vllm_reservation(gpu, p["VLLM_GPU_MEMORY"]).total
         weights = shape.params() * p_bytes // tp
         if weights >= room:
-            add(stage, f"{phase}: vLLM engine", None, change=f"VLLM_GPU_MEMORY or {tp_key}",
+            add(
+                stage,
+                f"{phase}: vLLM engine",
+                None,
+                change=f"VLLM_GPU_MEMORY or {tp_key}",
                 problem=f"weights {weights / memory.GIB:.1f} GiB per device do not fit the engine's reservation "
-                        f"of {room / memory.GIB:.1f} GiB (VLLM_GPU_MEMORY {p['VLLM_GPU_MEMORY']} x {gpu.name})")
+                f"of {room / memory.GIB:.1f} GiB (VLLM_GPU_MEMORY {p['VLLM_GPU_MEMORY']} x {gpu.name})",
+            )
 
     def gen(shape, p, batch, prompt, new, tp=1):
         if shape is None:
             return None
         if p.get("BACKEND") == "vllm" and not gpu.is_cpu:
             return memory.vllm_reservation(gpu, p["VLLM_GPU_MEMORY"])
-        return memory.inference(shape, p_bytes, batch, prompt, new, 1, tensor_parallel=tp, sampling=False,
-                                sdpa_math=math_scores, gqa_repeat=not gpu.is_cpu)
+        return memory.inference(
+            shape,
+            p_bytes,
+            batch,
+            prompt,
+            new,
+            1,
+            tensor_parallel=tp,
+            sampling=False,
+            sdpa_math=math_scores,
+            gqa_repeat=not gpu.is_cpu,
+        )
 
     def disc(shape, p, prompt):
         """A discriminative judge's scoring forward (always HF): weights and one forward's working set."""
         if shape is None:
             return None
-        return memory.inference(shape, p_bytes, p["JUDGE_BATCH"], prompt, 0, 1, sampling=False,
-                                sdpa_math=math_scores, gqa_repeat=not gpu.is_cpu)
+        return memory.inference(
+            shape,
+            p_bytes,
+            p["JUDGE_BATCH"],
+            prompt,
+            0,
+            1,
+            sampling=False,
+            sdpa_math=math_scores,
+            gqa_repeat=not gpu.is_cpu,
+        )
 
     def sft(shape, p, prefix, max_length, lora):
         if shape is None:
             return None
         micro = p.get(f"{prefix}_MICRO_BATCH") or max(1, p[f"{prefix}_BATCH"] // world)
-        return memory.training(shape, lora_rank=p.get("LORA_R", 16) if lora else None, micro_batch=micro,
-                               seq_len=max_length, gradient_checkpointing=p.get("GRADIENT_CHECKPOINTING", False),
-                               master_fp32=True, dtype_bytes=p_bytes, fused_lm_head=True,
-                               zero_stage=zero, world_size=world)
+        return memory.training(
+            shape,
+            lora_rank=p.get("LORA_R", 16) if lora else None,
+            micro_batch=micro,
+            seq_len=max_length,
+            gradient_checkpointing=p.get("GRADIENT_CHECKPOINTING", False),
+            master_fp32=True,
+            dtype_bytes=p_bytes,
+            fused_lm_head=True,
+            zero_stage=zero,
+            world_size=world,
+        )
 
     judge_prompt = params.get("03_balancing", {}).get("MAX_CHARS", 4000) // CHARS_PER_TOKEN + TABLE3_TOKENS
     for stem, p in params.items():
@@ -429,49 +524,117 @@ def memory_plan(profile: str, params: dict[str, dict]) -> dict:
         if stem.startswith("01"):
             if p.get("BACKEND") == "vllm":
                 engine(stem, "base and chunk policy", policy, p)
-            add(stem, "sample the base policy", gen(policy, p, p["GEN_BATCH"], POLICY_PROMPT_TOKENS, p["MAX_NEW_TOKENS"]), inference_phase=True)
+            add(
+                stem,
+                "sample the base policy",
+                gen(policy, p, p["GEN_BATCH"], POLICY_PROMPT_TOKENS, p["MAX_NEW_TOKENS"]),
+                inference_phase=True,
+            )
             if p.get("TEACHER") not in ("rule", "paragraphs"):
                 teacher = _shape(p["TEACHER"])
                 if p.get("BACKEND") == "vllm":
                     engine(stem, "segmentation teacher", teacher, p, "TEACHER_VLLM_TP")
-                add(stem, "segmentation teacher", gen(teacher, p, p["GEN_BATCH"],
-                    POLICY_PROMPT_TOKENS + p["MAX_NEW_TOKENS"], teacher_budget(p["MAX_NEW_TOKENS"]), p.get("TEACHER_VLLM_TP", 1)), True)
+                add(
+                    stem,
+                    "segmentation teacher",
+                    gen(
+                        teacher,
+                        p,
+                        p["GEN_BATCH"],
+                        POLICY_PROMPT_TOKENS + p["MAX_NEW_TOKENS"],
+                        teacher_budget(p["MAX_NEW_TOKENS"]),
+                        p.get("TEACHER_VLLM_TP", 1),
+                    ),
+                    True,
+                )
             add(stem, "SFT of the chunk policy", sft(policy, p, "SFT", p["SFT_MAX_LENGTH"], p.get("USE_LORA")))
         elif stem.startswith("02"):
             if p.get("BACKEND") == "vllm":
                 engine(stem, "rollouts", policy, p)
-            add(stem, "rollouts", gen(policy, p, p["GEN_BATCH"], POLICY_PROMPT_TOKENS + p["MAX_NEW_TOKENS"], p["MAX_NEW_TOKENS"]), inference_phase=True)
+            add(
+                stem,
+                "rollouts",
+                gen(policy, p, p["GEN_BATCH"], POLICY_PROMPT_TOKENS + p["MAX_NEW_TOKENS"], p["MAX_NEW_TOKENS"]),
+                inference_phase=True,
+            )
         elif stem.startswith("04"):
             if policy is not None:
                 mb = p["GRPO_MICRO_BATCH"] or None
-                kw = dict(lora_rank=p["LORA_R"] if p["USE_LORA"] else None, prompts_per_step=p["PROMPTS_PER_STEP"],
-                          group_size=p["GROUP_SIZE"], world_size=world, steps_per_generation=p["UPDATES_PER_STEP"],
-                          prompt_len=judge_prompt, completion_len=p["MAX_COMPLETION"],
-                          gradient_checkpointing=p["GRADIENT_CHECKPOINTING"], master_fp32=True,
-                          reference_model=p["BETA"] > 0, dtype_bytes=p_bytes, zero_stage=zero, pass_batch=mb,
-                          vllm_gpu_memory_utilization=p["GRPO_VLLM_GPU_MEMORY"] if p["GRPO_VLLM"] and not gpu.is_cpu else None,
-                          gpu=gpu)
+                kw = dict(
+                    lora_rank=p["LORA_R"] if p["USE_LORA"] else None,
+                    prompts_per_step=p["PROMPTS_PER_STEP"],
+                    group_size=p["GROUP_SIZE"],
+                    world_size=world,
+                    steps_per_generation=p["UPDATES_PER_STEP"],
+                    prompt_len=judge_prompt,
+                    completion_len=p["MAX_COMPLETION"],
+                    gradient_checkpointing=p["GRADIENT_CHECKPOINTING"],
+                    master_fp32=True,
+                    reference_model=p["BETA"] > 0,
+                    dtype_bytes=p_bytes,
+                    zero_stage=zero,
+                    pass_batch=mb,
+                    vllm_gpu_memory_utilization=p["GRPO_VLLM_GPU_MEMORY"]
+                    if p["GRPO_VLLM"] and not gpu.is_cpu
+                    else None,
+                    gpu=gpu,
+                )
                 add(stem, "GRPO step", memory.grpo_step(policy, **kw))
                 if p["EVAL_EVERY"] and world == 1:  # validation runs in the trainer's process, beside its state
                     train = memory.grpo_phases(policy, **kw)["training"]
-                    resident = {k: v for k, v in train.parts.items()
-                                if k in ("weights", "master_fp32", "working_copy", "optimizer", "reference_model", "vllm_reservation")}
-                    val = memory.inference(policy, p_bytes, min(p["JUDGE_BATCH"], p["VAL_LIMIT"] or p["JUDGE_BATCH"]),
-                                           judge_prompt, p["MAX_COMPLETION"], 1, sampling=False, sdpa_math=math_scores,
-                                           gqa_repeat=not gpu.is_cpu)
-                    add(stem, "GRPO validation (in training)", memory.Breakdown(
-                        {**resident, **{k: v for k, v in val.parts.items() if k != "weights"}}, "GRPO validation"), True)
+                    resident = {
+                        k: v
+                        for k, v in train.parts.items()
+                        if k
+                        in (
+                            "weights",
+                            "master_fp32",
+                            "working_copy",
+                            "optimizer",
+                            "reference_model",
+                            "vllm_reservation",
+                        )
+                    }
+                    val = memory.inference(
+                        policy,
+                        p_bytes,
+                        min(p["JUDGE_BATCH"], p["VAL_LIMIT"] or p["JUDGE_BATCH"]),
+                        judge_prompt,
+                        p["MAX_COMPLETION"],
+                        1,
+                        sampling=False,
+                        sdpa_math=math_scores,
+                        gqa_repeat=not gpu.is_cpu,
+                    )
+                    add(
+                        stem,
+                        "GRPO validation (in training)",
+                        memory.Breakdown(
+                            {**resident, **{k: v for k, v in val.parts.items() if k != "weights"}}, "GRPO validation"
+                        ),
+                        True,
+                    )
             else:
                 add(stem, "GRPO step", None)
             if "disc_sft" in kinds:
                 add(stem, "discriminative SFT", sft(policy, p, "DISC", p["JUDGE_MAX_LENGTH"], False))
             if "rsft" in kinds:
                 add(stem, "RS-FT judge SFT", sft(policy, p, "RSFT", p["JUDGE_MAX_LENGTH"], p["USE_LORA"]))
-            add(stem, "judging (evaluation)", gen(policy, judge_p, p["JUDGE_BATCH"], judge_prompt, p["MAX_COMPLETION"]), inference_phase=True)
+            add(
+                stem,
+                "judging (evaluation)",
+                gen(policy, judge_p, p["JUDGE_BATCH"], judge_prompt, p["MAX_COMPLETION"]),
+                inference_phase=True,
+            )
         elif stem.startswith("05"):
             if judge_p["BACKEND"] == "vllm":
                 engine(stem, "judging", policy, p)
-            add(stem, "judging", gen(policy, judge_p, p["JUDGE_BATCH"], judge_prompt, p["MAX_COMPLETION"]), inference_phase=True)
+            add(
+                stem,
+                "judging",
+                gen(policy, judge_p, p["JUDGE_BATCH"], judge_prompt, p["MAX_COMPLETION"]),
+                inference_phase=True,
+            )
             if has_disc:
                 add(stem, "discriminative judge (HF)", disc(policy, p, judge_prompt), True)
         elif stem.startswith("06"):
@@ -489,8 +652,18 @@ def memory_plan(profile: str, params: dict[str, dict]) -> dict:
             for phase, pp in (("policy", p), ("judge", judge_p)):
                 if pp.get("BACKEND") == "vllm":
                     engine(stem, phase, policy, p)
-            add(stem, "sample the chunk policy", gen(policy, p, p["GEN_BATCH"], POLICY_PROMPT_TOKENS, p["MAX_NEW_TOKENS"]), inference_phase=True)
-            add(stem, "judge scoring", gen(policy, judge_p, p["JUDGE_BATCH"], judge_prompt, p["MAX_COMPLETION"]), inference_phase=True)
+            add(
+                stem,
+                "sample the chunk policy",
+                gen(policy, p, p["GEN_BATCH"], POLICY_PROMPT_TOKENS, p["MAX_NEW_TOKENS"]),
+                inference_phase=True,
+            )
+            add(
+                stem,
+                "judge scoring",
+                gen(policy, judge_p, p["JUDGE_BATCH"], judge_prompt, p["MAX_COMPLETION"]),
+                inference_phase=True,
+            )
             if has_disc:
                 add(stem, "discriminative judge scoring (HF)", disc(policy, p, judge_prompt), True)
             add(stem, "SFT on the selected set", sft(policy, p, "SFT", p["SFT_MAX_LENGTH"], p.get("USE_LORA")))
@@ -499,13 +672,15 @@ def memory_plan(profile: str, params: dict[str, dict]) -> dict:
 
 
 #: What each notebook does at the colab profile (the Colab walk-through, docs/colab.md).
-COLAB_WORK = {"01": "sample Qwen2.5-0.5B, segment with the 3B teacher, LoRA SFT of the chunk policy",
-              "02": "pre-filter prompts, Monte-Carlo rollouts, the three label rules",
-              "03": "balance positives and negatives per rule (CPU, seconds)",
-              "04": "GRPO judges (LoRA), discriminative and RS-FT baselines, validation",
-              "05": "every judge on real ProcessBench",
-              "06": "Chunk-Reset reasoning on MATH-500 and held-out NuminaMath with the judges",
-              "07": "stepwise rejection-sampling fine-tuning of the policy"}
+COLAB_WORK = {
+    "01": "sample Qwen2.5-0.5B, segment with the 3B teacher, LoRA SFT of the chunk policy",
+    "02": "pre-filter prompts, Monte-Carlo rollouts, the three label rules",
+    "03": "balance positives and negatives per rule (CPU, seconds)",
+    "04": "GRPO judges (LoRA), discriminative and RS-FT baselines, validation",
+    "05": "every judge on real ProcessBench",
+    "06": "Chunk-Reset reasoning on MATH-500 and held-out NuminaMath with the judges",
+    "07": "stepwise rejection-sampling fine-tuning of the policy",
+}
 
 
 def colab_table(plan: dict) -> str:
@@ -544,13 +719,18 @@ def render(plan: dict) -> str:
             gib = "   ?" if r["gib"] is None else f"{r['gib']:7.2f} GiB"
             lines.append(f"  {r['stage']:22s} {r['phase']:28s} {gib}{flag}")
     lines.append(f"estimated A100-hours in all: {plan['estimated_a100_hours']} ({plan['note']})")
-    lines.append(f"estimated wall-clock time as launched: {plan['estimated_wall_hours']} hours "
-                 f"({plan['estimated_wall_hours'] / 24:.1f} days): the generation of 02, 05, 06 and 07 on "
-                 f"{_labelling_gpus(plan)} GPU(s) (WORKERS x NODES: make workers STAGE=...), the rest of the "
-                 f"generation on one engine (one GPU, the teacher on TEACHER_VLLM_TP), training "
-                 f"{plan['training_launch'].split(':')[0]}")
+    lines.append(
+        f"estimated wall-clock time as launched: {plan['estimated_wall_hours']} hours "
+        f"({plan['estimated_wall_hours'] / 24:.1f} days): the generation of 02, 05, 06 and 07 on "
+        f"{_labelling_gpus(plan)} GPU(s) (WORKERS x NODES: make workers STAGE=...), the rest of the "
+        f"generation on one engine (one GPU, the teacher on TEACHER_VLLM_TP), training "
+        f"{plan['training_launch'].split(':')[0]}"
+    )
     t4 = [(s["notebook"], s["t4_minutes"]) for s in plan["stages"] if "t4_minutes" in s]
     if t4:
-        lines.append(f"estimated time on one T4 (A100-hours x {T4_PER_A100}, not measured): "
-                     + ", ".join(f"{n[:2]} {m} min" for n, m in t4) + f"; {sum(m for _, m in t4)} min in all")
+        lines.append(
+            f"estimated time on one T4 (A100-hours x {T4_PER_A100}, not measured): "
+            + ", ".join(f"{n[:2]} {m} min" for n, m in t4)
+            + f"; {sum(m for _, m in t4)} min in all"
+        )
     return "\n".join(lines)

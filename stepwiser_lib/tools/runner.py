@@ -63,8 +63,10 @@ def read_timings(path: Path) -> dict:
             return data
     except (json.JSONDecodeError, UnicodeDecodeError):
         pass
-    warnings.warn(f"{path} is damaged (not a JSON object of seconds per notebook); it is rewritten "
-                  "from this run's times", stacklevel=2)
+    warnings.warn(
+        f"{path} is damaged (not a JSON object of seconds per notebook); it is rewritten from this run's times",
+        stacklevel=2,
+    )
     return {}
 
 
@@ -83,8 +85,10 @@ def _writable(folders: list[Path]) -> None:
             with tempfile.NamedTemporaryFile(dir=here, prefix=".write-check."):
                 pass
         except OSError as e:
-            raise ConfigError(f"cannot write to {d}: {e.strerror or e}; free or fix that folder, or point "
-                              f"${paths.OUTPUT_ROOT_ENV} at a writable one") from None
+            raise ConfigError(
+                f"cannot write to {d}: {e.strerror or e}; free or fix that folder, or point "
+                f"${paths.OUTPUT_ROOT_ENV} at a writable one"
+            ) from None
 
 
 def _kernel_manager(log):
@@ -127,10 +131,18 @@ def _failure(nb_path: Path) -> str:
     return ""
 
 
-def run(profile: str, only: list[str] | None = None, check_only: bool = False,
-        notebooks_dir: Path = NOTEBOOKS_DIR, out_dir: Path | None = None,
-        profiles_dir: Path = PROFILES_DIR, log_output: bool = False,
-        dry_run: bool = False, overrides: dict | None = None, record: bool | None = None) -> dict[str, float]:
+def run(
+    profile: str,
+    only: list[str] | None = None,
+    check_only: bool = False,
+    notebooks_dir: Path = NOTEBOOKS_DIR,
+    out_dir: Path | None = None,
+    profiles_dir: Path = PROFILES_DIR,
+    log_output: bool = False,
+    dry_run: bool = False,
+    overrides: dict | None = None,
+    record: bool | None = None,
+) -> dict[str, float]:
     """Run (or check, or plan) the notebooks at ``profile``; ``overrides`` set parameters on top
     of the profile in every selected notebook that declares them (``make gpu-check``'s backend
     and data paths), type-checked like profile values. ``record``: write the run times to
@@ -162,8 +174,12 @@ def run(profile: str, only: list[str] | None = None, check_only: bool = False,
             raise ConfigError(f"invalid model reference(s): {bad}")
         over = [r for r in p["memory"]["rows"] if not r["fits"]]
         if over:
-            raise ConfigError("estimated not to fit on " + p["memory"]["gpu"] + ": " + "; ".join(
-                f"{r['stage']} / {r['phase']}: {r['detail']}; change {r['change']}" for r in over))
+            raise ConfigError(
+                "estimated not to fit on "
+                + p["memory"]["gpu"]
+                + ": "
+                + "; ".join(f"{r['stage']} / {r['phase']}: {r['detail']}; change {r['change']}" for r in over)
+            )
         return {}
     if check_only:
         for nb, vals in params.items():
@@ -172,7 +188,9 @@ def run(profile: str, only: list[str] | None = None, check_only: bool = False,
     if missing:  # before any kernel starts, not when the stage that reads them is reached
         raise ConfigError("data file(s) not there:\n  " + "\n  ".join(missing))
     out = Path(out_dir or run_dir(profile))
-    _writable([out, paths.output_root() / "results" / profile, paths.output_root() / "figures" / profile])  # E03: a folder the run cannot write fails now, not after a stage
+    _writable(
+        [out, paths.output_root() / "results" / profile, paths.output_root() / "figures" / profile]
+    )  # E03: a folder the run cannot write fails now, not after a stage
     import papermill as pm
 
     _quiet_papermill_inference()
@@ -184,27 +202,36 @@ def run(profile: str, only: list[str] | None = None, check_only: bool = False,
     tpath = out / "timings.json"
     for nb in notebooks:
         dest = out / nb.name
-        print(f"[runner] {nb.stem} ({profile}) -> {dest.relative_to(ROOT) if dest.is_relative_to(ROOT) else dest}",
-              flush=True)
+        print(
+            f"[runner] {nb.stem} ({profile}) -> {dest.relative_to(ROOT) if dest.is_relative_to(ROOT) else dest}",
+            flush=True,
+        )
         t0 = time.time()
         # papermill rewrites its output as cells run, with plain writes: into a file of this process,
         # moved into place whatever happens, so two runs at once never interleave one file (C03)
         running = out / f".{nb.stem}.{os.getpid()}.running.ipynb"
         try:
             with open(out / "kernel.log", "ab") as log:
-                pm.execute_notebook(str(nb), str(running), parameters=params[nb.stem], kernel_name="python3",
-                                    cwd=str(ROOT), progress_bar=False, log_output=log_output,
-                                    kernel_manager_class=_kernel_manager(log))
+                pm.execute_notebook(
+                    str(nb),
+                    str(running),
+                    parameters=params[nb.stem],
+                    kernel_name="python3",
+                    cwd=str(ROOT),
+                    progress_bar=False,
+                    log_output=log_output,
+                    kernel_manager_class=_kernel_manager(log),
+                )
         except KeyboardInterrupt:
             raise KeyboardInterrupt(nb.name) from None
         except pm.PapermillExecutionError as e:
             _into_place(running, dest)
             where = _failure(dest) or f"cell {e.exec_count}: {e.ename}: {e.evalue}"
-            raise RuntimeError(f"notebook {nb.name} failed at {where}\n"
-                               f"  full traceback in {dest}") from None
+            raise RuntimeError(f"notebook {nb.name} failed at {where}\n  full traceback in {dest}") from None
         except Exception as e:  # the kernel died (out of memory, killed): its own log says why
-            raise RuntimeError(f"notebook {nb.name} stopped: {type(e).__name__}: {e}\n"
-                               f"  the kernel's log: {out / 'kernel.log'}") from e
+            raise RuntimeError(
+                f"notebook {nb.name} stopped: {type(e).__name__}: {e}\n  the kernel's log: {out / 'kernel.log'}"
+            ) from e
         finally:
             _into_place(running, dest)
         timings[nb.stem] = round(time.time() - t0, 1)
@@ -214,8 +241,9 @@ def run(profile: str, only: list[str] | None = None, check_only: bool = False,
         write_json(tpath, old)
     if record if record is not None else (not only and out_dir is None and notebooks_dir == NOTEBOOKS_DIR):
         # a full run of the shipped notebooks: its times are a result (the run-time table of docs/results_tiny.md)
-        write_json(results_dir(profile) / "run_times.json",
-                   {"notebooks": timings, "cpus": os.cpu_count(), "fresh": fresh})
+        write_json(
+            results_dir(profile) / "run_times.json", {"notebooks": timings, "cpus": os.cpu_count(), "fresh": fresh}
+        )
     if out_dir is None and notebooks_dir == NOTEBOOKS_DIR and any(results_dir(profile).glob("*_predictions.jsonl")):
         from ..evals import claims  # lazy: numpy, only after a run that wrote predictions
 
@@ -231,8 +259,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", nargs="*", help="notebook number prefixes, e.g. 01 02")
     ap.add_argument("--check", action="store_true", help="validate the profile and stop")
     ap.add_argument("--log-output", action="store_true", help="stream cell output to the terminal")
-    ap.add_argument("--dry-run", action="store_true",
-                    help="validate, resolve models and datasets without downloading, print the plan")
+    ap.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="validate, resolve models and datasets without downloading, print the plan",
+    )
     a = ap.parse_args(argv)
     try:
         t = run(a.profile, a.only, a.check, log_output=a.log_output, dry_run=a.dry_run)
@@ -243,8 +274,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[runner] FAILED: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt as e:
-        print(f"[runner] interrupted{' in ' + e.args[0] if e.args else ''}; the next run resumes from what "
-              f"is on disk (runs/{a.profile}/artifacts)", file=sys.stderr)
+        print(
+            f"[runner] interrupted{' in ' + e.args[0] if e.args else ''}; the next run resumes from what "
+            f"is on disk (runs/{a.profile}/artifacts)",
+            file=sys.stderr,
+        )
         return 130
     if t:
         print(f"[runner] all done: {sum(t.values()):.0f} s in total", flush=True)

@@ -20,6 +20,7 @@ from ..method.judge import load_judge, parse_verdict, verdict_reward
 
 # ----------------------------------------------------------------------------- notebook 02
 
+
 def pick_trajectory(records: list[dict]) -> str | None:
     """A trajectory worth reading by hand: the first with at least three chunks on which Abs-Q
     and Rel-Ratio disagree somewhere (else the first with the most chunks). None without records."""
@@ -34,8 +35,9 @@ def pick_trajectory(records: list[dict]) -> str | None:
     return max(by, key=lambda t: len(by[t]))
 
 
-def trajectory_table(records: list[dict], traj_id: str, alpha: float, gamma: float, n: int = 4,
-                     checker=None) -> list[dict]:
+def trajectory_table(
+    records: list[dict], traj_id: str, alpha: float, gamma: float, n: int = 4, checker=None
+) -> list[dict]:
     """One trajectory's chunks in order: the chunk, the exact checker's verdict (``checker``:
     record -> bool or None; toy world: :func:`stepwiser_lib.method.tasks.step_truth`), Q_prev, Q, the
     Rel-Effective score Q + α(μ(Q) − μ(Q_prev)), the ratio Q / Q_prev and the three labels
@@ -45,20 +47,56 @@ def trajectory_table(records: list[dict], traj_id: str, alpha: float, gamma: flo
     if not rs:
         raise ValueError(f"no chunks of trajectory {traj_id!r}")
     q, q0 = [r["q"] for r in rs], rs[0]["q0"]
-    labels = {"abs_q": labelling.abs_q_labels(q), "rel_effective": labelling.rel_effective_labels(q, q0, alpha, n),
-              "rel_ratio": labelling.rel_ratio_labels(q, q0, gamma)}
+    labels = {
+        "abs_q": labelling.abs_q_labels(q),
+        "rel_effective": labelling.rel_effective_labels(q, q0, alpha, n),
+        "rel_ratio": labelling.rel_ratio_labels(q, q0, gamma),
+    }
     out = []
     for i, r in enumerate(rs):
-        row = {"i": r["chunk_index"], "chunk": r["chunk"].strip().replace("\n", " / "),
-               **({} if checker is None else {"exact checker": checker(r)}),  # toy problems only
-               "Q_prev": round(r["q_prev"], 3), "Q": round(r["q"], 3), "rollouts": r.get("n_rollouts"),
-               "Q + α·Δμ": round(r["q"] + alpha * (labelling.mu(r["q"], n) - labelling.mu(r["q_prev"], n)), 3),
-               "Q / Q_prev": round(r["q"] / r["q_prev"], 3) if r["q_prev"] else None}
+        row = {
+            "i": r["chunk_index"],
+            "chunk": r["chunk"].strip().replace("\n", " / "),
+            **({} if checker is None else {"exact checker": checker(r)}),  # toy problems only
+            "Q_prev": round(r["q_prev"], 3),
+            "Q": round(r["q"], 3),
+            "rollouts": r.get("n_rollouts"),
+            "Q + α·Δμ": round(r["q"] + alpha * (labelling.mu(r["q"], n) - labelling.mu(r["q_prev"], n)), 3),
+            "Q / Q_prev": round(r["q"] / r["q_prev"], 3) if r["q_prev"] else None,
+        }
         for rule, ls in labels.items():
             row[rule] = "+" if ls[i] else "−"
         row["stored"] = all(ls[i] == r[f"label_{rule}"] for rule, ls in labels.items())
         out.append(row)
     return out
+
+
+RULE_SIGN_NAMES = {"abs_q": "Abs-Q", "rel_effective": "Rel-Effective", "rel_ratio": "Rel-Ratio"}
+
+
+def label_noise_line(rows: list[dict]) -> str:
+    """What kind of example :func:`trajectory_table`'s rows are (issue 36: the worked example was
+    label noise, unremarked): each chunk whose label disagrees with the exact checker, by rule. ""
+    without a checker (real maths)."""
+    if not rows or "exact checker" not in rows[0]:
+        return ""
+    bad = []
+    for r in rows:
+        ok = r["exact checker"]
+        if ok is None:
+            continue
+        rules = [RULE_SIGN_NAMES[k] for k in RULE_SIGN_NAMES if (r[k] == "+") != ok]
+        if rules:
+            bad.append(
+                f"chunk {r['i']} is {'right' if ok else 'wrong'} by the exact checker, but {' and '.join(rules)} "
+                f"label{'s' if len(rules) == 1 else ''} it {'Negative' if ok else 'Positive'}"
+            )
+    if not bad:
+        return "A clean example: every label of this trajectory agrees with the exact checker."
+    return (
+        "Label noise in this example: " + "; ".join(bad) + ". A Monte-Carlo label measures how a chunk moves the "
+        "chance of success, from a few rollouts; it is not a check of the chunk."
+    )
 
 
 def positive_rate_ci(records: list[dict], rule: str, n_boot: int = 2000, seed: int = 0) -> dict:
@@ -67,13 +105,24 @@ def positive_rate_ci(records: list[dict], rule: str, n_boot: int = 2000, seed: i
     if not records:
         raise ValueError("no labelled chunks")
     ys = [bool(r[f"label_{rule}"]) for r in records]
-    est, lo, hi = cluster_bootstrap(lambda idx: 100.0 * sum(ys[i] for i in idx) / len(idx), len(ys),
-                                    [r["problem_id"] for r in records], n_boot, seed)
-    return {"rate": round(est, 1), "low": round(lo, 1), "high": round(hi, 1), "chunks": len(ys),
-            "problems": len({r["problem_id"] for r in records})}
+    est, lo, hi = cluster_bootstrap(
+        lambda idx: 100.0 * sum(ys[i] for i in idx) / len(idx),
+        len(ys),
+        [r["problem_id"] for r in records],
+        n_boot,
+        seed,
+    )
+    return {
+        "rate": round(est, 1),
+        "low": round(lo, 1),
+        "high": round(hi, 1),
+        "chunks": len(ys),
+        "problems": len({r["problem_id"] for r in records}),
+    }
 
 
 # ----------------------------------------------------------------------------- notebook 04
+
 
 def grpo_advantages(rewards: list[float], group_size: int) -> list[float]:
     """The GRPO advantage exactly as TRL computes it with ``scale_rewards="group"`` (our setting):
@@ -91,8 +140,17 @@ def grpo_advantages(rewards: list[float], group_size: int) -> list[float]:
     return [round(float(a), 4) for a in ((r - mean) / (std + 1e-4)).flatten()]
 
 
-def sample_groups(entry: dict, examples: list[dict], *, family: str, group_size: int, temperature: float,
-                  max_completion: int, seed: int = 0, n_prompts: int = 8) -> list[dict]:
+def sample_groups(
+    entry: dict,
+    examples: list[dict],
+    *,
+    family: str,
+    group_size: int,
+    temperature: float,
+    max_completion: int,
+    seed: int = 0,
+    n_prompts: int = 8,
+) -> list[dict]:
     """GRPO's first step by hand: ``group_size`` judge outputs sampled (at the RL temperature) for
     each of the first ``n_prompts`` training examples from the judge RL starts from (``entry``:
     its registry entry), each with its verdict, the reward TRL receives (:func:`judge.verdict_reward`)
@@ -104,26 +162,40 @@ def sample_groups(entry: dict, examples: list[dict], *, family: str, group_size:
         return []
     j = load_judge(entry, family, max_completion)
     try:
-        outs = j.gen.generate([judge_prompt(family, e["problem"], e["history"], e["chunk"], entry["style"]) for e in exs],
-                              n=group_size, temperature=temperature, max_new_tokens=max_completion, seed=seed)
+        outs = j.gen.generate(
+            [judge_prompt(family, e["problem"], e["history"], e["chunk"], entry["style"]) for e in exs],
+            n=group_size,
+            temperature=temperature,
+            max_new_tokens=max_completion,
+            seed=seed,
+        )
     finally:
         release(j)
     groups = []
     for e, cands in zip(exs, outs):
         texts = [c.text for c in cands]
         rewards = verdict_reward(texts, label=[bool(e["label"])] * len(texts))
-        groups.append({"problem": e["problem"], "history": e["history"], "chunk": e["chunk"], "label": bool(e["label"]),
-                       "outputs": [{"verdict": parse_verdict(t), "reward": r, "text": t} for t, r in zip(texts, rewards)],
-                       "advantages": grpo_advantages(rewards, len(rewards))})
+        groups.append(
+            {
+                "problem": e["problem"],
+                "history": e["history"],
+                "chunk": e["chunk"],
+                "label": bool(e["label"]),
+                "outputs": [{"verdict": parse_verdict(t), "reward": r, "text": t} for t, r in zip(texts, rewards)],
+                "advantages": grpo_advantages(rewards, len(rewards)),
+            }
+        )
     return groups
 
 
 # ----------------------------------------------------------------------------- closing cells
 
-MEANING = {"reproduced": "this run shows it (the interval excludes zero in the paper's direction)",
-           "within noise": "this run does not show it either way (the interval includes zero)",
-           "contradicted": "this run shows the opposite (the interval excludes zero against the paper)",
-           "uninformative": "this run cannot ask it: a judge gave no parsable verdict, or was never asked"}
+MEANING = {
+    "same direction": "this run's difference has the paper's sign, its interval (items of one run) excluding zero",
+    "undetermined": "this run does not tell either way (the interval includes zero)",
+    "opposite direction": "this run's difference has the other sign, its interval excluding zero",
+    "uninformative": "this run cannot ask it: a judge gave no parsable verdict, or was never asked",
+}
 
 
 def claim_lines(results_dir: str | Path, file: str) -> list[str]:
@@ -136,16 +208,19 @@ def claim_lines(results_dir: str | Path, file: str) -> list[str]:
     out, asked = [], set()
     for r in rows(results_dir, files=[file]):
         asked.add((r["question"], r["a"], r["b"]))
-        ours = ("no number" if r["ours"] is None else
-                f"{r['ours']:+.1f} [{r['low']:+.1f}, {r['high']:+.1f}]")
-        out.append(f"- **{r['claim']}.** Paper: {r['paper']:+.1f} ({r['paper_source']}). Ours: {ours}, "
-                   f"{r['test']}: **{r['verdict']}**: {MEANING[r['verdict']]}.")
+        ours = "no number" if r["ours"] is None else f"{r['ours']:+.1f} [{r['low']:+.1f}, {r['high']:+.1f}]"
+        out.append(
+            f"- **{r['claim']}.** Paper: {r['paper']:+.1f} ({r['paper_source']}). Ours: {ours}, "
+            f"{r['test']}: **{r['verdict']}**: {MEANING[r['verdict']]}."
+        )
     for c in json.loads(path.read_text()).get("comparisons", []):
         if (c["claim"], c.get("a"), c.get("b")) in asked or {"diff", "low", "high"} - set(c):
             continue
         if c["diff"] is None:  # an uninformative comparison (stepwiser_lib.core.verdicts)
             out.append(f"- *{c['claim']}* (not a paper claim): **{c['verdict']}**: {c.get('test', '')}.")
             continue
-        out.append(f"- *{c['claim']}* (not a paper claim; {c.get('a', 'a')} − {c.get('b', 'b')}): {c['diff']:+.1f} "
-                   f"[{c['low']:+.1f}, {c['high']:+.1f}], {c.get('test', 'paired bootstrap')}.")
+        out.append(
+            f"- *{c['claim']}* (not a paper claim; {c.get('a', 'a')} − {c.get('b', 'b')}): {c['diff']:+.1f} "
+            f"[{c['low']:+.1f}, {c['high']:+.1f}], {c.get('test', 'paired bootstrap')}."
+        )
     return out or ["- This notebook's results test no paired claim at this profile."]

@@ -49,18 +49,33 @@ def _append(rel: Path, rec: dict) -> None:
         f.write(json.dumps(io.repo_relative(rec)) + "\n")
 
 
-def plain_records(records: list[dict], problems: dict[str, str], base_prompt: str, fraction: float,
-                  seed: int = 0) -> list[dict]:
+def plain_records(
+    records: list[dict], problems: dict[str, str], base_prompt: str, fraction: float, seed: int = 0
+) -> list[dict]:
     """``fraction`` times as many records as ``records`` (at most one per record), each the same
     correct solution untagged (``raw``) under the base policy's prompt, chosen seeded.
     ``problems``: problem id -> its text."""
     picked = random.Random(f"plain:{seed}").sample(records, min(len(records), round(fraction * len(records))))
-    return [{"problem_id": r["problem_id"], "prompt": base_prompt.format(problem=problems[r["problem_id"]]),
-             "completion": r["raw"]} for r in picked]
+    return [
+        {
+            "problem_id": r["problem_id"],
+            "prompt": base_prompt.format(problem=problems[r["problem_id"]]),
+            "completion": r["raw"],
+        }
+        for r in picked
+    ]
 
 
-def evaluate(model_dir: str, items: list[dict], template: str, chunked: bool, samples: int, max_new_tokens: int,
-             seed: int, batch: int = 128) -> dict:
+def evaluate(
+    model_dir: str,
+    items: list[dict],
+    template: str,
+    chunked: bool,
+    samples: int,
+    max_new_tokens: int,
+    seed: int,
+    batch: int = 128,
+) -> dict:
     """Avg@``samples`` at temperature 1 (Table 4's measure) and greedy accuracy on ``items``:
     the summary, the per-solution predictions (for the paired comparisons) and the greedy rate."""
     from ..engines.models import make_generator, release  # lazy: torch
@@ -71,14 +86,35 @@ def evaluate(model_dir: str, items: list[dict], template: str, chunked: bool, sa
     release(g)
     preds = solution_predictions("chunk" if chunked else "base", "toy", seed + 1, sampled, chunked=chunked)
     s = summarize(sampled, chunked=chunked)
-    return {"summary": {**s, "ci95": rate_ci(preds), "greedy_acc": round(100 * sum(r["correct"] for r in greedy) / len(greedy), 2)},
-            "predictions": preds}
+    return {
+        "summary": {
+            **s,
+            "ci95": rate_ci(preds),
+            "greedy_acc": round(100 * sum(r["correct"] for r in greedy) / len(greedy), 2),
+        },
+        "predictions": preds,
+    }
 
 
-def run_trial(profile: str, name: str, *, lr: float, epochs: float, use_lora: bool = False, tag_init: str = "random",
-              mix_plain: float = 0.0, problems: int = 200, samples_per_problem: int = 4, max_correct: int = 4,
-              eval_problems: int = 200, eval_samples: int = 4, max_new_tokens: int = 160, seed: int = 0,
-              global_batch: int = 16, note: str = "") -> dict:
+def run_trial(
+    profile: str,
+    name: str,
+    *,
+    lr: float,
+    epochs: float,
+    use_lora: bool = False,
+    tag_init: str = "random",
+    mix_plain: float = 0.0,
+    problems: int = 200,
+    samples_per_problem: int = 4,
+    max_correct: int = 4,
+    eval_problems: int = 200,
+    eval_samples: int = 4,
+    max_new_tokens: int = 160,
+    seed: int = 0,
+    global_batch: int = 16,
+    note: str = "",
+) -> dict:
     """Train one chunk-SFT recipe from the toy base and measure it on ``eval_dev`` beside the base
     (both cached under ``runs/<profile>/trials/chunk_sft/``); returns the trial's record."""
     from ..engines.models import make_generator, release  # lazy: torch
@@ -99,38 +135,90 @@ def run_trial(profile: str, name: str, *, lr: float, epochs: float, use_lora: bo
     skey = io.digest(paths.model_fingerprint(base), problems, samples_per_problem, max_new_tokens, seed)
     samples = io.cached_jsonl(root / f"samples_{problems}x{samples_per_problem}.jsonl", skey, sample)
     records, stats = segmentation.build_sft_records(
-        samples, lambda rs: [toyworld.teacher_segment(r) for r in rs], max_correct, chunk_prompt, seed=seed)
+        samples, lambda rs: [toyworld.teacher_segment(r) for r in rs], max_correct, chunk_prompt, seed=seed
+    )
     texts = {r["problem_id"]: r["problem"] for r in samples}
     plain = plain_records(records, texts, base_prompt, mix_plain, seed) if mix_plain else []
-    settings = SFTSettings(epochs=epochs, lr=lr, global_batch=global_batch, micro_batch=min(8, global_batch),
-                           max_length=512, use_lora=use_lora, seed=seed, name="SFT")
+    settings = SFTSettings(
+        epochs=epochs,
+        lr=lr,
+        global_batch=global_batch,
+        micro_batch=min(8, global_batch),
+        max_length=512,
+        use_lora=use_lora,
+        seed=seed,
+        name="SFT",
+    )
     out = root / name
     sft = segmentation.sft_chunk_policy(base, records + plain, out, settings, tag_init=tag_init)
     ekey = io.digest(paths.model_fingerprint(base), [i["id"] for i in dev_items], eval_samples, max_new_tokens, seed)
-    base_eval = io.cached_json(root / "base_eval_dev.json", ekey, lambda: evaluate(
-        base, dev_items, base_prompt, False, eval_samples, max_new_tokens, seed))
+    base_eval = io.cached_json(
+        root / "base_eval_dev.json",
+        ekey,
+        lambda: evaluate(base, dev_items, base_prompt, False, eval_samples, max_new_tokens, seed),
+    )
     # the base asked with the chunk prompt, before any SFT: what the prompt costs, apart from what SFT costs
-    base_chunk = io.cached_json(root / "base_chunk_prompt_eval_dev.json", ekey, lambda: evaluate(
-        base, dev_items, chunk_prompt, True, eval_samples, max_new_tokens, seed))
+    base_chunk = io.cached_json(
+        root / "base_chunk_prompt_eval_dev.json",
+        ekey,
+        lambda: evaluate(base, dev_items, chunk_prompt, True, eval_samples, max_new_tokens, seed),
+    )
     chunk_eval = evaluate(sft["model_dir"], dev_items, chunk_prompt, True, eval_samples, max_new_tokens, seed)
     comps = segmentation.table4_comparisons(chunk_eval["predictions"], base_eval["predictions"])
     man = io.read_json(Path(base) / "manifest.json")
-    return {"name": name, "profile": profile, "note": note,
-            "base": {"phases": len(man.get("phases", [])) or 1, "weights_sha256": man["files"].get("model.safetensors"),
-                     "last_phase": {k: man["training"].get(k) for k in ("max_steps", "check_fraction", "chunk_fraction")}},
-            "settings": {"lr": lr, "epochs": epochs, "use_lora": use_lora, "tag_init": tag_init, "mix_plain": mix_plain,
-                         "problems": problems, "samples_per_problem": samples_per_problem, "max_correct": max_correct,
-                         "global_batch": settings.global_batch, "seed": seed},
-            "data": {**asdict(stats), "chunk_records": len(records), "plain_records": len(plain)},
-            "tag_rows": sft.get("tag_rows", {}), "sft_steps": sft["steps"], "sft_seconds": sft.get("train_seconds"),
-            "dev": {"problems": len(dev_items), "samples": eval_samples, "base": base_eval["summary"],
-                    "base_chunk_prompt": base_chunk["summary"], "chunk": chunk_eval["summary"]},
-            "comparisons": comps, "seconds": round(time.time() - t0, 1)}
+    return {
+        "name": name,
+        "profile": profile,
+        "note": note,
+        "base": {
+            "phases": len(man.get("phases", [])) or 1,
+            "weights_sha256": man["files"].get("model.safetensors"),
+            "last_phase": {k: man["training"].get(k) for k in ("max_steps", "check_fraction", "chunk_fraction")},
+        },
+        "settings": {
+            "lr": lr,
+            "epochs": epochs,
+            "use_lora": use_lora,
+            "tag_init": tag_init,
+            "mix_plain": mix_plain,
+            "problems": problems,
+            "samples_per_problem": samples_per_problem,
+            "max_correct": max_correct,
+            "global_batch": settings.global_batch,
+            "seed": seed,
+        },
+        "data": {**asdict(stats), "chunk_records": len(records), "plain_records": len(plain)},
+        "tag_rows": sft.get("tag_rows", {}),
+        "sft_steps": sft["steps"],
+        "sft_seconds": sft.get("train_seconds"),
+        "dev": {
+            "problems": len(dev_items),
+            "samples": eval_samples,
+            "base": base_eval["summary"],
+            "base_chunk_prompt": base_chunk["summary"],
+            "chunk": chunk_eval["summary"],
+        },
+        "comparisons": comps,
+        "seconds": round(time.time() - t0, 1),
+    }
 
 
-def rsft_trial(profile: str, name: str, *, policy: str | None = None, lr: float = 2e-4, epochs: float = 2.0,
-               use_lora: bool = False, mix_sft: float = 0.0, prompts_n: int = 100, samples: int = 4,
-               eval_problems: int = 200, max_new_tokens: int = 160, seed: int = 0, note: str = "") -> dict:
+def rsft_trial(
+    profile: str,
+    name: str,
+    *,
+    policy: str | None = None,
+    lr: float = 2e-4,
+    epochs: float = 2.0,
+    use_lora: bool = False,
+    mix_sft: float = 0.0,
+    prompts_n: int = 100,
+    samples: int = 4,
+    eval_problems: int = 200,
+    max_new_tokens: int = 160,
+    seed: int = 0,
+    note: str = "",
+) -> dict:
     """Outcome-selected RS-FT (notebook 07's baseline arm: a random correct response per prompt)
     from ``policy`` (default: ``profile``'s chunk policy) with one fine-tuning recipe, greedy
     accuracy on ``eval_dev`` beside the policy's own, paired by problem. ``mix_sft`` adds that
@@ -152,7 +240,9 @@ def rsft_trial(profile: str, name: str, *, policy: str | None = None, lr: float 
         return out
 
     fp = paths.model_fingerprint(policy)
-    rows = io.cached_jsonl(root / f"samples_{prompts_n}x{samples}.jsonl", io.digest(fp, prompts_n, samples, max_new_tokens, seed), sample)
+    rows = io.cached_jsonl(
+        root / f"samples_{prompts_n}x{samples}.jsonl", io.digest(fp, prompts_n, samples, max_new_tokens, seed), sample
+    )
     items = rsft.group_items(train_items, rows)
     picks = [rsft.select_best([{"correct": c} for c in it["correct"]], "outcome", seed, it["id"]) for it in items]
     recs = rsft.sft_records(items, picks, template)
@@ -168,28 +258,67 @@ def rsft_trial(profile: str, name: str, *, policy: str | None = None, lr: float 
         release(g)
         return out
 
-    base = io.cached_json(root / "policy_eval_dev.json", io.digest(fp, [i["id"] for i in dev["toy"]], max_new_tokens, seed),
-                          lambda: evaluate_dir(policy))
-    settings = SFTSettings(epochs=epochs, lr=lr, global_batch=16, micro_batch=8, max_length=512, use_lora=use_lora,
-                           seed=seed, name="SFT")
+    base = io.cached_json(
+        root / "policy_eval_dev.json",
+        io.digest(fp, [i["id"] for i in dev["toy"]], max_new_tokens, seed),
+        lambda: evaluate_dir(policy),
+    )
+    settings = SFTSettings(
+        epochs=epochs, lr=lr, global_batch=16, micro_batch=8, max_length=512, use_lora=use_lora, seed=seed, name="SFT"
+    )
     r = sft(policy, recs + extra, root / name, settings)
     after = evaluate_dir(r["model_dir"])
     ids = [f"toy/{i['id']}" for i in dev["toy"]]
-    comp = compare_rates(problem_predictions("rsft", "toy", seed, ids, after["correct"]["toy"]),
-                         problem_predictions("policy", "toy", seed, ids, base["correct"]["toy"]))
-    return {"name": name, "profile": profile, "note": note, "kind": "rsft",
-            "settings": {"lr": lr, "epochs": epochs, "use_lora": use_lora, "mix_sft": mix_sft, "prompts": prompts_n,
-                         "samples": samples, "seed": seed},
-            "data": {"responses": len(rows), "correct_rate": round(100 * sum(x["correct"] for x in rows) / len(rows), 2),
-                     "records": len(recs), "sft_records": len(extra)},
-            "sft_steps": r["steps"], "sft_seconds": r.get("train_seconds"),
-            "dev": {"problems": len(dev["toy"]), "policy_greedy_acc": base["acc"]["toy"], "rsft_greedy_acc": after["acc"]["toy"]},
-            "comparison": comp, "seconds": round(time.time() - t0, 1)}
+    comp = compare_rates(
+        problem_predictions("rsft", "toy", seed, ids, after["correct"]["toy"]),
+        problem_predictions("policy", "toy", seed, ids, base["correct"]["toy"]),
+    )
+    return {
+        "name": name,
+        "profile": profile,
+        "note": note,
+        "kind": "rsft",
+        "settings": {
+            "lr": lr,
+            "epochs": epochs,
+            "use_lora": use_lora,
+            "mix_sft": mix_sft,
+            "prompts": prompts_n,
+            "samples": samples,
+            "seed": seed,
+        },
+        "data": {
+            "responses": len(rows),
+            "correct_rate": round(100 * sum(x["correct"] for x in rows) / len(rows), 2),
+            "records": len(recs),
+            "sft_records": len(extra),
+        },
+        "sft_steps": r["steps"],
+        "sft_seconds": r.get("train_seconds"),
+        "dev": {
+            "problems": len(dev["toy"]),
+            "policy_greedy_acc": base["acc"]["toy"],
+            "rsft_greedy_acc": after["acc"]["toy"],
+        },
+        "comparison": comp,
+        "seconds": round(time.time() - t0, 1),
+    }
 
 
-def judge_rsft_trial(profile: str, name: str, *, rule: str = "rel_ratio", lr: float | None = None,
-                     epochs: float | None = None, samples: int | None = None, per_example: int | None = None,
-                     use_lora: bool | None = None, loss_tokens: str | None = None, seed: int = 0, note: str = "") -> dict:
+def judge_rsft_trial(
+    profile: str,
+    name: str,
+    *,
+    rule: str = "rel_ratio",
+    lr: float | None = None,
+    epochs: float | None = None,
+    samples: int | None = None,
+    per_example: int | None = None,
+    use_lora: bool | None = None,
+    loss_tokens: str | None = None,
+    seed: int = 0,
+    note: str = "",
+) -> dict:
     """The RS-FT judge (notebook 04's "Ablate RL" arm, paper Table 6) with one recipe, from
     ``profile``'s CoT warm-up and judge splits, measured on the **dev** chunks only: balanced
     accuracy, Positive rate, and the share of verdicts equal to the warm-up's
@@ -201,15 +330,30 @@ def judge_rsft_trial(profile: str, name: str, *, rule: str = "rel_ratio", lr: fl
     t0 = time.time()
     cfg = config.for_notebook(profile, "04_judge_grpo")
     recipe = judge_train.recipe_from_config(cfg)
-    rs = recipe["rsft"].with_(**{k: v for k, v in (("lr", lr), ("epochs", epochs), ("use_lora", use_lora)) if v is not None})
-    recipe = {**recipe, "rsft": rs, "rsft_loss_tokens": loss_tokens or "all", "rsft_samples": samples or recipe["rsft_samples"],
-              "rsft_per_example": per_example or recipe["rsft_per_example"]}
+    rs = recipe["rsft"].with_(
+        **{k: v for k, v in (("lr", lr), ("epochs", epochs), ("use_lora", use_lora)) if v is not None}
+    )
+    recipe = {
+        **recipe,
+        "rsft": rs,
+        "rsft_loss_tokens": loss_tokens or "all",
+        "rsft_samples": samples or recipe["rsft_samples"],
+        "rsft_per_example": per_example or recipe["rsft_per_example"],
+    }
     data, _ = judge_runs.read_splits(profile, [rule])
     art = paths.artifacts(profile, "04_judge_grpo")
     warm = art / "warmup_cot" / "model"
     out = paths.run_dir(profile) / "trials" / "judge_rsft" / name
-    r = judge_train.train_variant(f"rsft:{rule}", data, out, base_model=str(warm), warmups={"cot": str(warm)},
-                                  recipe=recipe, family="toy", seed=seed)
+    r = judge_train.train_variant(
+        f"rsft:{rule}",
+        data,
+        out,
+        base_model=str(warm),
+        warmups={"cot": str(warm)},
+        recipe=recipe,
+        family="toy",
+        seed=seed,
+    )
     dev = data[rule]["dev_balanced"]
 
     def judged(model_dir):
@@ -219,22 +363,49 @@ def judge_rsft_trial(profile: str, name: str, *, rule: str = "rel_ratio", lr: fl
         return v
 
     after, before = judged(r["entry"]["base"]), judged(warm)
-    preds = [{"problem_id": e["problem_id"], "label": e["label"], "verdict": v == "Positive" if v else None}
-             for e, v in zip(dev, after)]
+    preds = [
+        {"problem_id": e["problem_id"], "label": e["label"], "verdict": v == "Positive" if v else None}
+        for e, v in zip(dev, after)
+    ]
     same = sum(a == b for a, b in zip(after, before)) / len(dev)
-    return {"name": name, "profile": profile, "note": note, "kind": "judge_rsft", "rule": rule,
-            "settings": {"lr": rs.lr, "epochs": rs.epochs, "use_lora": rs.use_lora, "loss_tokens": recipe["rsft_loss_tokens"],
-                         "samples": recipe["rsft_samples"],
-                         "per_example": recipe["rsft_per_example"], "seed": seed},
-            "kept": r["train"]["rsft_kept"], "sampled": r["train"]["rsft_sampled"],
-            "dev": {"chunks": len(dev), "balanced_acc": balanced_accuracy_ci(preds)["balanced_acc"],
-                    "positive_rate": round(100 * sum(v == "Positive" for v in after) / len(dev), 2),
-                    "same_as_warmup": round(100 * same, 2), "degenerate": same >= DEGENERATE_SHARE},
-            "seconds": round(time.time() - t0, 1)}
+    return {
+        "name": name,
+        "profile": profile,
+        "note": note,
+        "kind": "judge_rsft",
+        "rule": rule,
+        "settings": {
+            "lr": rs.lr,
+            "epochs": rs.epochs,
+            "use_lora": rs.use_lora,
+            "loss_tokens": recipe["rsft_loss_tokens"],
+            "samples": recipe["rsft_samples"],
+            "per_example": recipe["rsft_per_example"],
+            "seed": seed,
+        },
+        "kept": r["train"]["rsft_kept"],
+        "sampled": r["train"]["rsft_sampled"],
+        "dev": {
+            "chunks": len(dev),
+            "balanced_acc": balanced_accuracy_ci(preds)["balanced_acc"],
+            "positive_rate": round(100 * sum(v == "Positive" for v in after) / len(dev), 2),
+            "same_as_warmup": round(100 * same, 2),
+            "degenerate": same >= DEGENERATE_SHARE,
+        },
+        "seconds": round(time.time() - t0, 1),
+    }
 
 
-def reset_trial(profile: str, name: str, *, temperatures: tuple[float, ...] = (1.0, 0.7, 0.4),
-                judge_name: str = "stepwiser:rel_ratio", n_problems: int = 128, seed: int = 0, note: str = "") -> dict:
+def reset_trial(
+    profile: str,
+    name: str,
+    *,
+    temperatures: tuple[float, ...] = (1.0, 0.7, 0.4),
+    judge_name: str = "stepwiser:rel_ratio",
+    n_problems: int = 128,
+    seed: int = 0,
+    note: str = "",
+) -> dict:
     """Chunk-reset's policy sampling temperature (not in the paper; notebook 06's ``TEMPERATURE``)
     on ``eval_dev``: at each temperature the plain sampled policy and the reset with
     ``judge_name`` (notebook 04's registry at ``profile``), on common random numbers, and the
@@ -264,15 +435,29 @@ def reset_trial(profile: str, name: str, *, temperatures: tuple[float, ...] = (1
         cfg = cr.ResetConfig(temperature=t, seed=seed)
         arm(f"no judge T={t:g}", None, cfg)
         arm(f"{judge_name} T={t:g}", j, cfg)
-        comps += [compare_rates(preds[f"{judge_name} T={t:g}"], preds[f"no judge T={t:g}"]),
-                  compare_rates(preds[f"no judge T={t:g}"], preds["greedy"]),
-                  compare_rates(preds[f"{judge_name} T={t:g}"], preds["greedy"])]
+        comps += [
+            compare_rates(preds[f"{judge_name} T={t:g}"], preds[f"no judge T={t:g}"]),
+            compare_rates(preds[f"no judge T={t:g}"], preds["greedy"]),
+            compare_rates(preds[f"{judge_name} T={t:g}"], preds["greedy"]),
+        ]
     release(j)
     release(policy)
-    return {"name": name, "profile": profile, "note": note, "kind": "chunk_reset",
-            "settings": {"temperatures": list(temperatures), "judge": judge_name, "problems": n_problems, "seed": seed,
-                         "policy": policy_dir},
-            "dev": arms, "comparisons": comps, "seconds": round(time.time() - t0, 1)}
+    return {
+        "name": name,
+        "profile": profile,
+        "note": note,
+        "kind": "chunk_reset",
+        "settings": {
+            "temperatures": list(temperatures),
+            "judge": judge_name,
+            "problems": n_problems,
+            "seed": seed,
+            "policy": policy_dir,
+        },
+        "dev": arms,
+        "comparisons": comps,
+        "seconds": round(time.time() - t0, 1),
+    }
 
 
 def _base_label(base: dict | None) -> str:
@@ -290,20 +475,24 @@ def markdown(records: list[dict]) -> str:
     """The chunk-SFT trials (records of :func:`run_trial`) as the lab log's table: settings, SFT
     records and steps, dev Avg@k and greedy accuracy of the chunk policy, its steps and format
     rate, the paired Avg@k difference with the base (95% interval) and seconds."""
-    head = ("| trial | base (phases) | lr | epochs | batch | LoRA | tags | plain mix | SFT prompts × samples | records "
-            "| SFT steps | base dev Avg@k | base, chunk prompt | dev Avg@k | greedy | steps | format % | chunk − base Avg@k [95%] "
-            "| s |\n" + "|---" * 19 + "|\n")
+    head = (
+        "| trial | base (phases) | lr | epochs | batch | LoRA | tags | plain mix | SFT prompts × samples | records "
+        "| SFT steps | base dev Avg@k | base, chunk prompt | dev Avg@k | greedy | steps | format % | chunk − base Avg@k [95%] "
+        "| s |\n" + "|---" * 19 + "|\n"
+    )
     rows = []
     for r in records:
         st, d = r["settings"], r["dev"]["chunk"]
         acc = next(c for c in r["comparisons"] if c["field"] == "correct")
         phases = _base_label(r.get("base"))
-        rows.append(f"| {r['name']} | {phases} | {st['lr']:g} | {st['epochs']:g} | {st.get('global_batch', 16)} "
-                    f"| {'yes' if st['use_lora'] else 'no'} | {st['tag_init']} "
-                    f"| {st['mix_plain']:g} | {st['problems']} × {st['samples_per_problem']} "
-                    f"| {r['data']['chunk_records'] + r['data']['plain_records']} "
-                    f"| {r['sft_steps']} | {r['dev']['base']['avg_acc']} | {r['dev'].get('base_chunk_prompt', {}).get('avg_acc', '–')} | {d['avg_acc']} | {d['greedy_acc']} | {d['steps']} "
-                    f"| {d['format_ok']} | {acc['diff']:+.1f} [{acc['low']:+.1f}, {acc['high']:+.1f}] | {r['seconds']:.0f} |")
+        rows.append(
+            f"| {r['name']} | {phases} | {st['lr']:g} | {st['epochs']:g} | {st.get('global_batch', 16)} "
+            f"| {'yes' if st['use_lora'] else 'no'} | {st['tag_init']} "
+            f"| {st['mix_plain']:g} | {st['problems']} × {st['samples_per_problem']} "
+            f"| {r['data']['chunk_records'] + r['data']['plain_records']} "
+            f"| {r['sft_steps']} | {r['dev']['base']['avg_acc']} | {r['dev'].get('base_chunk_prompt', {}).get('avg_acc', '–')} | {d['avg_acc']} | {d['greedy_acc']} | {d['steps']} "
+            f"| {d['format_ok']} | {acc['diff']:+.1f} [{acc['low']:+.1f}, {acc['high']:+.1f}] | {r['seconds']:.0f} |"
+        )
     return head + "\n".join(rows) + "\n"
 
 
@@ -311,15 +500,19 @@ def rsft_markdown(records: list[dict]) -> str:
     """The RS-FT recipe trials (records of :func:`rsft_trial`) as the lab log's table: settings,
     records trained on, the policy's and the fine-tuned policy's greedy dev accuracy and their
     paired difference (95% interval)."""
-    head = ("| trial | lr | epochs | LoRA | SFT-set mix | prompts × samples | records | SFT steps | policy greedy "
-            "| RS-FT greedy | RS-FT − policy [95%] | s |\n" + "|---" * 12 + "|\n")
+    head = (
+        "| trial | lr | epochs | LoRA | SFT-set mix | prompts × samples | records | SFT steps | policy greedy "
+        "| RS-FT greedy | RS-FT − policy [95%] | s |\n" + "|---" * 12 + "|\n"
+    )
     rows = []
     for r in records:
         st, c = r["settings"], r["comparison"]
-        rows.append(f"| {r['name']} | {st['lr']:g} | {st['epochs']:g} | {'yes' if st['use_lora'] else 'no'} | {st['mix_sft']:g} "
-                    f"| {st['prompts']} × {st['samples']} | {r['data']['records'] + r['data']['sft_records']} | {r['sft_steps']} "
-                    f"| {r['dev']['policy_greedy_acc']} | {r['dev']['rsft_greedy_acc']} "
-                    f"| {c['diff']:+.1f} [{c['low']:+.1f}, {c['high']:+.1f}] | {r['seconds']:.0f} |")
+        rows.append(
+            f"| {r['name']} | {st['lr']:g} | {st['epochs']:g} | {'yes' if st['use_lora'] else 'no'} | {st['mix_sft']:g} "
+            f"| {st['prompts']} × {st['samples']} | {r['data']['records'] + r['data']['sft_records']} | {r['sft_steps']} "
+            f"| {r['dev']['policy_greedy_acc']} | {r['dev']['rsft_greedy_acc']} "
+            f"| {c['diff']:+.1f} [{c['low']:+.1f}, {c['high']:+.1f}] | {r['seconds']:.0f} |"
+        )
     return head + "\n".join(rows) + "\n"
 
 
@@ -328,13 +521,22 @@ def reset_markdown(records: list[dict]) -> str:
     with its 95% interval, rejected length and judge calls, then the paired differences."""
     out = []
     for r in records:
-        out += [f"**{r['name']}** ({r['settings']['problems']} dev problems, judge {r['settings']['judge']}, {r['seconds']:.0f} s)", "",
-                "| arm | accuracy [95%] | accepted length | rejected length | judge calls |", "|---|---|---|---|---|"]
-        out += [f"| {k} | {v['accuracy']} [{v['ci95']['low']}, {v['ci95']['high']}] | {v['accepted_length']} | {v['rejected_length']} "
-                f"| {v['judge_calls']} |" for k, v in r["dev"].items()]
+        out += [
+            f"**{r['name']}** ({r['settings']['problems']} dev problems, judge {r['settings']['judge']}, {r['seconds']:.0f} s)",
+            "",
+            "| arm | accuracy [95%] | accepted length | rejected length | judge calls |",
+            "|---|---|---|---|---|",
+        ]
+        out += [
+            f"| {k} | {v['accuracy']} [{v['ci95']['low']}, {v['ci95']['high']}] | {v['accepted_length']} | {v['rejected_length']} "
+            f"| {v['judge_calls']} |"
+            for k, v in r["dev"].items()
+        ]
         out += ["", "| a − b | diff [95%] | verdict |", "|---|---|---|"]
-        out += [f"| {c['a']} − {c['b']} | {c['diff']:+.1f} [{c['low']:+.1f}, {c['high']:+.1f}] | {c['verdict']} |"
-                for c in r["comparisons"]]
+        out += [
+            f"| {c['a']} − {c['b']} | {c['diff']:+.1f} [{c['low']:+.1f}, {c['high']:+.1f}] | {c['verdict']} |"
+            for c in r["comparisons"]
+        ]
         out.append("")
     return "\n".join(out)
 
@@ -361,9 +563,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--policy", default=None, help="RS-FT start (default: the profile's chunk policy)")
     ap.add_argument("--reset", action="store_true", help="chunk-reset's policy temperature instead (reset_trial)")
     ap.add_argument("--temperatures", type=float, nargs="+", default=[1.0, 0.7, 0.4])
-    ap.add_argument("--judge-rsft", action="store_true", help="the RS-FT judge's recipe instead (judge_rsft_trial), on dev chunks")
+    ap.add_argument(
+        "--judge-rsft", action="store_true", help="the RS-FT judge's recipe instead (judge_rsft_trial), on dev chunks"
+    )
     ap.add_argument("--rsft-per-example", type=int, default=None)
-    ap.add_argument("--loss-tokens", default=None, choices=["all", "verdict"], help="the RS-FT judge's loss tokens (default: all, as notebook 04)")
+    ap.add_argument(
+        "--loss-tokens",
+        default=None,
+        choices=["all", "verdict"],
+        help="the RS-FT judge's loss tokens (default: all, as notebook 04)",
+    )
     ap.add_argument("--table", action="store_true", help="print the trials so far as the lab log's tables")
     a = ap.parse_args(argv)
     if a.table:
@@ -375,35 +584,91 @@ def main(argv: list[str] | None = None) -> None:
     if not a.name:
         ap.error("--name is required for a trial")
     if a.judge_rsft:
-        rec = judge_rsft_trial(a.profile, a.name, lr=a.lr, epochs=a.epochs, samples=a.rsft_samples,
-                               per_example=a.rsft_per_example, use_lora=True if a.lora else None,
-                               loss_tokens=a.loss_tokens, seed=a.seed, note=a.note)
+        rec = judge_rsft_trial(
+            a.profile,
+            a.name,
+            lr=a.lr,
+            epochs=a.epochs,
+            samples=a.rsft_samples,
+            per_example=a.rsft_per_example,
+            use_lora=True if a.lora else None,
+            loss_tokens=a.loss_tokens,
+            seed=a.seed,
+            note=a.note,
+        )
         _append(JUDGE_RSFT_TRIALS, rec)
         print(json.dumps({k: rec[k] for k in ("name", "settings", "kept", "sampled", "dev", "seconds")}, indent=1))
         return
     if a.reset:
         rec = reset_trial(a.profile, a.name, temperatures=tuple(a.temperatures), seed=a.seed, note=a.note)
         _append(RESET_TRIALS, rec)
-        print(json.dumps({"dev": {k: (v["accuracy"], v["ci95"]["low"], v["ci95"]["high"]) for k, v in rec["dev"].items()},
-                          "comparisons": [(c["a"], c["b"], c["diff"], c["low"], c["high"]) for c in rec["comparisons"]],
-                          "seconds": rec["seconds"]}, indent=1))
+        print(
+            json.dumps(
+                {
+                    "dev": {k: (v["accuracy"], v["ci95"]["low"], v["ci95"]["high"]) for k, v in rec["dev"].items()},
+                    "comparisons": [(c["a"], c["b"], c["diff"], c["low"], c["high"]) for c in rec["comparisons"]],
+                    "seconds": rec["seconds"],
+                },
+                indent=1,
+            )
+        )
         return
     if a.rsft:
-        rec = rsft_trial(a.profile, a.name, policy=a.policy, lr=a.lr, epochs=a.epochs, use_lora=a.lora,
-                         mix_sft=a.mix_sft, prompts_n=a.rsft_prompts, samples=a.rsft_samples, seed=a.seed, note=a.note)
+        rec = rsft_trial(
+            a.profile,
+            a.name,
+            policy=a.policy,
+            lr=a.lr,
+            epochs=a.epochs,
+            use_lora=a.lora,
+            mix_sft=a.mix_sft,
+            prompts_n=a.rsft_prompts,
+            samples=a.rsft_samples,
+            seed=a.seed,
+            note=a.note,
+        )
         _append(RSFT_TRIALS, rec)
-        print(json.dumps({"name": a.name, **rec["dev"], "comparison": {k: rec["comparison"][k] for k in ("diff", "low", "high", "verdict")},
-                          "seconds": rec["seconds"]}, indent=1))
+        print(
+            json.dumps(
+                {
+                    "name": a.name,
+                    **rec["dev"],
+                    "comparison": {k: rec["comparison"][k] for k in ("diff", "low", "high", "verdict")},
+                    "seconds": rec["seconds"],
+                },
+                indent=1,
+            )
+        )
         return
-    rec = run_trial(a.profile, a.name, lr=a.lr, epochs=a.epochs, use_lora=a.lora, tag_init=a.tag_init,
-                    mix_plain=a.mix_plain, problems=a.problems, samples_per_problem=a.samples_per_problem,
-                    max_correct=a.max_correct, global_batch=a.batch, seed=a.seed, note=a.note)
+    rec = run_trial(
+        a.profile,
+        a.name,
+        lr=a.lr,
+        epochs=a.epochs,
+        use_lora=a.lora,
+        tag_init=a.tag_init,
+        mix_plain=a.mix_plain,
+        problems=a.problems,
+        samples_per_problem=a.samples_per_problem,
+        max_correct=a.max_correct,
+        global_batch=a.batch,
+        seed=a.seed,
+        note=a.note,
+    )
     _append(TRIALS, rec)
     d = rec["dev"]
-    print(json.dumps({"name": a.name, "base": {k: d["base"][k] for k in ("avg_acc", "greedy_acc", "steps")},
-                      "chunk": {k: d["chunk"][k] for k in ("avg_acc", "greedy_acc", "steps", "format_ok")},
-                      "comparisons": [(c["field"], c["diff"], c["low"], c["high"], c["verdict"]) for c in rec["comparisons"]],
-                      "seconds": rec["seconds"]}, indent=1))
+    print(
+        json.dumps(
+            {
+                "name": a.name,
+                "base": {k: d["base"][k] for k in ("avg_acc", "greedy_acc", "steps")},
+                "chunk": {k: d["chunk"][k] for k in ("avg_acc", "greedy_acc", "steps", "format_ok")},
+                "comparisons": [(c["field"], c["diff"], c["low"], c["high"], c["verdict"]) for c in rec["comparisons"]],
+                "seconds": rec["seconds"],
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

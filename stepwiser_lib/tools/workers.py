@@ -23,11 +23,14 @@ import time
 
 from ..core import paths
 
-
 #: stage -> (its worker CLI module, how many rounds of workers it takes). 07's judges score the
 #: samples of every worker, so its workers run twice: the first round samples, the second scores.
-STAGES = {"02": ("stepwiser_lib.method.labelling", 1), "05": ("stepwiser_lib.method.processbench", 1),
-          "06": ("stepwiser_lib.method.chunk_reset", 1), "07": ("stepwiser_lib.method.rsft", 2)}
+STAGES = {
+    "02": ("stepwiser_lib.method.labelling", 1),
+    "05": ("stepwiser_lib.method.processbench", 1),
+    "06": ("stepwiser_lib.method.chunk_reset", 1),
+    "07": ("stepwiser_lib.method.rsft", 2),
+}
 
 
 def worker_command(profile: str, worker: int, workers: int, out: str | None = None, stage: str = "02") -> list[str]:
@@ -36,12 +39,23 @@ def worker_command(profile: str, worker: int, workers: int, out: str | None = No
         raise SystemExit(f"[workers] no data-parallel stage {stage!r}; stages: {', '.join(STAGES)}")
     if out and stage != "02":
         raise SystemExit("[workers] --out is for stage 02 only (the others write notebook folders)")
-    cmd = [sys.executable, "-m", STAGES[stage][0], "--profile", profile, "--worker", str(worker), "--workers", str(workers)]
+    cmd = [
+        sys.executable,
+        "-m",
+        STAGES[stage][0],
+        "--profile",
+        profile,
+        "--worker",
+        str(worker),
+        "--workers",
+        str(workers),
+    ]
     return cmd + (["--out", str(out)] if out else [])
 
 
-def run_workers(profile: str, workers: int, gpus: list[str] | None = None, out: str | None = None,
-                stage: str = "02") -> int:
+def run_workers(
+    profile: str, workers: int, gpus: list[str] | None = None, out: str | None = None, stage: str = "02"
+) -> int:
     """Start ``workers`` processes of ``stage``'s worker CLI (worker ``i`` sees GPU ``gpus[i]``
     when given), each logging to ``runs/<profile>/workers/<stage>_worker_<i>.log``; wait for all
     (twice for a stage of two rounds). Returns 0 when every one finished, else 1 after naming the
@@ -67,8 +81,11 @@ def _round(profile, workers, gpus, out, stage, r) -> int:
         env = {**os.environ, **({"CUDA_VISIBLE_DEVICES": gpus[i]} if gpus else {})}
         log = open(logs / f"{stage}_worker_{i}.log", "a" if r else "w")  # noqa: SIM115 - closed below
         procs.append((i, subprocess.Popen(cmds[i], cwd=paths.ROOT, env=env, stdout=log, stderr=subprocess.STDOUT), log))
-        print(f"[workers] stage {stage}, round {r + 1}: worker {i} of {workers} started"
-              + (f" on GPU {gpus[i]}" if gpus else ""), flush=True)
+        print(
+            f"[workers] stage {stage}, round {r + 1}: worker {i} of {workers} started"
+            + (f" on GPU {gpus[i]}" if gpus else ""),
+            flush=True,
+        )
     failed = []
     for i, p, log in procs:
         p.wait()
@@ -77,20 +94,28 @@ def _round(profile, workers, gpus, out, stage, r) -> int:
             failed.append(i)
         print(f"[workers] worker {i} exited {p.returncode} after {time.time() - t0:.0f} s", flush=True)
     if failed:
-        print(f"[workers] FAILED: worker(s) {failed}; see {logs}/{stage}_worker_<i>.log. Their finished shards are "
-              "kept: run the same command again to compute the rest", file=sys.stderr)
+        print(
+            f"[workers] FAILED: worker(s) {failed}; see {logs}/{stage}_worker_<i>.log. Their finished shards are "
+            "kept: run the same command again to compute the rest",
+            file=sys.stderr,
+        )
         return 1
     print(f"[workers] stage {stage}, round {r + 1}: all {workers} done in {time.time() - t0:.0f} s", flush=True)
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description="Data-parallel generation: one process per GPU for notebook 02, 05, 06 or 07")
+    ap = argparse.ArgumentParser(
+        description="Data-parallel generation: one process per GPU for notebook 02, 05, 06 or 07"
+    )
     ap.add_argument("--stage", default="02", choices=sorted(STAGES), help="the notebook whose generation to run")
     ap.add_argument("--profile", default="tiny")
     ap.add_argument("--workers", type=int, default=1, help="processes, one per GPU")
-    ap.add_argument("--gpus", default="", help="comma-separated GPU ids, one per worker (default: "
-                    "CUDA_VISIBLE_DEVICES split, or none on a CPU machine)")
+    ap.add_argument(
+        "--gpus",
+        default="",
+        help="comma-separated GPU ids, one per worker (default: CUDA_VISIBLE_DEVICES split, or none on a CPU machine)",
+    )
     ap.add_argument("--out", default=None, help="stage 02 only: output folder (default: notebook 02's artifact folder)")
     a = ap.parse_args(argv)
     if a.workers < 1:

@@ -7,6 +7,7 @@ through :mod:`stepwiser_lib.method.tasks` (``step_truth``, ``analysis_verdict``,
 from __future__ import annotations
 
 import random
+import re
 
 from ..core.prompts import judge_prompt
 from .toyworld import check_step, derive_implied_ok, derive_text, parse_problem, restate_text
@@ -25,8 +26,26 @@ def analysis_implied(text: str) -> bool | None:
     return derive_implied_ok(text.split("\\boxed")[0])
 
 
-def warmup_records(examples: list[dict], family: str = "toy", seed: int = 0,
-                   style: str = "cot") -> list[dict]:
+#: ``A op B = C`` inside an analysis line (``25 + 30 = 55``, ``62 - 61 = 1``).
+_ARITH = re.compile(r"(-?\d+)\s*([-+*])\s*(-?\d+)\s*=\s*(-?\d+)")
+
+
+def analysis_checks(problem_text: str, chunk: str, analysis: str) -> dict:
+    """How a judge's own toy analysis compares with the truth (issue 36: what the printed
+    analyses do): ``exact`` (it is the exact re-derivation :func:`toy_analysis` writes),
+    ``arithmetic_ok`` (every ``A op B = C`` in it holds; None without one) and ``implied`` (the
+    verdict it implies, :func:`analysis_implied`). [not in paper]"""
+    text = analysis.split("\\boxed")[0].strip()
+    sums = _ARITH.findall(text)
+    ops = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
+    return {
+        "exact": text == toy_analysis(problem_text, chunk).strip(),
+        "arithmetic_ok": all(ops[o](int(a), int(b)) == int(c) for a, o, b, c in sums) if sums else None,
+        "implied": analysis_implied(analysis),
+    }
+
+
+def warmup_records(examples: list[dict], family: str = "toy", seed: int = 0, style: str = "cot") -> list[dict]:
     """Format warm-up SFT data for a tiny judge (notebook 04). [not in paper]
 
     It teaches the output *contract* only: for ``style="cot"`` the analysis (the re-derivation of
@@ -47,9 +66,14 @@ def warmup_records(examples: list[dict], family: str = "toy", seed: int = 0,
             completion = f"{restate_text(e['chunk'])}\n{box}"
         else:
             completion = f"{toy_analysis(e['problem'], e['chunk'])}\n{box}"
-        out.append({"prompt": judge_prompt(family, e["problem"], e["history"], e["chunk"],
-                                           "cot" if style == "restate" else style),
-                    "completion": completion})
+        out.append(
+            {
+                "prompt": judge_prompt(
+                    family, e["problem"], e["history"], e["chunk"], "cot" if style == "restate" else style
+                ),
+                "completion": completion,
+            }
+        )
     return out
 
 

@@ -90,15 +90,27 @@ class Problem:
         raise KeyError(name)
 
     def to_dict(self) -> dict:
-        return {"id": self.id, "text": self.text, "target": self.target, "answer": self.answer,
-                "needed": list(self.needed), "defs": [asdict(d) for d in self.defs],
-                "difficulty": dict(self.difficulty)}
+        return {
+            "id": self.id,
+            "text": self.text,
+            "target": self.target,
+            "answer": self.answer,
+            "needed": list(self.needed),
+            "defs": [asdict(d) for d in self.defs],
+            "difficulty": dict(self.difficulty),
+        }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Problem":
-        return cls(id=d["id"], text=d["text"], target=d["target"], answer=int(d["answer"]),
-                   needed=tuple(d["needed"]), defs=tuple(Definition(**x) for x in d["defs"]),
-                   difficulty=dict(d.get("difficulty", {})))
+    def from_dict(cls, d: dict) -> Problem:
+        return cls(
+            id=d["id"],
+            text=d["text"],
+            target=d["target"],
+            answer=int(d["answer"]),
+            needed=tuple(d["needed"]),
+            defs=tuple(Definition(**x) for x in d["defs"]),
+            difficulty=dict(d.get("difficulty", {})),
+        )
 
 
 def apply_op(op: str, x: int, y: int) -> int:
@@ -115,8 +127,7 @@ def _problem_bucket(text: str) -> int:
     return int(hashlib.sha1(text.encode()).hexdigest(), 16) % 100
 
 
-def _make_op(rng: random.Random, name: str, env: dict[str, int], pool: list[str],
-             max_value: int) -> Definition | None:
+def _make_op(rng: random.Random, name: str, env: dict[str, int], pool: list[str], max_value: int) -> Definition | None:
     left = rng.choice(pool)
     x = env[left]
     op = rng.choice(["+", "+", "-", "*"])
@@ -134,8 +145,7 @@ def _make_op(rng: random.Random, name: str, env: dict[str, int], pool: list[str]
     return Definition(name=name, value=v, op=op, left=left, right=right)
 
 
-def generate_problem(rng: random.Random, n_steps: int, n_distractors: int,
-                     max_value: int = 99) -> Problem:
+def generate_problem(rng: random.Random, n_steps: int, n_distractors: int, max_value: int = 99) -> Problem:
     """One problem with ``n_steps`` computed variables on the target's path.
 
     The target depends on every needed step (each step uses the previous one as its left
@@ -189,17 +199,30 @@ def generate_problem(rng: random.Random, n_steps: int, n_distractors: int,
         # Names follow the order of definition (a, b, c, ...): a tiny model then finds a
         # definition by its letter instead of tracking arbitrary names.  # [not in paper]
         rename = {d.name: VAR_NAMES[i] for i, d in enumerate(defs)}
-        defs = [Definition(rename[d.name], d.value, d.op, rename.get(d.left),
-                           rename.get(d.right, d.right)) for d in defs]
+        defs = [
+            Definition(rename[d.name], d.value, d.op, rename.get(d.left), rename.get(d.right, d.right)) for d in defs
+        ]
         target = rename[chain[-1]]
         text = " ".join(f"{d.name} = {d.expr}." for d in defs) + f" Find {target}."
-        return Problem(id="", text=text, defs=tuple(defs), target=target, answer=env[chain[-1]],
-                       needed=tuple(rename[c] for c in chain),
-                       difficulty={"n_steps": n_steps, "n_distractors": n_distractors})
+        return Problem(
+            id="",
+            text=text,
+            defs=tuple(defs),
+            target=target,
+            answer=env[chain[-1]],
+            needed=tuple(rename[c] for c in chain),
+            difficulty={"n_steps": n_steps, "n_distractors": n_distractors},
+        )
 
 
-def generate_problems(split: str, n: int, seed: int, steps: tuple[int, int] = (2, 4),
-                      distractors: tuple[int, int] = (0, 2), max_value: int = 99) -> list[Problem]:
+def generate_problems(
+    split: str,
+    n: int,
+    seed: int,
+    steps: tuple[int, int] = (2, 4),
+    distractors: tuple[int, int] = (0, 2),
+    max_value: int = 99,
+) -> list[Problem]:
     """``n`` distinct problems of one split (see :data:`SPLIT_BUCKETS`), deterministic in ``seed``.
 
     ``steps`` and ``distractors`` are inclusive ranges of the number of computed steps on the
@@ -220,9 +243,17 @@ def generate_problems(split: str, n: int, seed: int, steps: tuple[int, int] = (2
         if p.text in seen or _problem_bucket(p.text) not in buckets:
             continue
         seen.add(p.text)
-        out.append(Problem(id=f"{split}-{seed}-{len(out)}", text=p.text, defs=p.defs,
-                           target=p.target, answer=p.answer, needed=p.needed,
-                           difficulty=p.difficulty))
+        out.append(
+            Problem(
+                id=f"{split}-{seed}-{len(out)}",
+                text=p.text,
+                defs=p.defs,
+                target=p.target,
+                answer=p.answer,
+                needed=p.needed,
+                difficulty=p.difficulty,
+            )
+        )
     return out
 
 
@@ -263,8 +294,14 @@ def parse_problem(text: str, id: str = "") -> Problem:
             needed.append(v)
             stack.extend(deps[v])
     order = [d.name for d in defs]
-    return Problem(id=id, text=text, defs=tuple(defs), target=target, answer=env[target],
-                   needed=tuple(sorted(needed, key=order.index)))
+    return Problem(
+        id=id,
+        text=text,
+        defs=tuple(defs),
+        target=target,
+        answer=env[target],
+        needed=tuple(sorted(needed, key=order.index)),
+    )
 
 
 def problem_split(text: str) -> str:
@@ -280,13 +317,17 @@ def problem_split(text: str) -> str:
 
 INTROS = ["Next, find {v}.", "Now compute {v}.", "We need {v} first.", "Then {v}."]
 OPENERS = ["We need {t}.", "The question asks for {t}.", "Let us find {t} step by step."]
-FINALS = ["So the answer is \\boxed{{{a}}}.", "Therefore {t} = {a}, so the answer is \\boxed{{{a}}}.",
-          "The answer is \\boxed{{{a}}}."]
+FINALS = [
+    "So the answer is \\boxed{{{a}}}.",
+    "Therefore {t} = {a}, so the answer is \\boxed{{{a}}}.",
+    "The answer is \\boxed{{{a}}}.",
+]
 MERGE_JOIN = [", so ", ". Then "]
 
 
-def statement(d: Definition, values: dict[str, int], stated: int | None = None,
-              operands: tuple[int, int] | None = None) -> str:
+def statement(
+    d: Definition, values: dict[str, int], stated: int | None = None, operands: tuple[int, int] | None = None
+) -> str:
     """``b = a + 7 = 12 + 7 = 19``; ``stated``/``operands`` override the true numbers (errors)."""
     if d.op is None:
         raise ValueError("constants are not computed")
@@ -298,8 +339,9 @@ def statement(d: Definition, values: dict[str, int], stated: int | None = None,
     return f"{d.name} = {d.expr} = {x} {d.op} {y} = {v}"
 
 
-def raw_solution(problem: Problem, rng: random.Random, p_intro: float = 0.35,
-                 p_merge: float = 0.25, p_opener: float = 0.5) -> str:
+def raw_solution(
+    problem: Problem, rng: random.Random, p_intro: float = 0.35, p_merge: float = 0.25, p_opener: float = 0.5
+) -> str:
     """A correct solution in the raw LLM style: ``\\n\\n`` paragraphs, with fragments and merges.
 
     The solution works forward through the problem's operations in order (distractor
@@ -328,8 +370,7 @@ def raw_solution(problem: Problem, rng: random.Random, p_intro: float = 0.35,
 
 # ----------------------------------------------------------------------------- checker
 
-STATEMENT_RE = re.compile(
-    r"\b([a-z]) = ([a-z]) ([-+*]) ([a-z]|\d+) = (\d+) ([-+*]) (\d+) = (\d+)\b")
+STATEMENT_RE = re.compile(r"\b([a-z]) = ([a-z]) ([-+*]) ([a-z]|\d+) = (\d+) ([-+*]) (\d+) = (\d+)\b")
 RESTATE_RE = re.compile(r"\b([a-z]) = (\d+)\b(?! [-+*])")  # "Therefore c = 57, ..."
 ANY_EQ_RE = re.compile(r"\b[a-z] = ")
 BOXED_RE = re.compile(r"\\boxed\{([^{}]*)\}")
@@ -396,7 +437,7 @@ def check_step(problem: Problem, step: str, values: dict[str, int] | None = None
     # Any assignment-looking text that the statement grammar did not cover is malformed.
     for m in ANY_EQ_RE.finditer(step):
         if not any(a <= m.start() < b for a, b in covered):
-            reasons.append(f"unreadable statement at {step[m.start():m.start() + 20]!r}")
+            reasons.append(f"unreadable statement at {step[m.start() : m.start() + 20]!r}")
     boxed = last_boxed(step)
     if "\\boxed" in step and boxed is None:
         reasons.append("malformed \\boxed")
@@ -419,6 +460,7 @@ def is_correct(problem: Problem, solution: str) -> bool:
 
 
 # ----------------------------------------------------------------------------- teacher
+
 
 def _is_fragment(par: str) -> bool:
     """A paragraph with no statement and no answer: it only announces what comes next."""
@@ -454,6 +496,7 @@ def teacher_segment(text: str) -> str:
 
 
 # ----------------------------------------------------------------------------- check text
+
 
 def check_text(problem: Problem, step: str) -> str:
     """Generic checking text for one step: re-derive each stated result, then subtract.
@@ -601,8 +644,9 @@ def corrupt_statement(problem: Problem, d: Definition, rng: random.Random) -> st
     return statement(d, values, operands=(x2, y))
 
 
-def check_example(problem: Problem, rng: random.Random, p_wrong: float = 0.5,
-                  chunked: bool | None = None) -> tuple[str, str, str]:
+def check_example(
+    problem: Problem, rng: random.Random, p_wrong: float = 0.5, chunked: bool | None = None
+) -> tuple[str, str, str]:
     """``(history, step, check)`` for generic check text: a correct history, then one step that
     is wrong with probability ``p_wrong`` (only the new step can be wrong)."""
     sol = raw_solution(problem, rng)
@@ -616,10 +660,9 @@ def check_example(problem: Problem, rng: random.Random, p_wrong: float = 0.5,
         if m:
             mm = rng.choice(m)
             d = problem.definition(mm.group(1))
-            step = step[:mm.start()] + corrupt_statement(problem, d, rng) + step[mm.end():]
+            step = step[: mm.start()] + corrupt_statement(problem, d, rng) + step[mm.end() :]
         elif "\\boxed" in step:
             wrong = problem.answer + rng.choice([-2, -1, 1, 1, 2, 10])
             step = step.replace(f"\\boxed{{{problem.answer}}}", f"\\boxed{{{max(0, wrong)}}}")
             step = step.replace(f"= {problem.answer},", f"= {max(0, wrong)},")
     return "\n\n".join(history), step, check_text(problem, step)
-

@@ -1,0 +1,137 @@
+"""Issue 37: a profile's data sets load with `datasets.load_dataset(<folder>)`, its judges with
+`Judge.load(<folder>)`, each with a card; the hub push runs dry against a local folder."""
+
+import json
+import shutil
+
+import pytest
+
+from stepwiser_lib.core import io, paths
+from stepwiser_lib.tools import export as ex
+
+
+def _profile(root, name="x"):
+    """A small profile's outputs under an output root: labels, one rule's splits, predictions, a registry."""
+    art = root / "runs" / name / "artifacts"
+    rec = {
+        "problem_id": "p0",
+        "problem": "a = 2. b = a + 3. Find b.",
+        "traj_id": "p0/s0",
+        "chunk_index": 0,
+        "history": [],
+        "chunk": "b = a + 3 = 2 + 3 = 5",
+        "label": True,
+        "rule": "rel_ratio",
+        "q": 1.0,
+        "q_prev": 0.5,
+    }
+    io.write_jsonl(art / "02_rollout_labelling" / "labels.jsonl", [rec, {**rec, "chunk_index": 1}])
+    for split in ("train", "dev", "test"):
+        for kind in ("balanced", "unbalanced"):
+            io.write_jsonl(art / "03_balancing" / "rel_ratio" / f"{split}_{kind}.jsonl", [rec])
+    io.write_jsonl(
+        root / "results" / name / "judge_predictions.jsonl",
+        [
+            {
+                "judge": "stepwiser:rel_ratio",
+                "rule": "rel_ratio",
+                "split": "test",
+                "problem_id": "p0",
+                "chunk_id": "p0/s0/0",
+                "label": True,
+                "verdict": "Positive",
+            }
+        ],
+    )
+    shutil.copytree(paths.ROOT / "data" / "toy_base", art / "04_judge_grpo" / "judge" / "model")
+    entry = {
+        "name": "stepwiser:rel_ratio",
+        "kind": "stepwiser",
+        "rule": "rel_ratio",
+        "style": "cot",
+        "row": "Generative CoT + RL (StepWiser)",
+        "max_new_tokens": 24,
+        "prompt_family": "toy",
+        "base": f"runs/{name}/artifacts/04_judge_grpo/judge/model",
+    }
+    io.write_json(art / "04_judge_grpo" / "judges.json", [{"name": "warm-up (before RL)", "kind": "warmup"}, entry])
+    io.write_json(
+        root / "results" / name / "judges.json",
+        {
+            "config": {"GRPO_STEPS": 60, "BETA": 0.2, "DISC_LR": 1e-3},
+            "variants": {
+                "stepwiser:rel_ratio": {
+                    "test": {
+                        "balanced_acc": 61.0,
+                        "positive_rate": 55.0,
+                        "ci95": {"low": 55.5, "high": 66.9, "problems": 44, "n": 372},
+                    }
+                }
+            },
+        },
+    )
+
+
+def test_export_writes_loadable_data_sets_and_judges_with_cards(tmp_path, monkeypatch):
+    datasets = pytest.importorskip("datasets")
+    monkeypatch.setenv(paths.OUTPUT_ROOT_ENV, str(tmp_path / "out"))
+    _profile(tmp_path / "out")
+    folders = ex.export("x", tmp_path / "exp")
+    assert [f.name for f in folders] == [
+        "toy-processbench",
+        "labels",
+        "judge-splits",
+        "predictions",
+        "stepwiser__rel_ratio",
+    ]
+    datasets.disable_progress_bars()
+    cache = str(tmp_path / "hf-cache")  # the user's datasets cache may hold an earlier export of the same name
+    pb = datasets.load_dataset(str(tmp_path / "exp" / "toy-processbench"), cache_dir=cache)
+    assert list(pb) == ["toy_2step", "toy_3step", "toy_4step", "toy_5step"] and len(pb["toy_2step"]) == 200
+    assert len(datasets.load_dataset(str(tmp_path / "exp" / "toy-processbench"), "dev", cache_dir=cache)["dev"]) == 200
+    assert len(datasets.load_dataset(str(tmp_path / "exp" / "labels"), cache_dir=cache)["train"]) == 2
+    splits = datasets.load_dataset(str(tmp_path / "exp" / "judge-splits"), "rel_ratio-balanced", cache_dir=cache)
+    assert list(splits) == ["train", "dev", "test"] and splits["test"][0]["chunk"] == "b = a + 3 = 2 + 3 = 5"
+    assert (
+        datasets.load_dataset(str(tmp_path / "exp" / "predictions"), "judge", cache_dir=cache)["records"][0]["verdict"]
+        == "Positive"
+    )
+    card = (tmp_path / "exp" / "labels" / "README.md").read_text()
+    assert card.startswith("---\nlicense: apache-2.0\n") and "Stage 02" in card and "arXiv 2508.19229" in card
+
+    judge_dir = tmp_path / "exp" / "judges" / "stepwiser__rel_ratio"
+    meta = json.loads((judge_dir / "stepwiser_judge.json").read_text())
+    assert (meta["style"], meta["prompt_family"], meta["max_new_tokens"]) == ("cot", "toy", 24)
+    card = (judge_dir / "README.md").read_text()
+    assert "| test balanced accuracy | 61.0 [55.5, 66.9] (95% interval over 44 problems, 372 chunks) |" in card
+    assert "| recipe (notebook 04) | `GRPO_STEPS` 60, `BETA` 0.2 |" in card
+    assert "library_name: transformers" in card and "base_model" not in card  # a model this repository built
+
+    from stepwiser_lib.method.judge import Judge
+
+    j = Judge.load(str(judge_dir))
+    assert (j.family, j.max_new_tokens, j.style) == ("toy", 24, "cot")
+    (out,) = j.judge([("a = 2. b = a + 3. Find b.", [], "b = a + 3 = 2 + 3 = 5")])
+    assert set(out) >= {"verdict", "analysis", "score"} and out["verdict"] in ("Positive", "Negative", None)
+
+
+def test_the_hub_push_runs_dry_against_a_local_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv(paths.OUTPUT_ROOT_ENV, str(tmp_path / "out"))
+    _profile(tmp_path / "out")
+    folders = ex.export("x", tmp_path / "exp", judges=False)
+    plan = ex.push(folders, "my-org", "x", dry_run=True, out=tmp_path / "exp")
+    assert [(p["repo_type"], p["repo_id"]) for p in plan] == [
+        ("dataset", "my-org/stepwiser-x-toy-processbench"),
+        ("dataset", "my-org/stepwiser-x-labels"),
+        ("dataset", "my-org/stepwiser-x-judge-splits"),
+        ("dataset", "my-org/stepwiser-x-predictions"),
+    ]
+    hub = tmp_path / "exp" / ".hub-dry-run"
+    assert (hub / "dataset" / "my-org" / "stepwiser-x-labels" / "README.md").exists()
+    assert json.loads((hub / "plan.json").read_text())[1]["files"] == ["README.md", "labels.jsonl"]
+
+
+def test_the_committed_toy_processbench_carries_its_card():
+    """`load_dataset("data/toy_processbench")` reads the four splits (it mixed in manifest.json before)."""
+    d = paths.ROOT / "data" / "toy_processbench"
+    assert (d / "README.md").read_text() == ex.toy_processbench_card(d)
