@@ -453,6 +453,20 @@ def test_describe_output_says_what_a_printed_judge_output_is():
     assert "a sum in it is wrong" in bad and "the verdict follows it" in bad
 
 
+def test_example_block_prints_the_chunk_and_each_output_with_what_it_is():
+    e = {"problem": "a = 25. b = a + 30. Find b.", "history": [], "chunk": "b = a + 30 = 25 + 30 = 55", "label": 1}
+    out = {"verdict": "Positive", "analysis": "b = a + 30 = 25 + 30 = 55\ncheck b: b = 55; stated 55; 55 - 55 = 0"}
+    block = jr.example_block(e, {"before": out, "after RL": {"verdict": None, "analysis": ""}}).splitlines()
+    assert block[1:5] == [
+        "PROBLEM: a = 25. b = a + 30. Find b.",
+        "HISTORY: (none)",
+        "CHUNK:   b = a + 30 = 25 + 30 = 55",
+        "MC label: Positive   exact checker: True",
+    ]
+    assert block[5] == "-- before  : b = a + 30 = 25 + 30 = 55 / check b: b = 55; stated 55; 55 - 55 = 0"
+    assert "the verdict follows it" in block[6] and block[7] == "-- after RL: "
+
+
 def test_in_order_keeps_every_seed_of_each_named_judge():
     """A notebook that ordered its judges by JUDGES dropped the repeat seeds EVERY_SEED had read (toy-full's 06 and 07)."""
     reg = {

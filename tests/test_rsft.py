@@ -151,6 +151,10 @@ def test_table_predictions_and_comparisons_of_table_8():
     assert comps[0]["verdict"] != "uninformative"  # outcome selection needs no judge
     md = rsft.results_markdown(rows, comps, rsft.paper_rows(), 2)
     assert "mean over 2 SFT seeds" in md and "PAPER 7B" in md
+    rep = rsft.report(base, results, ["outcome", "stepwiser:rel_ratio"], eval_items, 2, 0, silent)  # the same, in one call
+    assert [c["verdict"] for c in rep["comparisons"]] == [c["verdict"] for c in comps]
+    assert rep["rows"][2]["avg 95% interval"] == "[100.0, 100.0]" and rep["ci"][rsft.BASE] == (0.0, 0.0)
+    assert rep["rows"][2]["avg"] == rows[2]["avg"] and "verdicts" in rep["rows"][2]
 
 
 def test_train_all_one_sft_per_method_and_seed_cached(tmp_path, monkeypatch, capsys):
@@ -306,3 +310,20 @@ def test_sampling_and_scoring_in_shards_by_two_workers_equal_one_process(tmp_pat
     # one shard: the run's own seed, the key of an unsharded run
     alone, key1 = rsft.sample_responses("pol", items[:2], "{problem}", tmp_path / "alone", **kw)
     assert alone == [r for r in one if r["problem_id"] in ("fake-0", "fake-1")] and shards.layout(2, 2) == []
+
+
+def test_worked_example_rule_and_what_kind_of_example_it_is():
+    items = [
+        {"correct": [True, False]},
+        {"correct": [True, True, False]},  # two correct, scored the same
+        {"correct": [True, True, False]},  # two correct, scored differently: the pick
+    ]
+    scores = [[[1.0], [0.0]], [[1.0], [1.0], [0.0]], [[1.0, 0.0], [1.0], [1.0, 1.0]]]
+    assert rsft.worked_example(items, scores) == 2
+    assert rsft.worked_example(items[:2], scores[:2]) == 1  # else the first with two correct ones
+    assert rsft.worked_example(items[:1], scores[:1]) is None
+    line = rsft.score_context(scores, items, 2, best=1)
+    assert line == (
+        "How to read it: over all 10 sampled chunks this judge's mean chunk score is 0.70; here 1 wrong "
+        "response(s) (never selectable) score at least as high as the chosen one: [2]."
+    )

@@ -155,3 +155,9 @@ def test_label_noise_line_says_what_kind_of_example_a_trajectory_is():
         "Negative; chunk 1 is wrong by the exact checker, but Abs-Q labels it Positive."
     )
     assert teaching.label_noise_line([{"i": 0, "abs_q": "+"}]) == ""  # no checker (real maths)
+
+
+def test_folded_keeps_the_text_under_its_summary():
+    md = teaching.folded("2 prompts", "a <chunk>\\boxed{1}\n\n")
+    assert md == "<details><summary>2 prompts</summary>\n\n```\na <chunk>\\boxed{1}\n```\n\n</details>"
+    assert teaching.folded("s", "x ```y```").count("~~~~") == 2  # a fence inside the text does not close it

@@ -637,6 +637,26 @@ def behaviour_lines(beh: dict[str, dict]) -> list[str]:
     return out
 
 
+def example_block(example: dict, outputs: dict[str, dict]) -> str:
+    """One judge example as notebook 04 prints it: the problem, history and chunk, its MC label
+    (and the exact checker's verdict on a toy problem), then each named judge output with the
+    line :func:`describe_output` gives it."""
+    truth = tasks.step_truth(example)
+    lines = [
+        "=" * 100,
+        f"PROBLEM: {example['problem']}",
+        f"HISTORY: {' | '.join(example['history']) or '(none)'}",
+        f"CHUNK:   {example['chunk'].replace(chr(10), ' / ')}",
+        f"MC label: {'Positive' if example['label'] else 'Negative'}"
+        + (f"   exact checker: {truth}" if truth is not None else ""),
+    ]
+    width = max((len(n) for n in outputs), default=0)
+    for name, judged in outputs.items():
+        lines.append(f"-- {name:<{width}}: {(judged.get('analysis') or '').strip().replace(chr(10), ' / ')}")
+        lines.append("   " + describe_output(example, judged))
+    return "\n".join(lines)
+
+
 def describe_output(example: dict, judged: dict) -> str:
     """One line saying what kind of output a printed toy judge output is (issue 36: printed
     analyses invented arithmetic and verdicts contradicted them, unremarked): whether its analysis

@@ -30,7 +30,7 @@ from ..core.verdicts import (
 from ..core.vocab import variant_slug
 from ..engines.checkpoints import resolve_model
 from ..engines.sft import sft
-from ..evals.evaluation import compare_rates, mean_sd, problem_predictions
+from ..evals.evaluation import compare_rates, mean_sd, problem_predictions, rate_ci
 from ..evals.paper_results import TABLE8
 from . import judge, judge_runs, sampling, tasks
 from .judge import stored_entry
@@ -384,6 +384,35 @@ def paper_rows() -> list[dict]:
     ]
 
 
+def worked_example(items: list[dict], scores: list) -> int | None:
+    """Notebook 07's worked selection, chosen by a stated rule (issue 36): the first prompt with two
+    correct responses the judge scores differently, else the first with two correct ones; None when
+    no prompt has two. ``scores``: one judge's chunk scores per prompt and response."""
+
+    def averages(k):
+        return {response_score(s) for ok, s in zip(items[k]["correct"], scores[k]) if ok and s}
+
+    first = next((k for k in range(len(items)) if len(averages(k)) >= 2), None)
+    return first if first is not None else next((k for k, it in enumerate(items) if sum(it["correct"]) >= 2), None)
+
+
+def score_context(scores: list, items: list[dict], k: int, best: int | None) -> str:
+    """What kind of example a worked selection is (issue 36): the judge's mean chunk score over
+    every sampled chunk, and which wrong responses of prompt ``k`` (never selectable) score at
+    least as high as the chosen response ``best``."""
+    every = [x for per_prompt in scores for s in per_prompt for x in s]
+    if not every:
+        return "this judge scored no chunk"
+    avg = {r: response_score(s) for r, s in enumerate(scores[k]) if s}
+    top = avg.get(best) if best is not None else None
+    level = [r for r, ok in enumerate(items[k]["correct"]) if not ok and top is not None and avg.get(r, -1) >= top]
+    return (
+        f"How to read it: over all {len(every)} sampled chunks this judge's mean chunk score is "
+        f"{sum(every) / len(every):.2f}; here {len(level)} wrong response(s) (never selectable) score at "
+        f"least as high as the chosen one{': ' + str(level) if level else ''}."
+    )
+
+
 def preference_example(
     items: list[dict], scores: dict[str, list], judges: list[str], skip: set | None = None
 ) -> str | None:
@@ -404,6 +433,28 @@ def preference_example(
                     lines += ["    " + c.replace("\n", " / ") for c in parse_chunks(it["responses"][i])]
                 return "\n".join(lines)
     return None
+
+
+def report(
+    base_eval: dict, results: dict, methods: list[str], eval_items: dict, runs: int, seed: int, judge_tallies: dict
+) -> dict:
+    """Notebook 07's Table 8 analogue in one call: the rows (:func:`table`, mean over SFT seeds),
+    each with its accuracy's 95% interval over problems (a problem's seeds together) and how its
+    judge's verdicts parsed, the per-problem predictions, the paired comparisons with outcome-based
+    selection (:func:`comparisons`) and the intervals as numbers (``ci``)."""
+    rows = table(base_eval["acc"], results, methods, runs)
+    preds = predictions(base_eval, results, methods, eval_items, runs, seed)
+    ci = {}
+    for row in rows:
+        c = rate_ci(preds[row["method"]])
+        ci[row["method"]] = (c["low"], c["high"])
+        row["avg 95% interval"] = f"[{c['low']}, {c['high']}]"
+    return {
+        "rows": with_verdicts(rows, judge_tallies),
+        "predictions": preds,
+        "comparisons": comparisons(preds, judge_tallies),
+        "ci": ci,
+    }
 
 
 def results_markdown(rows: list[dict], comps: list[dict], paper: list[dict], runs: int) -> str:

@@ -18,6 +18,25 @@ from ..evals.stats import cluster_bootstrap
 from ..method import labelling
 from ..method.judge import load_judge, parse_verdict, verdict_reward
 
+# ----------------------------------------------------------------------------- every notebook
+
+
+def folded(summary: str, text: str) -> str:
+    """Markdown that shows ``summary`` and folds ``text`` (printed as it is, in a fixed-width
+    block) under it until the reader opens it: how a long printout (a prompt, a batch of worked
+    examples) stays in an executed copy without its length (issue 36). The summary should say what
+    is inside, so that a reader can decide without opening it."""
+    fence = "~~~~" if "```" in text else "```"
+    return f"<details><summary>{summary}</summary>\n\n{fence}\n{text.rstrip()}\n{fence}\n\n</details>"
+
+
+def show_folded(summary: str, text: str) -> None:
+    """Display :func:`folded` in a notebook (IPython's Markdown display)."""
+    from IPython.display import Markdown, display  # lazy: the library runs without IPython
+
+    display(Markdown(folded(summary, text)))
+
+
 # ----------------------------------------------------------------------------- notebook 02
 
 
