@@ -164,6 +164,26 @@ def test_screens_count_rendered_lines():
     assert docs.screens(folded) == round((3 + 1) / docs.SCREEN_LINES, 1)  # title, summary line, "after", + 1
 
 
+def test_a_paragraph_reflows_as_rendered_and_blocks_keep_their_lines():
+    para = [
+        "# T\n",
+        "a" * 40 + "\n",
+        "b" * 40 + "\n",
+        "c" * 40 + "\n",
+        "\n",
+        "- item\n",
+        "  more\n",
+        "| x |\n",
+        "| y |",
+    ]
+    # the title; the paragraph's three source lines as one of 122 characters (2 at 110); the blank;
+    # the list item with its continuation; two table rows; + 1 for the cell
+    assert docs.screens({"cells": [{"cell_type": "markdown", "source": para}]}) == round(8 / docs.SCREEN_LINES, 1)
+    formula = ["$$a\n", "b$$\n", "after"]  # a display formula keeps its lines
+    assert docs._reflowed(["$$a", "b$$", "after", "more"]) == ["$$a", "b$$", "after more"]
+    assert docs.screens({"cells": [{"cell_type": "markdown", "source": formula}]}) == round(4 / docs.SCREEN_LINES, 1)
+
+
 def test_a_folded_markdown_output_counts_its_summary_line():
     out = "<details><summary>4 examples</summary>\n\n```\n" + "line\n" * 40 + "```\n</details>"
     nb = {

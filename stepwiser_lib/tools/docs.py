@@ -175,10 +175,10 @@ SCREEN_LINES, FIGURE_LINES = 45, 20
 
 def screens(nb: dict, width: int = 110) -> float:
     """About how many screens an executed copy takes to read: markdown, code and printed output
-    lines (a long markdown line wraps at ``width`` characters; code does not), a table row a line,
-    a figure :data:`FIGURE_LINES`, a folded ``<details>`` section (in markdown or in a markdown
-    output) its summary line. A measure to
-    compare copies by, not a precise one."""
+    lines (a markdown paragraph's lines join as they render, then wrap at ``width`` characters;
+    code does not wrap), a table row a line, a figure :data:`FIGURE_LINES`, a folded ``<details>``
+    section (in markdown or in a markdown output) its summary line. A measure to compare copies
+    by, not a precise one."""
     lines = 0
     for c in nb["cells"]:
         src = "".join(c["source"]).splitlines()
