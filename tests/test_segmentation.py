@@ -462,22 +462,3 @@ def test_sft_repeats_train_and_sample_each_other_seed_one_engine_at_a_time(monke
     assert {(p["method"], p["seed"]) for p in preds["chunk@seed5"]} == {("chunk@seed5", 1)}
     ev = sg.sample_policy("pol", items, "{problem}", progress="eval", **kw)
     assert len(ev) == 4 and ev[0]["correct"] and log[-2:] == ["make pol", "release pol"]
-
-
-def test_sft_loss_figure_plots_the_loss_by_step():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig = sg.sft_loss_figure([(1, 2.5), (2, 1.25), (3, 0.75)])
-    (ax,) = fig.axes
-    (line,) = ax.lines
-    assert list(line.get_xdata()) == [1, 2, 3] and list(line.get_ydata()) == [2.5, 1.25, 0.75]
-    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_title()) == (
-        "SFT step",
-        "loss (completion tokens)",
-        "Chunk-policy SFT",
-    )
-    assert line.get_marker() == "." and tuple(fig.get_size_inches()) == (5.0, 3.0)
-    plt.close(fig)

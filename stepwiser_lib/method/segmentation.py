@@ -226,6 +226,13 @@ def teacher_budget(max_new_tokens: int) -> int:
     return int(1.25 * max_new_tokens) + 256
 
 
+def _engines():
+    """The engine factory and its release (:mod:`stepwiser_lib.engines.models`), imported on first use."""
+    from ..engines.models import make_generator, release  # lazy: torch
+
+    return make_generator, release
+
+
 def segment_samples(
     samples: list[dict],
     teacher: str,
@@ -246,10 +253,9 @@ def segment_samples(
     (:func:`llm_teacher`, ``n_segmentations`` tries per response, :func:`teacher_budget` new
     tokens): one engine at a time on a GPU, so the engines in ``free`` (the base policy) are
     released before the teacher's is made, and the teacher's is released before this returns."""
-    from ..engines.models import make_generator, release  # lazy: torch
-
     if teacher in TEXT_TEACHERS:  # the toy rule teacher, or "split by \\n\\n" paragraphs
         return build_sft_records(samples, text_teacher(teacher, task), max_per_problem, policy_prompt, seed=seed)
+    make_generator, release = _engines()
     release(*free)
     gen = make_generator(teacher, backend=backend, batch_size=batch_size, **(engine or {}))
     try:
@@ -344,17 +350,6 @@ def sft_chunk_policy(
     return {**sft(base_model, records, out_dir, settings), "tag_init": tag_init, "tag_rows": changed}
 
 
-def sft_loss_figure(loss_curve: list):
-    """The SFT loss curve: ``(step, loss)`` pairs of :func:`sft_chunk_policy`'s ``loss_curve``, the loss
-    on the completion tokens by optimizer step."""
-    import matplotlib.pyplot as plt  # lazy: a plot only in the notebook
-
-    fig, ax = plt.subplots(figsize=(5, 3))
-    ax.plot(*zip(*loss_curve), marker=".")
-    ax.set(xlabel="SFT step", ylabel="loss (completion tokens)", title="Chunk-policy SFT")
-    return fig
-
-
 def sample_policy(
     model: str,
     items: list[dict],
@@ -372,8 +367,7 @@ def sample_policy(
     """``n`` responses per held-out prompt from the policy at ``model``
     (:func:`~stepwiser_lib.method.sampling.sample_solutions`), its engine made here and released
     before this returns: one engine at a time on a GPU."""
-    from ..engines.models import make_generator, release  # lazy: torch
-
+    make_generator, release = _engines()
     gen = make_generator(model, backend=backend, batch_size=batch_size, **(engine or {}))
     try:
         return sampling.sample_solutions(

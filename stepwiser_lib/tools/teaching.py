@@ -217,6 +217,36 @@ MEANING = {
 }
 
 
+def mixed_group(groups: list[dict]) -> dict | None:
+    """The group worked by hand: the first whose rewards differ (a group that agrees has every
+    advantage 0 and teaches nothing), else the first; None without groups."""
+    return next((g for g in groups if len({o["reward"] for o in g["outputs"]}) > 1), groups[0] if groups else None)
+
+
+def group_rows(group: dict, by_hand: list[float]) -> list[dict]:
+    """One row per output of ``group``: its verdict, reward, the advantage computed ``by_hand`` beside
+    TRL's formula (:func:`grpo_advantages`), and the output's first 90 characters."""
+    return [
+        {
+            "verdict": o["verdict"],
+            "reward r_i": o["reward"],
+            "A_i by hand": round(a, 4),
+            "A_i (TRL's formula)": t,
+            "output": o["text"].strip().replace("\n", " / ")[:90],
+        }
+        for o, a, t in zip(group["outputs"], by_hand, group["advantages"])
+    ]
+
+
+def equal_rewards_line(groups: list[dict]) -> str:
+    """How many ``groups`` have equal rewards, so that GRPO learns nothing from them this step."""
+    agree = sum(len({o["reward"] for o in g["outputs"]}) == 1 for g in groups)
+    return (
+        f"{agree} of {len(groups)} groups have equal rewards (all right or all wrong): every advantage is 0, "
+        "so those prompts give no policy gradient this step; only the KL term acts on them."
+    )
+
+
 def claim_lines(results_dir: str | Path, file: str) -> list[str]:
     """Markdown bullets for the paper claims a notebook's results file tests (:func:`claims.rows`),
     each with the paper's difference, ours with its 95% interval and paired test, the verdict and
