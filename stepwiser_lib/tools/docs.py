@@ -303,8 +303,8 @@ def export(
         "parameters cell, the Colab bootstrap and cells of bookkeeping (imports, paths, results files) "
         "become one-line pointers to the source notebook, their outputs kept. Long printed examples "
         "are folded under a summary line that says what each one is. Where the run found an earlier "
-        'run\'s files on disk it read them instead of recomputing (a line saying "from disk" or "read '
-        "from an earlier run\" marks it), so a time printed in a copy can be a resumed run's.",
+        "run's files on disk it read them instead of recomputing, so a time printed in a copy can be an "
+        "earlier run's; the run-time table of docs/results_tiny.md gives a fresh run's times.",
         "",
         "| notebook | source | screens to read | minutes in the run that wrote it |",
         "|---|---|---|---|",
@@ -312,9 +312,6 @@ def export(
         "",
         f"About {round(total)} screens in all (`stepwiser_lib.tools.docs.screens`: {SCREEN_LINES} rendered lines a "
         f"screen, a figure {FIGURE_LINES}, a folded section its summary line).",
-        "",
-        "A stage that resumed from what an earlier run left on disk takes less time than a fresh run; "
-        "the run-time table of docs/results_tiny.md gives a fresh run's times.",
         "",
     ]
     atomic_write_text(out / "README.md", "\n".join(index))
