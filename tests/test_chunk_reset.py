@@ -247,6 +247,11 @@ def test_run_grid_table_and_comparisons_pair_every_arm(tmp_path, capsys):
     ]
     assert comps[0]["diff"] == 0 and comps[0]["b"] == cr.NO_JUDGE
     assert cr.reset_example(runs, items, list(reg)) is None  # accept-all never resets
+    rep = cr.report(runs, items, judge_k=1, max_chunk_tokens=64, seed=2)  # the same, in one call
+    assert [r["method"] for r in rep["rows"]] == [r["method"] for r in rows] and rep["seeds_of"] == seeds
+    assert rep["comparisons"] == comps and rep["cut"] == cr.cut_note(rep["rows"], 64)
+    lo, hi = rep["ci"][cr.NO_JUDGE]
+    assert rep["rows"][0]["avg acc 95% interval"] == f"[{lo}, {hi}]" and lo <= rows[0]["avg acc"] <= hi
     md = cr.results_markdown(rows, comps, cr.paper_rows("1.5B"), 2)
     assert md.startswith("Chunk-Reset Reasoning on held-out problems (ours; mean over 2 seeds):") and "PAPER 1.5B" in md
 

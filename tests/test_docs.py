@@ -85,11 +85,12 @@ def test_clean_keeps_what_a_reader_needs_and_nothing_of_the_machine():
     )
     nb = docs.clean(ex, "/x/repo", "notebooks/01_x.ipynb", "tiny")
     params = nb["cells"].pop(2)
-    assert (
-        params["source"][0]
-        == "# The parameters cell of notebooks/01_x.ipynb: 2 typed settings, each with a comment saying what it is and why\n"
-    )
-    assert nb["cells"].pop(2)["id"] == "injected-parameters"  # papermill's random id, made stable
+    assert params["source"] == [
+        "# The parameters cell of notebooks/01_x.ipynb: 2 typed, commented settings (the config line says what changed)"
+    ]
+    injected = nb["cells"].pop(2)
+    assert injected["id"] == "injected-parameters"  # papermill's random id, made stable
+    assert injected["source"] == ["PROFILE = 'tiny'  # set by papermill for this run"]
     text = json.dumps(nb)
     assert "/x/repo" not in text and "iopub" not in text and "widget" not in text and "100%" not in text
     assert "<progress" not in text  # the trainer's progress table is gone (issue 36)
@@ -163,6 +164,51 @@ def test_screens_count_rendered_lines():
     assert docs.screens(folded) == round((3 + 1) / docs.SCREEN_LINES, 1)  # title, summary line, "after", + 1
 
 
+def test_a_paragraph_reflows_as_rendered_and_blocks_keep_their_lines():
+    para = [
+        "# T\n",
+        "a" * 40 + "\n",
+        "b" * 40 + "\n",
+        "c" * 40 + "\n",
+        "\n",
+        "- item\n",
+        "  more\n",
+        "| x |\n",
+        "| y |",
+    ]
+    # the title; the paragraph's three source lines as one of 122 characters (2 at 110); the blank;
+    # the list item with its continuation; two table rows; + 1 for the cell
+    assert docs.screens({"cells": [{"cell_type": "markdown", "source": para}]}) == round(8 / docs.SCREEN_LINES, 1)
+    formula = ["$$a\n", "b$$\n", "after"]  # a display formula keeps its lines
+    assert docs._reflowed(["$$a", "b$$", "after", "more"]) == ["$$a", "b$$", "after more"]
+    assert docs.screens({"cells": [{"cell_type": "markdown", "source": formula}]}) == round(4 / docs.SCREEN_LINES, 1)
+
+
+def test_a_folded_markdown_output_counts_its_summary_line():
+    out = "<details><summary>4 examples</summary>\n\n```\n" + "line\n" * 40 + "```\n</details>"
+    nb = {
+        "cells": [
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "source": ["show()"],  # 1 + 1
+                "outputs": [{"output_type": "display_data", "data": {"text/markdown": out}}],  # 1
+            }
+        ]
+    }
+    assert docs.screens(nb) == round(3 / docs.SCREEN_LINES, 1)
+
+
+def test_injected_values_and_links_one_folder_deeper():
+    assert docs.injected_source(["# Parameters\n", 'PROFILE = "tiny"\n', "N = 3\n"]) == [
+        'PROFILE = "tiny"  # set by papermill for this run\n',
+        "N = 3",
+    ]
+    assert docs.injected_source(["# Parameters\n"]) == []
+    md = "[a](../README.md#x) [b](../LAB_LOG.md) [c](../docs/results_tiny.md) [d](02_y.ipynb)"
+    assert docs.deeper(md) == "[a](../../README.md#x) [b](../../LAB_LOG.md) [c](../results_tiny.md) [d](02_y.ipynb)"
+
+
 def test_reader_source_points_to_machinery_and_keeps_the_rest():
     src = "notebooks/01_x.ipynb"
     book = {
@@ -206,11 +252,7 @@ def test_committed_docs_are_clean_copies_of_the_current_notebooks():
         source = json.loads(src.read_text())["cells"]
         assert [c["id"] for c in cells] == [c["id"] for c in source], f"{src.name}: stale copy (run make docs)"
         for a, b in zip(cells, source):
-            want = (
-                "".join(b["source"])
-                .replace("](../README.md", "](../../README.md")
-                .replace("](../LAB_LOG.md", "](../../LAB_LOG.md")
-            )
+            want = docs.deeper("".join(b["source"]))
             if (
                 docs.reader_source(b, f"notebooks/{src.name}") is not b["source"]
             ):  # the copy points to the cell (issue 36)

@@ -91,3 +91,22 @@ def test_reset_scatter_draws_the_tables_interval_when_given():
     assert "95% interval" in fig.axes[0].get_ylabel()
     plain = plotting.reset_scatter(runs, ["toy"], seeds)
     assert [tuple(c.get_segments()[0][:, 1]) for c in plain.axes[0].collections] == [(80.0, 82.0), (84.0, 86.0)]
+
+
+def test_sft_loss_figure_plots_the_loss_by_step():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = plotting.sft_loss_figure([(1, 2.5), (2, 1.25), (3, 0.75)])
+    (ax,) = fig.axes
+    (line,) = ax.lines
+    assert list(line.get_xdata()) == [1, 2, 3] and list(line.get_ydata()) == [2.5, 1.25, 0.75]
+    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_title()) == (
+        "SFT step",
+        "loss (completion tokens)",
+        "Chunk-policy SFT",
+    )
+    assert line.get_marker() == "." and tuple(fig.get_size_inches()) == (5.0, 3.0)
+    plt.close(fig)

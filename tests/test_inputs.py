@@ -1,4 +1,4 @@
-"""Each notebook's input check (its cell after the config) fires with a message naming the notebook
+"""Each notebook's input check (in its config cell) fires with a message naming the notebook
 to run first and the profile, executed from the committed cells against an empty output folder."""
 
 import json
@@ -15,7 +15,7 @@ def first_cells(stem: str, profile: str = "smoke", **overrides) -> dict:
     (the profile and ``overrides`` injected after the parameters cell); returns the namespace."""
     cells = json.loads((NOTEBOOKS / f"{stem}.ipynb").read_text())["cells"]
     k = next(i for i, c in enumerate(cells) if "inputs" in c["metadata"].get("tags", []))
-    assert "inputs.check(cfg)" in "".join(cells[k]["source"]) and "config.resolve" in "".join(cells[k - 1]["source"])
+    assert "inputs.check(cfg)" in "".join(cells[k]["source"]) and "config.resolve" in "".join(cells[k]["source"])
     ns: dict = {}
     for c in cells[1 : k + 1]:
         exec(compile("".join(c["source"]), stem, "exec"), ns)
@@ -121,3 +121,16 @@ def test_every_notebook_states_its_inputs_at_the_top():
         assert "| reads | writes |" in top and "**Inputs.**" in top, path.name
     assert set(inputs.STAGES) == {p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")}
     assert set(inputs.UPSTREAM) | {inputs.STAGES[0]} == set(inputs.STAGES)
+
+
+def test_ok_lines_give_one_line_per_earlier_notebook_folder(empty_outputs):
+    art = empty_outputs / "runs/tiny/artifacts"
+    want = [
+        inputs.Need(art / "01_self_segmentation/chunk_policy/model", "01", "the chunk policy", "s"),
+        inputs.Need(art / "04_judge_grpo/judges.json", "04", "the judge registry", "s"),
+        inputs.Need(art / "04_judge_grpo/disc/model", "04", "judge 'disc'", "s"),
+    ]
+    assert inputs.ok_lines(want) == [
+        "input ok: runs/tiny/artifacts/01_self_segmentation/chunk_policy/model (the chunk policy)",
+        "input ok: 2 paths in runs/tiny/artifacts/04_judge_grpo/: judges.json, disc/model",
+    ]

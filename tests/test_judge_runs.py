@@ -453,6 +453,20 @@ def test_describe_output_says_what_a_printed_judge_output_is():
     assert "a sum in it is wrong" in bad and "the verdict follows it" in bad
 
 
+def test_example_block_prints_the_chunk_and_each_output_with_what_it_is():
+    e = {"problem": "a = 25. b = a + 30. Find b.", "history": [], "chunk": "b = a + 30 = 25 + 30 = 55", "label": 1}
+    out = {"verdict": "Positive", "analysis": "b = a + 30 = 25 + 30 = 55\ncheck b: b = 55; stated 55; 55 - 55 = 0"}
+    block = jr.example_block(e, {"before": out, "after RL": {"verdict": None, "analysis": ""}}).splitlines()
+    assert block[1:5] == [
+        "PROBLEM: a = 25. b = a + 30. Find b.",
+        "HISTORY: (none)",
+        "CHUNK:   b = a + 30 = 25 + 30 = 55",
+        "MC label: Positive   exact checker: True",
+    ]
+    assert block[5] == "-- before  : b = a + 30 = 25 + 30 = 55 / check b: b = 55; stated 55; 55 - 55 = 0"
+    assert "the verdict follows it" in block[6] and block[7] == "-- after RL: "
+
+
 def test_in_order_keeps_every_seed_of_each_named_judge():
     """A notebook that ordered its judges by JUDGES dropped the repeat seeds EVERY_SEED had read (toy-full's 06 and 07)."""
     reg = {
@@ -490,3 +504,51 @@ def test_dev_test_line_says_whether_the_intervals_overlap():
     assert jr.dev_test_line("j", rec, sizes).endswith(
         "the intervals do not overlap: dev and test disagree beyond noise"
     )
+
+
+def test_warmup_stage_trains_the_styles_the_variants_need(tmp_path, monkeypatch, capsys):
+    from types import SimpleNamespace
+
+    seen = {}
+
+    def fake_train(art, styles, chunks, init, **kw):
+        seen.update(styles=styles, chunks=len(chunks), steps=kw["steps"])
+        return (
+            {s: f"{s}/model" for s in styles},
+            {s: "k" for s in styles},
+            {s: [{"completion": s + " text"}] for s in styles},
+        )
+
+    monkeypatch.setattr(jr, "warmup_chunks", lambda *a, **k: [_ex("sft1")])
+    monkeypatch.setattr(jr, "train_warmups", fake_train)
+    cfg = SimpleNamespace(
+        WARMUP=True, WARMUP_PROBLEMS=3, WARMUP_SAMPLES=2, PROMPT_FAMILY="toy", SEED=0, WARMUP_STEPS=300,
+        DIRECT_WARMUP_STEPS=60, WARMUP_LR=1e-3, WARMUP_BATCH=16, WARMUP_MICRO_BATCH=8,
+    )  # fmt: skip
+    data = {"rel_ratio": {"train_unbalanced": [_ex("t1"), _ex("t2")], "dev_balanced": [], "test_balanced": []}}
+    variants = [("stepwiser", "rel_ratio"), ("no_cot_rl", "rel_ratio"), ("disc_sft", "rel_ratio")]
+    dirs, keys, example = jr.warmup_stage(tmp_path, cfg, variants, "stepwiser:rel_ratio", "init", data)
+    assert seen == {"styles": ["cot", "direct"], "chunks": 3, "steps": 300} and example == "direct text"
+    assert "warm-up inputs: 3 chunks (1 written by the chunk policy on 3 SFT-split problems)" in capsys.readouterr().out
+    assert jr.warmup_stage(tmp_path, SimpleNamespace(WARMUP=False), variants, None, "init", data) == ({}, {}, None)
+    assert "no warm-up" in capsys.readouterr().out
+
+
+def test_comparison_report_lines_in_order(monkeypatch):
+    comps = [{"verdict": "a higher", "claim": "q1"}, {"verdict": "within noise", "claim": "q2"}]
+    monkeypatch.setattr(jr, "compare_all", lambda preds, ids, main: comps)
+    monkeypatch.setattr(jr, "comparison_line", lambda c: f"line {c['claim']}")
+    monkeypatch.setattr(jr, "dev_test_line", lambda r, rec, sizes: f"dev/test {r} {sizes}")
+    monkeypatch.setattr(jr, "split_sizes", lambda data: {"rel_ratio": {"test": 9}})
+    records = {
+        "stepwiser:rel_ratio": {"test": {"balanced_acc": 60.0, "ci95": {}, "score_auc": 0.7}},
+        "disc_sft:rel_ratio": {"test": {"balanced_acc": 65.0, "ci95": {}}},
+    }
+    before = {"rel_ratio": {"balanced_acc": 50.0, "score_auc": 0.5}}
+    rep = jr.comparison_report({}, records, "stepwiser:rel_ratio", before, {}, auc_k=4)
+    assert rep["main_runs"] == ["stepwiser:rel_ratio"] and rep["summary"]["rl_beats_warmup"] is True
+    assert rep["lines"][:3] == ["line q1", "line q2", "dev/test stepwiser:rel_ratio {'test': 9}"]
+    assert rep["lines"][3].startswith("Score AUC (Maj@4, against MC labels): warm-up 0.5 → after GRPO [0.7]")
+    assert jr.comparison_report({}, records, None, before, {}) == {
+        "comparisons": [], "summary": {}, "main_runs": [], "lines": []
+    }  # fmt: skip

@@ -2,6 +2,7 @@ import pytest
 from fakes import FakeToyPolicy, fake_items
 
 from stepwiser_lib.core import vocab
+from stepwiser_lib.engines.models import Completion
 from stepwiser_lib.method import labelling as L
 
 TEMPLATE = "Solve.\nProblem: {problem}"
@@ -402,3 +403,139 @@ def test_stats_lines_say_the_run_in_words():
     )
     assert "7,450 of the 13,008" in lines[1] and "(57%)" in lines[1] and "98 per second" in lines[1]  # 7450 / 75.8 s
     assert lines[2] == "Positive labels: Abs-Q 68.9%, Rel-Effective 67.6%, Rel-Ratio 63.1%; mean Q 0.55"
+
+
+# ----------------------------------------------------------------------------- notebook 02's cells
+
+
+class _RecordingPolicy(FakeToyPolicy):
+    """FakeToyPolicy that also keeps each generate call's keyword arguments."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.kwargs = []
+
+    def generate(self, prompts, **kw):
+        self.kwargs.append(dict(kw))
+        return super().generate(prompts, **kw)
+
+
+def test_rollout_demo_samples_a_trajectory_then_rolls_out_its_first_chunk():
+    pol = _RecordingPolicy()
+    cfg = L.LabelConfig(seed=3, temperature=0.7, max_new_tokens=64)
+    d = L.rollout_demo(pol, fake_items(2)[1], TEMPLATE, cfg)
+    # the notebook's two calls: 4 samples at the seed, then 8 rollouts of the first chunk's prefix at seed + 1
+    assert pol.kwargs == [
+        {"n": 4, "seed": 3, "temperature": 0.7, "max_new_tokens": 64},
+        {"n": 8, "seed": 4, "prefixes": ["<chunk>step 0</chunk>"], "temperature": 0.7, "max_new_tokens": 64},
+    ]
+    assert d["chunks"] == ["step 0", "So the answer is \\boxed{7}."]
+    assert d["correct"] == [False, True, False, True, False, False, True, False]
+    assert L.rollout_demo_lines(d) == [  # the first wrong and the first right rollout, in the order sampled
+        "PROBLEM: fake problem 1 | answer 7",
+        "  chunk 0: 'step 0'",
+        "  chunk 1: 'So the answer is \\\\boxed{7}.'",
+        "--- rollout (wrong): ...'\\n\\n<chunk>So the answer is \\\\boxed{8}.</chunk>'",
+        "--- rollout (correct): ...'\\n\\n<chunk>So the answer is \\\\boxed{7}.</chunk>'",
+        "Q after chunk 0 from these 8 rollouts = 3/8 = 0.375",
+    ]
+
+
+def test_rollout_demo_without_a_second_chunk_rolls_nothing_out():
+    class OneChunk(_RecordingPolicy):
+        def generate(self, prompts, **kw):
+            self.kwargs.append(kw)
+            return [[Completion(text="<chunk>So \\boxed{7}.</chunk>", n_tokens=5, finished=True)] * kw["n"]]
+
+    pol = OneChunk()
+    d = L.rollout_demo(pol, fake_items(1)[0], TEMPLATE, L.LabelConfig())
+    assert len(pol.kwargs) == 1 and d["prefix"] is None and d["rollouts"] == d["correct"] == []
+    assert L.rollout_demo_lines(d) == ["PROBLEM: fake problem 0 | answer 7", "  chunk 0: 'So \\\\boxed{7}.'"]
+
+
+def test_labelled_records_name_the_likeliest_cause_when_there_are_none():
+    assert L.labelled_records({"records": [{"q": 1.0}], "stats": {}}, 160) == [{"q": 1.0}]
+    st = {"prompts": 4, "kept_prompts": 0, "prefilter_samples": 8, "prefilter_truncated": 8, "prefilter_correct": 0}
+    with pytest.raises(RuntimeError, match="8 of 8 pre-filter samples were cut at MAX_NEW_TOKENS = 160"):
+        L.labelled_records({"records": [], "stats": st}, 160)
+
+
+def test_run_lines_add_resumed_shards_the_pre_filter_and_the_cut_rollouts():
+    st = {
+        "prompts": 4,
+        "kept_prompts": 2,
+        "trajectories": 6,
+        "prefixes": 10,
+        "rollouts": 80,
+        "rollouts_full": 160,
+        "seconds": 12.0,
+        "prefilter_seconds": 2.0,
+        "truncated_rollouts": 3,
+        "skipped_rollouts": 1,
+        "prefilter_samples": 64,
+        "prefilter_boxed": 64,
+        "prefilter_correct": 32,
+        "prefilter_chunk_tags": 64,
+        "prefilter_chunk_format": 48,
+        "prefilter_truncated": 0,
+    }
+    s = {"chunks": 20, "problems": 2, "mean_q": 0.5, **{f"positive_{r}": 50.0 for r in vocab.RULES}}
+    lines = L.run_lines({"stats": st, "resumed": 1, "redone": ["shard_00001"]}, s)
+    assert lines[:3] == L.stats_lines(st, s)
+    assert lines[3:] == [
+        "(1 shard(s) read from an earlier run's files, 1 redone)",
+        "pre-filter: 64 samples of the model's own: 100.0% boxed an answer, 50.0% correct, 100.0% wrote a <chunk> "
+        "tag (75.0% in the chunk format), 0.0% cut at the token limit",
+        "rollouts: 3 of 80 cut at the response budget (counted as failures), 1 with no room left at all "
+        "(failures, never an error)",
+    ]
+    assert len(L.run_lines({"stats": st, "resumed": 0, "redone": []}, s)) == 5  # no resumed line
+
+
+def test_rate_rows_and_lines_put_each_rule_beside_the_paper():
+    paper = {"abs_q": 70.2, "rel_ratio_gamma0.8": 56.5}
+    s = {"positive_abs_q": 68.94, "positive_rel_effective": 67.57, "positive_rel_ratio": 63.12}
+    rows = L.rate_rows(s, paper, 0.4, 0.8)
+    assert [list(r.values()) for r in rows] == [
+        ["Abs-Q (Q > 0)", 68.94, 70.2],
+        ["Rel-Effective (alpha=0.4)", 67.57, None],
+        ["Rel-Ratio (gamma=0.8)", 63.12, 56.5],
+    ]
+    ci = {"rate": 68.9, "low": 66.4, "high": 71.6, "chunks": 1101, "problems": 96}
+    assert L.rate_lines({"abs_q": ci, "rel_effective": {**ci, "rate": 67.6}, "rel_ratio": None}, paper) == [
+        "- **abs_q**: 68.9% positive [66.4, 71.6] over 1101 chunks of 96 problems; paper: 70.2%",
+        "- **rel_effective**: 67.6% positive [66.4, 71.6] over 1101 chunks of 96 problems; paper: not reported",
+    ]
+
+
+def test_disagreement_lines_show_chunks_abs_q_keeps_and_rel_ratio_drops():
+    def rec(q_prev, q, abs_q, rel_ratio, final=False, chunk="b = 2"):
+        return {
+            "problem": "a = 1. Find b.",
+            "chunk": chunk,
+            "q_prev": q_prev,
+            "q": q,
+            "is_final": final,
+            "label_abs_q": abs_q,
+            "label_rel_ratio": rel_ratio,
+        }
+
+    recs = [
+        rec(0.5, 0.25, True, False, chunk="b = 2"),
+        rec(0.5, 0.5, True, True),
+        rec(0.5, 0.0, False, False),
+        rec(0.75, 0.25, True, False, final=True),  # the final chunk: its Q is its correctness, not a drop
+        rec(0.4375, 0.2, True, False, chunk="b = 3"),
+    ]
+    truth = {"b = 2": True, "b = 3": False}
+    assert L.disagreement_lines(recs, checker=lambda r: truth[r["chunk"]]) == [
+        "2 of 5 chunks are Abs-Q positive but Rel-Ratio negative",
+        "--- PROBLEM: a = 1. Find b.\n    Q went 0.500 -> 0.250, exact checker: True (label noise: the chunk is "
+        "right): chunk 'b = 2'",
+        "--- PROBLEM: a = 1. Find b.\n    Q went 0.438 -> 0.200, exact checker: False (the chunk is wrong: "
+        "Rel-Ratio is right here): chunk 'b = 3'",
+    ]
+    assert L.disagreement_lines(recs, show=1)[1].endswith(
+        "exact checker: None: chunk 'b = 2'"
+    )  # real maths: no checker
+    assert L.disagreement_lines([]) == []

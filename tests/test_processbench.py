@@ -542,3 +542,84 @@ def test_by_benchmark_gives_one_table_per_set_of_splits():
     real = PB.table_row("calc [real]", {"gsm8k": {"error_acc": 1.0, "correct_acc": 2.0, "f1": 1.3}})
     parts = PB.by_benchmark([toy, real, {**toy, "judge": "k [toy]"}])
     assert [[r["judge"] for r in p] for p in parts] == [["j [toy]", "k [toy]"], ["calc [real]"]]
+
+
+def test_all_baselines_adds_the_real_splits_or_says_why_not(tmp_path, capsys):
+    bench = {"a": [{"steps": ["1 + 1 = 2", "2 + 2 = 5"], "label": 1}, {"steps": ["1 + 1 = 2"], "label": -1}]}
+    assert sorted(PB.all_baselines("toy", bench, real=False)) == ["always-Positive [toy]", "calculator [toy]"]
+    assert capsys.readouterr().out == ""
+    out = PB.all_baselines("toy", bench, real_dir=str(tmp_path))  # no split files there
+    assert sorted(out) == ["always-Positive [toy]", "calculator [toy]"]
+    assert capsys.readouterr().out.startswith("SKIPPED real ProcessBench baselines: FileNotFoundError: ")
+    for s in PB.SPLITS:  # one erroneous solution (the calculator finds it) and one correct per split
+        recs = [
+            {**GOOD, "id": f"{s}-0", "steps": ["1 + 1 = 3", "done"], "label": 0, "final_answer_correct": False},
+            {**GOOD, "id": f"{s}-1", "steps": ["1 + 1 = 2", "done"]},
+        ]
+        (tmp_path / f"{s}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    with pytest.warns(UserWarning, match="another data version"):
+        out = PB.all_baselines("toy", bench, real_dir=str(tmp_path))
+    assert capsys.readouterr().out == ""
+    assert out["calculator [real ProcessBench]"]["math"]["f1"] == 100.0
+    assert [round(PB.average_f1(out[k]), 1) for k in sorted(out)] == [0.0, 0.0, 100.0, 100.0]
+
+
+def test_both_readings_ask_each_ordering_of_the_verdicts_then_of_the_threshold():
+    labels = {"s": [0, -1, 1, -1]}
+    t = {"asked": 4, "unparsed": 0, "samples": 4}
+    run = {
+        "greedy": {"stepwiser:rel_ratio": {"s": [0, -1, 1, -1]}, "disc_sft:rel_ratio": {"s": [0, 0, 0, 0]}},
+        "first_error": {"stepwiser:rel_ratio": {"s": [0, -1, 0, 0]}, "disc_sft:rel_ratio": {"s": [0, -1, 1, -1]}},
+        "tallies": {"stepwiser:rel_ratio": t, "disc_sft:rel_ratio": t},
+    }
+    out = PB.both_readings(labels, run, dev={"toy_dev": []})
+    assert [(c["reading"], c["a"], c["b"]) for c in out] == [
+        ("own verdicts", "stepwiser:rel_ratio", "disc_sft:rel_ratio"),
+        ("dev thresholds", "stepwiser:rel_ratio", "disc_sft:rel_ratio"),
+    ]
+    assert [c["diff"] for c in out] == [100.0, -50.0]  # F1 100 vs 0 (no correct kept), then 50 vs 100
+    assert PB.both_readings(labels, run, dev={})[1]["reading"] == "a threshold"
+
+
+def test_informative_only_drops_a_judge_without_a_parsable_verdict():
+    tallies = {"a": {"asked": 3, "unparsed": 1, "samples": 3}, "b": {"asked": 3, "unparsed": 3, "samples": 3}}
+    assert PB.informative_only(tallies, {"a": 1, "b": 2, "c": 3}, {"b": 4, "a": 5}) == ({"a": 1}, {"a": 5})
+
+
+def test_check_score_judges_names_the_stray_ones():
+    judges = [{"name": "stepwiser:rel_ratio"}, {"name": "disc_sft:rel_ratio"}]
+    PB.check_score_judges(["stepwiser:rel_ratio"], judges, ["all"])
+    with pytest.raises(
+        ValueError, match=r"\['rsft:rel_ratio'\] are not among the judges run here \(JUDGES = \['x'\]\)"
+    ):
+        PB.check_score_judges(["rsft:rel_ratio", "disc_sft:rel_ratio"], judges, ["x"])
+
+
+def test_run_options_pass_the_config_to_run_judges_by_name():
+    import inspect
+    from types import SimpleNamespace
+
+    cfg = SimpleNamespace(
+        BENCH="toy",
+        STOP_AT_FIRST_NEGATIVE=True,
+        MAJ_K=3,
+        MAJ_TEMPERATURE=0.7,
+        MAX_COMPLETION=64,
+        MAJ_K_SCORE=4,
+        MAJ_K_SCORE_JUDGES=["stepwiser:rel_ratio"],
+        SEED=5,
+        LIMIT=40,
+    )
+    opts = PB.run_options(cfg)
+    assert opts == {
+        "bench_kind": "toy",
+        "stop_at_first_negative": True,
+        "maj_k": 3,
+        "maj_temperature": 0.7,
+        "max_completion": 64,
+        "maj_k_score": 4,
+        "maj_k_score_judges": ["stepwiser:rel_ratio"],
+        "seed": 5,
+    }
+    keyword_only = [n for n, q in inspect.signature(PB.run_judges).parameters.items() if q.kind == q.KEYWORD_ONLY]
+    assert sorted([*opts, "dev"]) == sorted(keyword_only)  # every setting run_judges asks for, and no other

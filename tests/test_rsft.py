@@ -114,18 +114,18 @@ def test_select_all_scores_once_and_picks_the_best_correct_response(tmp_path, ca
         seed=0,
     )
     assert len(loads) == 1  # the scores came from disk
-    text = rsft.preference_example(_items(), scores, ["stepwiser:rel_ratio"])
-    assert "PREFERRED: average chunk score 1.00" in text and "NOT PREFERRED: average chunk score 0.50" in text
-    shown = next(
-        k
-        for k in range(len(_items()))
-        if rsft.preference_example(
-            [_items()[k]], {"stepwiser:rel_ratio": [scores["stepwiser:rel_ratio"][k]]}, ["stepwiser:rel_ratio"]
-        )
+    # section 5: the two correct responses side by side, chunk by chunk, each chunk after its score
+    assert rsft.preference_pair(_items(), scores, ["stepwiser:rel_ratio"]) == (
+        "JUDGE: stepwiser:rel_ratio; PROBLEM: P",
+        [
+            {"preferred: response 1 (average 1.00)": "[1.0] c", "not preferred: response 0 (average 0.50)": "[0.5] a"},
+            {"preferred: response 1 (average 1.00)": "", "not preferred: response 0 (average 0.50)": "[0.5] b"},
+        ],
     )
-    assert (
-        rsft.preference_example(_items(), scores, ["stepwiser:rel_ratio"], skip={shown}) != text
-    )  # another prompt, or none
+    assert rsft.preference_pair(_items(), scores, ["stepwiser:rel_ratio"], skip={0}) == (
+        "no other prompt has two correct responses a judge scores differently",
+        [],
+    )  # the prompt the notebook worked by hand is skipped; no other has two correct responses
 
 
 def test_table_predictions_and_comparisons_of_table_8():
@@ -151,6 +151,12 @@ def test_table_predictions_and_comparisons_of_table_8():
     assert comps[0]["verdict"] != "uninformative"  # outcome selection needs no judge
     md = rsft.results_markdown(rows, comps, rsft.paper_rows(), 2)
     assert "mean over 2 SFT seeds" in md and "PAPER 7B" in md
+    rep = rsft.report(
+        base, results, ["outcome", "stepwiser:rel_ratio"], eval_items, 2, 0, silent
+    )  # the same, in one call
+    assert [c["verdict"] for c in rep["comparisons"]] == [c["verdict"] for c in comps]
+    assert rep["rows"][2]["avg 95% interval"] == "[100.0, 100.0]" and rep["ci"][rsft.BASE] == (0.0, 0.0)
+    assert rep["rows"][2]["avg"] == rows[2]["avg"] and "verdicts" in rep["rows"][2]
 
 
 def test_train_all_one_sft_per_method_and_seed_cached(tmp_path, monkeypatch, capsys):
@@ -170,6 +176,10 @@ def test_train_all_one_sft_per_method_and_seed_cached(tmp_path, monkeypatch, cap
     settings = lambda k: SFTSettings(epochs=1, lr=1e-4, global_batch=2, seed=k, name="SFT")  # noqa: E731
     picks = {"outcome": [0, None], "stepwiser:rel_ratio": [1, None]}
     res = rsft.train_all(picks, _items(), "{problem}", "pol", tmp_path, settings, evaluate, "bk", 2)
+    assert capsys.readouterr().out.splitlines() == [
+        "outcome                    1 records; greedy accuracy by SFT seed: {'toy': 50.0}, {'toy': 50.0}",
+        "stepwiser:rel_ratio        1 records; greedy accuracy by SFT seed: {'toy': 50.0}, {'toy': 50.0}",
+    ]  # one line per method
     assert runs == [
         ("outcome__seed0", 1),
         ("outcome__seed1", 1),
@@ -306,3 +316,83 @@ def test_sampling_and_scoring_in_shards_by_two_workers_equal_one_process(tmp_pat
     # one shard: the run's own seed, the key of an unsharded run
     alone, key1 = rsft.sample_responses("pol", items[:2], "{problem}", tmp_path / "alone", **kw)
     assert alone == [r for r in one if r["problem_id"] in ("fake-0", "fake-1")] and shards.layout(2, 2) == []
+
+
+def test_worked_example_rule_and_what_kind_of_example_it_is():
+    items = [
+        {"correct": [True, False]},
+        {"correct": [True, True, False]},  # two correct, scored the same
+        {"correct": [True, True, False]},  # two correct, scored differently: the pick
+    ]
+    scores = [[[1.0], [0.0]], [[1.0], [1.0], [0.0]], [[1.0, 0.0], [1.0], [1.0, 1.0]]]
+    assert rsft.worked_example(items, scores) == 2
+    assert rsft.worked_example(items[:2], scores[:2]) == 1  # else the first with two correct ones
+    assert rsft.worked_example(items[:1], scores[:1]) is None
+    line = rsft.score_context(scores, items, 2, best=1)
+    assert line == (
+        "How to read it: over all 10 sampled chunks this judge's mean chunk score is 0.70; here 1 wrong "
+        "response(s) (never selectable) score at least as high as the chosen one: [2]."
+    )
+
+
+def test_samples_report_prints_what_the_responses_look_like_and_returns_the_metrics(capsys):
+    rows = [
+        {"problem_id": "p", "response": "<chunk>1 + 1 = 2, so \\boxed{2}</chunk>", "correct": True, "finished": True},
+        {"problem_id": "p", "response": "no answer", "correct": False, "finished": False},
+        {"problem_id": "q", "response": "Q's reference", "correct": True, "finished": True, "sample": "ref"},
+    ]
+    items = rsft.group_items([{"problem": "P", "id": "p"}, {"problem": "Q", "id": "q"}], rows)
+    got = rsft.samples_report(rows, items, reference=True)
+    assert capsys.readouterr().out.splitlines() == [
+        "2 responses of the model's own: 50.0% boxed an answer, 50.0% correct, 50.0% wrote a <chunk> tag "
+        "(50.0% in the chunk format), 50.0% cut at the token limit",  # the reference left out
+        "+ 2 reference solutions [shortcut: REFERENCE_SAMPLES] as candidates",
+        "2/2 prompts have a correct response",
+    ]
+    assert (got["responses"], got["correct_rate"], got["prompts_with_correct"]) == (3, 66.67, 2)
+    assert got["output_rates"]["n"] == 2 and got["output_rates"]["truncated"] == 50.0
+    rsft.samples_report(rows[:2], items[:1])
+    assert capsys.readouterr().out.splitlines()[1:] == ["1/1 prompts have a correct response"]  # no shortcut line
+
+
+def test_worked_judge_and_the_rows_of_the_selection_by_hand():
+    assert rsft.worked_judge(["disc_sft:rel_ratio", "stepwiser:rel_ratio@seed1"]) == "stepwiser:rel_ratio@seed1"
+    assert rsft.worked_judge(["disc_sft:rel_ratio"]) == "disc_sft:rel_ratio" and rsft.worked_judge([]) is None
+    rows = rsft.hand_rows({"correct": [True, False, True]}, [[1.0, 0.0, 1.0], [1.0], []], [2 / 3, 1.0, None])
+    assert rows == [
+        {"response": 0, "correct": True, "chunks": 3, "chunk scores": [1.0, 0.0, 1.0], "average (by hand)": 0.667},
+        {"response": 1, "correct": False, "chunks": 1, "chunk scores": [1.0], "average (by hand)": 1.0},
+        {"response": 2, "correct": True, "chunks": 0, "chunk scores": [], "average (by hand)": None},
+    ]
+
+
+def test_evaluator_releases_its_engine_and_the_base_evaluation_is_cached_under_the_old_key(tmp_path, monkeypatch):
+    from stepwiser_lib.core import paths
+    from stepwiser_lib.engines import models
+    from stepwiser_lib.method import sampling
+
+    events = []
+    monkeypatch.setattr(models, "make_generator", lambda d, **kw: events.append(("make", d, kw)) or "gen")
+    monkeypatch.setattr(models, "release", lambda g: events.append(("release", g)))
+    monkeypatch.setattr(
+        sampling,
+        "sample_solutions",
+        lambda g, its, *a, **k: (
+            events.append(("sample", g, a, k)) or [{"correct": i % 2 == 0} for i in range(len(its))]
+        ),
+    )
+    monkeypatch.setattr(paths, "model_fingerprint", lambda p: "fp")
+    eval_items = {"toy": [{"id": "1"}, {"id": "2"}]}
+    evaluate = rsft.evaluator(eval_items, "{problem}", 8, 3, backend="hf", gen_batch=4, engine={"x": 1})
+    assert evaluate("m") == {"acc": {"toy": 50.0}, "correct": {"toy": [True, False]}}
+    assert events == [
+        ("make", "m", {"backend": "hf", "batch_size": 4, "x": 1}),
+        ("sample", "gen", ("{problem}", 1, 0.0, 8), {"seed": 3}),  # greedy: one sample at temperature 0
+        ("release", "gen"),  # before the next fine-tuning
+    ]
+    calls = []
+    counted = lambda d: calls.append(d) or {"acc": {"toy": 50.0}}  # noqa: E731
+    got, key = rsft.base_evaluation("pol", eval_items, tmp_path, counted, 8)
+    assert key == "175866d6d5df3017"  # the notebook's key before issue 36: base_eval.json on disk is reused
+    assert rsft.base_evaluation("pol", eval_items, tmp_path, counted, 8) == (got, key) and calls == ["pol"]
+    assert (tmp_path / "base_eval.json").exists()

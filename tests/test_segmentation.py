@@ -272,3 +272,193 @@ def test_table4_summarises_both_policies_and_pairs_them_by_problem():
     assert lines[0].startswith("base policy: 12 held-out samples") and lines[2].startswith(
         "Accuracy change from self-segmentation: +50.0 points (paper: +0.5 at 1.5B, 0.0 at 7B)"
     )
+
+
+class _Scripted:
+    """A generator that answers prompt ``p``'s sample ``j`` with ``answer(p, j)``, recording its calls."""
+
+    def __init__(self, answer, name="gen"):
+        self.answer, self.name, self.calls = answer, name, []
+
+    def generate(self, prompts, n=1, temperature=1.0, max_new_tokens=8, seed=0, progress=False):
+        from stepwiser_lib.engines.models import Completion
+
+        self.calls.append({"prompts": len(prompts), "n": n, "max_new_tokens": max_new_tokens, "seed": seed})
+        return [[Completion(text=self.answer(p, j), n_tokens=5, finished=True) for j in range(n)] for p in prompts]
+
+
+def _engines(monkeypatch, answer):
+    """make_generator and release replaced by scripted engines; returns the log of both, in order."""
+    from stepwiser_lib.engines import models
+
+    log = []
+
+    def make(path, **kw):
+        log.append(f"make {path}")
+        return _Scripted(answer, path)
+
+    monkeypatch.setattr(models, "make_generator", make)
+    monkeypatch.setattr(models, "release", lambda *gens: log.extend(f"release {g.name}" for g in gens))
+    return log
+
+
+def test_sample_base_writes_the_samples_and_counts_the_solved_prompts(tmp_path):
+    from stepwiser_lib.core import io
+    from stepwiser_lib.method import tasks
+
+    items = tasks.load_problems("toy", "sft", 3, seed=0)
+    answers = {it["problem"]: it["answer"] for it in items}
+    right = [it["problem"] for it in items[:2]]  # the first two prompts: right on their first sample only
+
+    def answer(prompt, j):
+        p = next(q for q in answers if q in prompt)
+        return f"x = 1\n\nSo \\boxed{{{answers[p] if p in right and j == 0 else -1}}}."
+
+    gen = _Scripted(answer)
+    samples, info = sg.sample_base(
+        gen, items, "Solve: {problem}", tmp_path / "s.jsonl", n=2, temperature=1.0, max_new_tokens=9, seed=3
+    )
+    assert [r["correct"] for r in samples] == [True, False, True, False, False, False]
+    assert io.read_jsonl(tmp_path / "s.jsonl") == samples and gen.calls == [
+        {"prompts": 3, "n": 2, "max_new_tokens": 9, "seed": 3}
+    ]
+    assert (info["solved"], info["prompts"], info["references"], info["rates"]["n"]) == (2, 3, 0, 6)
+    lines = sg.sample_lines({**info, "seconds": 4.2})
+    assert lines == [
+        "6 base-policy samples of the model's own: 100.0% boxed an answer, 33.3% correct, "
+        "0.0% wrote a <chunk> tag (0.0% in the chunk format), 0.0% cut at the token limit (4 s)",
+        "2/3 prompts have a correct sample (section 2 prints one sample, raw and segmented)",
+    ]
+    # the shortcut: each reference solution one more sample, left out of the rates
+    items = [{**it, "solution": f"So \\boxed{{{it['answer']}}}."} for it in items]
+    samples, info = sg.sample_base(
+        gen,
+        items,
+        "Solve: {problem}",
+        tmp_path / "s.jsonl",
+        n=2,
+        temperature=1.0,
+        max_new_tokens=9,
+        seed=3,
+        references=True,
+    )
+    assert (
+        len(samples) == len(io.read_jsonl(tmp_path / "s.jsonl")) == 9
+        and [r["sample"] for r in samples[6:]] == ["ref"] * 3
+    )
+    assert (info["solved"], info["references"], info["rates"]["n"]) == (3, 3, 6)
+    assert sg.sample_lines(info)[1] == (
+        "+ 3 reference solutions [shortcut: REFERENCE_SAMPLES], so that the later stages get correct text"
+    )
+
+
+def test_segment_samples_by_a_text_teacher_or_an_llm_one_engine_at_a_time(monkeypatch):
+    from stepwiser_lib.core.chunks import paragraph_chunks
+
+    samples = [{"problem_id": "p1", "problem": "P1", "response": RAW, "correct": True}]
+    log = _engines(monkeypatch, None)
+    recs, st = sg.segment_samples(samples, "rule", "toy", 4, "Q: {problem}", 0, max_new_tokens=100, free=["base"])
+    assert [r["completion"] for r in recs] == [tw.teacher_segment(RAW)] and st.accepted == 1 and log == []
+
+    def answer(prompt, j):  # the first try adds a title (rejected), the second keeps the text
+        tagged = paragraph_chunks(prompt.split("Solution:\n", 1)[1])
+        return ("Title\n" if j == 0 else "") + tagged
+
+    teacher = _Scripted(answer, "llm")
+    from stepwiser_lib.engines import models
+
+    class Named:
+        name = "base"
+
+    monkeypatch.setattr(models, "make_generator", lambda path, **kw: log.append(f"make {path} {kw}") or teacher)
+    recs, st = sg.segment_samples(
+        samples,
+        "llm",
+        "numina",
+        4,
+        "Q: {problem}",
+        0,
+        max_new_tokens=100,
+        n_segmentations=2,
+        batch_size=8,
+        engine={"tensor_parallel_size": 8},
+        free=[Named()],
+    )
+    assert log == [
+        "release base",
+        "make llm {'backend': 'hf', 'batch_size': 8, 'tensor_parallel_size': 8}",
+        "release llm",
+    ]
+    assert teacher.calls == [{"prompts": 1, "n": 2, "max_new_tokens": 381, "seed": 0}]  # teacher_budget(100)
+    assert [r["completion"] for r in recs] == [paragraph_chunks(RAW)] and recs[0]["prompt"] == "Q: P1"
+    assert (st.kept, st.accepted, st.rejected_reasons) == (1, 1, {})
+
+
+def test_changed_example_is_the_first_record_the_teacher_changed():
+    same = {"raw": "a = 1\n\nb = 2", "completion": "<chunk>a = 1</chunk>\n\n<chunk>b = 2</chunk>"}
+    merged = {"raw": "We need b.\n\nb = 2", "completion": "<chunk>We need b.\n\nb = 2</chunk>"}
+    assert sg.changed_example([same, merged, same]) == [
+        "1 of the first 3 records are segmented differently from their paragraphs; the first:",
+        "RAW (split by blank lines): 2 steps\nWe need b.\n\nb = 2",
+        "\nCHUNKED: 1 chunks\n<chunk>We need b.\n\nb = 2</chunk>",
+    ]
+    assert sg.changed_example([same, merged], first=1)[0].startswith("0 of the first 1 records")
+    assert sg.changed_example([same, merged], first=1)[1] == "RAW (split by blank lines): 2 steps\na = 1\n\nb = 2"
+    assert sg.changed_example([]) == [
+        "0 of the first 0 records are segmented differently from their paragraphs; the first:"
+    ]
+
+
+def test_sft_repeats_train_and_sample_each_other_seed_one_engine_at_a_time(monkeypatch, tmp_path):
+    from dataclasses import dataclass, replace
+
+    from stepwiser_lib.method import tasks
+
+    @dataclass
+    class Settings:
+        seed: int = 0
+
+        def with_(self, **kw):
+            return replace(self, **kw)
+
+    items = tasks.load_problems("toy", "eval", 2, seed=0)
+    first = items[0]["problem"]
+    log = _engines(monkeypatch, lambda p, j: f"\\boxed{{{items[0]['answer'] if first in p and j == 0 else -1}}}")
+    trained = []
+    monkeypatch.setattr(
+        sg,
+        "sft_chunk_policy",
+        lambda base, recs, out, settings: trained.append((base, out.name, settings.seed)) or {"model_dir": out.name},
+    )
+    printed = []
+    kw = dict(n=2, temperature=1.0, max_new_tokens=8, seed=1)
+    preds = sg.sft_repeats(
+        "base",
+        [],
+        tmp_path,
+        Settings(),
+        [0, 2, 5],
+        items,
+        "<chunk>{problem}",
+        "toy",
+        skip=0,
+        report=printed.append,
+        **kw,
+    )
+    assert trained == [("base", "chunk_policy_seed2", 2), ("base", "chunk_policy_seed5", 5)]
+    assert log == [
+        "make chunk_policy_seed2",
+        "release chunk_policy_seed2",
+        "make chunk_policy_seed5",
+        "release chunk_policy_seed5",
+    ]
+    assert printed == ["chunk policy, SFT seed 2: Avg@2 25.0", "chunk policy, SFT seed 5: Avg@2 25.0"]
+    assert list(preds) == ["chunk@seed2", "chunk@seed5"] and [p["correct"] for p in preds["chunk@seed2"]] == [
+        True,
+        False,
+        False,
+        False,
+    ]
+    assert {(p["method"], p["seed"]) for p in preds["chunk@seed5"]} == {("chunk@seed5", 1)}
+    ev = sg.sample_policy("pol", items, "{problem}", progress="eval", **kw)
+    assert len(ev) == 4 and ev[0]["correct"] and log[-2:] == ["make pol", "release pol"]

@@ -155,3 +155,31 @@ def test_label_noise_line_says_what_kind_of_example_a_trajectory_is():
         "Negative; chunk 1 is wrong by the exact checker, but Abs-Q labels it Positive."
     )
     assert teaching.label_noise_line([{"i": 0, "abs_q": "+"}]) == ""  # no checker (real maths)
+
+
+def test_folded_keeps_the_text_under_its_summary():
+    md = teaching.folded("2 prompts", "a <chunk>\\boxed{1}\n\n")
+    assert md == "<details><summary>2 prompts</summary>\n\n```\na <chunk>\\boxed{1}\n```\n\n</details>"
+    assert teaching.folded("s", "x ```y```").count("~~~~") == 2  # a fence inside the text does not close it
+
+
+def test_the_group_worked_by_hand_and_its_rows():
+    def grp(rewards, adv):
+        outs = [
+            {"reward": r, "verdict": "Positive" if r else "Negative", "text": f"out {i}\nx"}
+            for i, r in enumerate(rewards)
+        ]
+        return {"outputs": outs, "advantages": adv}
+
+    same, mixed = grp([1, 1], [0.0, 0.0]), grp([1, 0], [0.7071, -0.7071])
+    assert teaching.mixed_group([same, mixed]) is mixed and teaching.mixed_group([same]) is same
+    assert teaching.mixed_group([]) is None
+    rows = teaching.group_rows(mixed, [0.70706, -0.70706])
+    assert rows[0] == {
+        "verdict": "Positive",
+        "reward r_i": 1,
+        "A_i by hand": 0.7071,
+        "A_i (TRL's formula)": 0.7071,
+        "output": "out 0 / x",
+    }
+    assert teaching.equal_rewards_line([same, mixed]).startswith("1 of 2 groups have equal rewards")

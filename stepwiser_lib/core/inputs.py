@@ -1,4 +1,4 @@
-"""What each notebook reads from the notebooks before it, checked in its first cell after the config.
+"""What each notebook reads from the notebooks before it, checked in its config cell.
 
 Every stage hands files to the next (schemas: ``data/README.md``). A notebook opened on its own
 (above all from its Colab badge, in a fresh VM) should fail at once, saying which notebook to run
@@ -342,6 +342,24 @@ def needs(notebook: str, cfg) -> list[Need]:
     raise ValueError(f"unknown notebook {notebook!r}; notebooks: {', '.join(STAGES)}")
 
 
+def ok_lines(want: list[Need]) -> list[str]:
+    """What :func:`check` prints: a line per input, or one per earlier notebook's folder when it
+    gives several (issue 36: five lines of paths told a reader less than one)."""
+    by_dir: dict[str, list[Need]] = {}
+    for n in want:
+        parts = Path(_show(n.path)).parts
+        key = str(Path(*parts[:4])) if len(parts) > 4 and parts[2] == "artifacts" else _show(n.path)
+        by_dir.setdefault(key, []).append(n)
+    out = []
+    for key, group in by_dir.items():
+        if len(group) == 1:
+            out.append(f"input ok: {_show(group[0].path)} ({group[0].what})")
+        else:
+            rest = ", ".join(str(Path(_show(n.path)).relative_to(key)) for n in group)
+            out.append(f"input ok: {len(group)} paths in {key}/: {rest}")
+    return out
+
+
 def _show(path: Path) -> str:
     for root in (paths.output_root(), paths.ROOT):
         if path.is_relative_to(root):
@@ -417,8 +435,8 @@ def check(cfg) -> list[Need]:
     found = stale(notebook, cfg)
     if found:
         raise StaleInputs(stale_message(notebook, cfg.PROFILE, found))
-    for n in want:
-        print(f"input ok: {_show(n.path)} ({n.what})")
+    for line in ok_lines(want):
+        print(line)
     if not want:
         print(f"{notebook} reads nothing from earlier notebooks")
     return want

@@ -36,7 +36,7 @@ from ..core.io import markdown_table
 from ..core.verdicts import RULE_VERSION, describe, informative, uninformative_comparison
 from ..core.vocab import variant_slug
 from ..engines.checkpoints import resolve_model
-from ..evals.evaluation import compare_rates, mean_sd, problem_predictions
+from ..evals.evaluation import compare_rates, mean_sd, problem_predictions, rate_ci
 from ..evals.paper_results import TABLE7
 from . import judge, judge_runs, tasks
 from .judge import stored_entry
@@ -550,6 +550,31 @@ def reset_effect(problem: str, step: dict) -> str:
         + ", ".join(f"attempt {i} {'right' if t else 'wrong'}" for i, t in enumerate(truth))
         + f"; attempt {step['accepted']} kept"
     )
+
+
+def report(runs: dict, items: dict[str, list[dict]], judge_k: int, max_chunk_tokens: int, seed: int) -> dict:
+    """Notebook 06's Table 7 analogue in one call: the rows (:func:`table`, mean and spread over
+    seeds) each with its accuracy's 95% interval over problems (a problem's seeds together) and how
+    its judge's verdicts parsed, the per-problem predictions, the paired comparisons with no judge
+    (:func:`comparisons`; an uninformative judge says so), the intervals as numbers (``ci``), the
+    seeds of each arm and the note on chunks cut by the token limit (:func:`cut_note`)."""
+    rows, seeds_of = table(runs, list(items))
+    preds = predictions(runs, items, seeds_of, seed)
+    ci = {}
+    for row in rows:
+        c = rate_ci(preds[row["method"]])
+        ci[row["method"]] = (c["low"], c["high"])
+        row["avg acc 95% interval"] = f"[{c['low']}, {c['high']}]"
+    judge_tallies = tallies(runs, judge_k)
+    rows = with_verdicts(rows, judge_tallies)
+    return {
+        "rows": rows,
+        "predictions": preds,
+        "comparisons": comparisons(preds, judge_tallies),
+        "ci": ci,
+        "seeds_of": seeds_of,
+        "cut": cut_note(rows, max_chunk_tokens),
+    }
 
 
 def cut_note(rows: list[dict], max_chunk_tokens: int) -> str:

@@ -14,11 +14,18 @@ import os
 from ..core import io, paths
 from ..core.schemas import JUDGE_EXAMPLE, JUDGE_SPLITS
 from ..core.verdicts import mask, tally
-from ..core.vocab import WARMUP_NAME, parse_variant, variant_slug
+from ..core.vocab import WARMUP_NAME, WARMUP_OF, parse_variant, variant_slug
 from ..engines import sft
 from ..engines.trainers import SFTSettings
 from ..evals import claims
-from ..evals.evaluation import balanced_accuracy_ci, compare, constant_judge, judge_predictions, reference_judge
+from ..evals.evaluation import (
+    balanced_accuracy_ci,
+    compare,
+    comparison_line,
+    constant_judge,
+    judge_predictions,
+    reference_judge,
+)
 from ..evals.paper_results import paper_row
 from ..evals.stats import wilson
 from . import judge, judge_train, tasks
@@ -153,6 +160,40 @@ def train_warmups(
         dirs[style], keys[style] = paths.resolve_stored(rec["model_dir"]), rec["_key"]
         print(f"warm-up {style}: {len(recs)} records, {rec['steps']} steps, {rec['train_seconds']} s")
     return dirs, keys, records
+
+
+def warmup_stage(art, cfg, variants: list[tuple[str, str]], main: str | None, init: str, data: dict):
+    """Notebook 04, section 1, in one call: the warm-ups the ``variants`` start from (the
+    generative one whenever there is a ``main`` judge), trained (:func:`train_warmups`) on the
+    training chunks plus ``WARMUP_PROBLEMS`` × ``WARMUP_SAMPLES`` chunks the chunk policy writes on
+    SFT-split problems (:func:`warmup_chunks`; :func:`warmup_inputs` raises on a dev or test
+    problem). Returns (style -> model dir, style -> cache key, one warm-up record's completion or
+    None); with ``WARMUP`` off, nothing is trained and it says so."""
+    if not cfg.WARMUP:
+        print("no warm-up: the initial model follows the judge prompt already")
+        return {}, {}, None
+    styles = sorted({WARMUP_OF[k] for k, _ in variants} - {None} | ({"cot"} if main else set()))
+    extra = warmup_chunks(art, init, cfg.WARMUP_PROBLEMS, cfg.WARMUP_SAMPLES, family=cfg.PROMPT_FAMILY, seed=cfg.SEED)
+    chunks = warmup_inputs(data, extra)
+    print(
+        f"warm-up inputs: {len(chunks)} chunks ({len(extra)} written by the chunk policy on "
+        f"{cfg.WARMUP_PROBLEMS} SFT-split problems)"
+    )
+    dirs, keys, records = train_warmups(
+        art,
+        styles,
+        chunks,
+        init,
+        family=cfg.PROMPT_FAMILY,
+        seed=cfg.SEED,
+        steps=cfg.WARMUP_STEPS,
+        direct_steps=cfg.DIRECT_WARMUP_STEPS,
+        lr=cfg.WARMUP_LR,
+        batch=cfg.WARMUP_BATCH,
+        micro_batch=cfg.WARMUP_MICRO_BATCH,
+    )
+    recs = records[styles[-1]] if styles else []
+    return dirs, keys, recs[0]["completion"] if recs else None
 
 
 def evaluate_start(
@@ -514,6 +555,28 @@ def variant_row(run_id: str, rec: dict, seed: int) -> dict:
     }
 
 
+def comparison_report(preds: dict, records: dict, main: str | None, before: dict, data: dict, auc_k: int = 0) -> dict:
+    """Notebook 04, section 4's paired questions in one call: every comparison of
+    :func:`compare_all` (paired bootstrap by problem, McNemar for one run), the main judge's
+    :func:`main_summary`, and the lines a reader gets: each comparison, dev against test for each
+    seed of the main judge (:func:`dev_test_line`) and, with ``auc_k``, the score AUCs before and
+    after RL. Without a main judge, nothing is compared."""
+    if not main:
+        return {"comparisons": [], "summary": {}, "main_runs": [], "lines": []}
+    main_runs = seeds_of(records, main)
+    comparisons = compare_all(preds, list(records), main)
+    summary = main_summary(main, records, before, comparisons, auc_k)
+    sizes = split_sizes(data)[parse_variant(main)[1]]
+    lines = [comparison_line(c) for c in comparisons] + [dev_test_line(r, records[r], sizes) for r in main_runs]
+    if auc_k:  # the same question without the cut-off: does RL rank steps better?
+        lines.append(
+            f"Score AUC (Maj@{auc_k}, against MC labels): warm-up {summary['warmup_score_auc']} → after GRPO "
+            f"{summary['rl_score_auc']}; against the exact checker: {summary['warmup_truth_score_auc']} → "
+            f"{summary['rl_truth_score_auc']}."
+        )
+    return {"comparisons": comparisons, "summary": summary, "main_runs": main_runs, "lines": lines}
+
+
 def main_summary(main: str, records: dict, before: dict, comparisons: list[dict], auc_k: int = 0) -> dict:
     """The main judge on test, every seed, beside its warm-up: balanced accuracy (MC labels and
     exact checker) with intervals, and the first two paired questions of :func:`comparison_pairs`
@@ -635,6 +698,26 @@ def behaviour_lines(beh: dict[str, dict]) -> list[str]:
         if vals:
             out.append(f"- *{words}*: " + "; ".join(vals))
     return out
+
+
+def example_block(example: dict, outputs: dict[str, dict]) -> str:
+    """One judge example as notebook 04 prints it: the problem, history and chunk, its MC label
+    (and the exact checker's verdict on a toy problem), then each named judge output with the
+    line :func:`describe_output` gives it."""
+    truth = tasks.step_truth(example)
+    lines = [
+        "=" * 100,
+        f"PROBLEM: {example['problem']}",
+        f"HISTORY: {' | '.join(example['history']) or '(none)'}",
+        f"CHUNK:   {example['chunk'].replace(chr(10), ' / ')}",
+        f"MC label: {'Positive' if example['label'] else 'Negative'}"
+        + (f"   exact checker: {truth}" if truth is not None else ""),
+    ]
+    width = max((len(n) for n in outputs), default=0)
+    for name, judged in outputs.items():
+        lines.append(f"-- {name:<{width}}: {(judged.get('analysis') or '').strip().replace(chr(10), ' / ')}")
+        lines.append("   " + describe_output(example, judged))
+    return "\n".join(lines)
 
 
 def describe_output(example: dict, judged: dict) -> str:

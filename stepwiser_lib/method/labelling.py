@@ -53,7 +53,7 @@ from ..core.schemas import LABEL_RECORD
 from ..core.vocab import RULES
 from ..engines.checkpoints import resolve_model
 from . import tasks
-from .sampling import chunk_format_ok
+from .sampling import chunk_format_ok, rates_line
 from .tasks import check_many, is_correct
 
 # ----------------------------------------------------------------------------- label rules
@@ -783,6 +783,129 @@ def results_markdown(metrics: dict) -> str:
         + io.markdown_table(rows, ["rule", "positive % (ours)", "positive % (paper, 1.5B-chunk)"])
         + "\n"
     )
+
+
+# ----------------------------------------------------------------------------- notebook 02's cells
+
+
+def rollout_demo(policy, item: dict, template: str, cfg: LabelConfig, n_samples: int = 4, n_rollouts: int = 8) -> dict:
+    """Eq. 2 for one prefix (notebook 02, section 1): ``n_samples`` trajectories sampled for ``item``
+    (seed ``cfg.seed``), the first with at least two chunks kept (else the first), then
+    ``n_rollouts`` rollouts continued from the prefix that ends with its first chunk (seed
+    ``cfg.seed + 1``), each checked against the answer. ``prefix`` is None, and there are no
+    rollouts, when the trajectory has fewer than two chunks."""
+    prompt = template.format(problem=item["problem"])
+    gen = dict(temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens)
+    samples = policy.generate([prompt], n=n_samples, seed=cfg.seed, **gen)[0]
+    traj = next((c.text for c in samples if len(chunk_ends(c.text)) >= 2), samples[0].text)
+    ends = chunk_ends(traj)
+    out = {"item": item, "chunks": parse_chunks(traj), "prefix": None, "rollouts": [], "correct": []}
+    if len(ends) >= 2:
+        prefix = traj[: ends[0]]
+        rolls = policy.generate([prompt], n=n_rollouts, seed=cfg.seed + 1, prefixes=[prefix], **gen)[0]
+        out.update(
+            prefix=prefix,
+            rollouts=[r.text for r in rolls],
+            correct=[is_correct(item, prefix + r.text) for r in rolls],
+        )
+    return out
+
+
+def rollout_demo_lines(demo: dict, tail: int = 90) -> list[str]:
+    """:func:`rollout_demo` as printed lines: the problem, the trajectory chunk by chunk, the end
+    of the first correct and of the first wrong rollout (in the order sampled), and Q after the
+    first chunk from all the rollouts."""
+    item, wins = demo["item"], demo["correct"]
+    lines = [f"PROBLEM: {item['problem']} | answer {item['answer']}"]
+    lines += [f"  chunk {i}: {ch!r}" for i, ch in enumerate(demo["chunks"])]
+    for k in sorted({wins.index(w) for w in wins}):  # the first of each outcome, in the order sampled
+        lines.append(f"--- rollout ({'correct' if wins[k] else 'wrong'}): ...{demo['rollouts'][k][-tail:]!r}")
+    if wins:
+        n = len(wins)
+        lines.append(f"Q after chunk 0 from these {n} rollouts = {sum(wins)}/{n} = {sum(wins) / n:.3f}")
+    return lines
+
+
+def labelled_records(res: dict, max_new_tokens: int) -> list[dict]:
+    """The records of a :func:`label_prompts` result; a RuntimeError that names the likeliest cause
+    (:func:`no_chunks_message`) when no chunk was labelled."""
+    if not res["records"]:
+        raise RuntimeError(no_chunks_message(res["stats"], max_new_tokens))
+    return res["records"]
+
+
+def run_lines(res: dict, summary: dict) -> list[str]:
+    """A :func:`label_prompts` run in words (notebook 02, section 2): :func:`stats_lines`, how many
+    shards came from an earlier run's files (their times are that run's), the pre-filter samples'
+    rates and the rollouts cut at the response budget."""
+    st = res["stats"]
+    lines = stats_lines(st, summary)
+    if res["resumed"]:
+        lines.append(f"({res['resumed']} shard(s) read from an earlier run's files, {len(res['redone'])} redone)")
+    lines.append("pre-filter: " + rates_line(prefilter_rates(st), "samples"))
+    lines.append(
+        f"rollouts: {st['truncated_rollouts']} of {st['rollouts']} cut at the response budget (counted as failures), "
+        f"{st['skipped_rollouts']} with no room left at all (failures, never an error)"
+    )
+    return lines
+
+
+def paper_rate(paper: dict, rule: str) -> float | None:
+    """The paper's positive rate for ``rule`` in ``paper`` (:data:`POSITIVE_RATES_1P5B`-style keys:
+    ``rel_ratio_gamma0.8`` is Rel-Ratio's); None when the paper reports none."""
+    return next((v for k, v in paper.items() if k.split("_gamma")[0] == rule), None)
+
+
+def rate_rows(summary: dict, paper: dict, alpha: float, gamma: float) -> list[dict]:
+    """Each rule's positive rate (%) before balancing, ours (:func:`label_summary`) beside the
+    paper's (1.5B-chunk policy, §4.3 and App. A.4; ``paper``: its rates by rule)."""
+    names = {
+        "abs_q": "Abs-Q (Q > 0)",
+        "rel_effective": f"Rel-Effective (alpha={alpha})",
+        "rel_ratio": f"Rel-Ratio (gamma={gamma})",
+    }
+    return [
+        {
+            "rule": names[r],
+            "positive % before balancing (ours)": summary.get(f"positive_{r}"),
+            "paper (1.5B-chunk; §4.3, App. A.4)": paper_rate(paper, r),
+        }
+        for r in RULES
+    ]
+
+
+def disagreement_lines(records: list[dict], checker=None, show: int = 2) -> list[str]:
+    """Where the rules disagree: how many chunks keep Q > 0 but lower it enough to be Abs-Q Positive
+    and Rel-Ratio Negative (final chunks aside), then the first ``show`` of them with Q before and
+    after and the exact checker's verdict (``checker``: record -> bool or None; toy world:
+    :func:`stepwiser_lib.method.tasks.step_truth`). No lines without records."""
+    if not records:
+        return []
+    dis = [r for r in records if r["label_abs_q"] and not r["label_rel_ratio"] and not r["is_final"]]
+    kinds = {True: " (label noise: the chunk is right)", False: " (the chunk is wrong: Rel-Ratio is right here)"}
+    lines = [f"{len(dis)} of {len(records)} chunks are Abs-Q positive but Rel-Ratio negative"]
+    for r in dis[:show]:
+        truth = checker(r) if checker else None
+        lines.append(
+            f"--- PROBLEM: {r['problem']}\n    Q went {r['q_prev']:.3f} -> {r['q']:.3f}, exact checker: {truth}"
+            f"{kinds.get(truth, '')}: chunk {r['chunk']!r}"
+        )
+    return lines
+
+
+def rate_lines(cis: dict, paper: dict) -> list[str]:
+    """Markdown bullets: each rule's positive rate with its 95% interval (``cis``: rule -> the
+    dict of :func:`stepwiser_lib.tools.teaching.positive_rate_ci`, or None to leave it out) beside
+    the paper's (:func:`paper_rate`)."""
+    out = []
+    for rule, c in cis.items():
+        if c:
+            p = paper_rate(paper, rule)
+            out.append(
+                f"- **{rule}**: {c['rate']}% positive [{c['low']}, {c['high']}] over {c['chunks']} chunks of "
+                f"{c['problems']} problems; paper: {'not reported' if p is None else f'{p}%'}"
+            )
+    return out
 
 
 def main(argv: list[str] | None = None, profiles_dir: str | Path | None = None) -> int:

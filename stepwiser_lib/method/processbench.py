@@ -602,6 +602,21 @@ def bench_runs(
     return runs
 
 
+def run_options(cfg) -> dict:
+    """The settings of notebook 05's config that :func:`run_judges` takes, by keyword (all but the
+    judges, the benchmark, the folder, the loader and the dev split)."""
+    return {
+        "bench_kind": cfg.BENCH,
+        "stop_at_first_negative": cfg.STOP_AT_FIRST_NEGATIVE,
+        "maj_k": cfg.MAJ_K,
+        "maj_temperature": cfg.MAJ_TEMPERATURE,
+        "max_completion": cfg.MAX_COMPLETION,
+        "maj_k_score": cfg.MAJ_K_SCORE,
+        "maj_k_score_judges": cfg.MAJ_K_SCORE_JUDGES,
+        "seed": cfg.SEED,
+    }
+
+
 def run_judges(
     judges: list[dict],
     bench: dict[str, list[dict]],
@@ -917,6 +932,49 @@ def baselines(tag: str, bench: dict[str, list[dict]]) -> tuple[dict, dict]:
         "calculator": {s: score([r["label"] for r in bench[s]], preds[s]) for s in bench},
     }
     return {f"{k} [{tag}]": v for k, v in out.items()}, preds
+
+
+def all_baselines(
+    tag: str, bench: dict[str, list[dict]], real: bool = True, real_dir: str | None = None, fix_math_688: bool = False
+) -> dict:
+    """Notebook 05's untrained baselines (:func:`baselines`): on ``bench`` (named ``[<tag>]``) and,
+    with ``real``, on the four real ProcessBench splits too (:func:`load_split` from ``real_dir``,
+    ``STEPWISER_PROCESSBENCH_DIR`` or the hub, named ``[real ProcessBench]``). When the real splits
+    cannot be loaded (no local copy, no hub access) it says so, visibly (a ``SKIPPED`` line with the
+    error), and returns the ``bench`` ones only."""
+    out, _ = baselines(tag, bench)
+    if real:
+        try:
+            splits = {s: load_split(s, real_dir, fix_math_688) for s in SPLITS}
+        except Exception as e:  # no local copy and no hub access
+            print(f"SKIPPED real ProcessBench baselines: {type(e).__name__}: {e}")
+        else:
+            out.update(baselines("real ProcessBench", splits)[0])
+    return out
+
+
+def both_readings(labels: dict[str, list[int]], run: dict, dev) -> list[dict]:
+    """The paper's orderings (:func:`orderings`) in both readings of every judge of :func:`run_judges`'
+    ``run``: its own verdicts (``greedy``), then its score at a threshold (``first_error``): the dev
+    split's best-F1 one when there is a ``dev`` split, else ProcessBench's rule for scalar PRMs."""
+    return orderings(labels, run["greedy"], run["tallies"], "own verdicts") + orderings(
+        labels, run["first_error"], run["tallies"], "dev thresholds" if dev else "a threshold"
+    )
+
+
+def informative_only(tallies: dict, *by_judge: dict) -> tuple[dict, ...]:
+    """Each of ``by_judge`` (row name -> anything) kept to the rows whose judge gave a parsable
+    verdict (:func:`~stepwiser_lib.core.verdicts.informative` of its tally in ``tallies``; a row
+    without a tally is left out): what notebook 05's figure draws."""
+    return tuple({n: v for n, v in d.items() if informative(tallies.get(n))} for d in by_judge)
+
+
+def check_score_judges(score_judges: list[str], judges: list[dict], asked: list[str]) -> None:
+    """Fails naming the ``MAJ_K_SCORE_JUDGES`` that are not among the ``judges`` (registry entries)
+    notebook 05 runs, those of ``JUDGES`` (``asked``): each would be silently skipped."""
+    stray = [j for j in score_judges if j not in [e["name"] for e in judges]]
+    if stray:
+        raise ValueError(f"MAJ_K_SCORE_JUDGES {stray} are not among the judges run here (JUDGES = {asked})")
 
 
 def thresholded(

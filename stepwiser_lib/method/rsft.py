@@ -30,7 +30,7 @@ from ..core.verdicts import (
 from ..core.vocab import variant_slug
 from ..engines.checkpoints import resolve_model
 from ..engines.sft import sft
-from ..evals.evaluation import compare_rates, mean_sd, problem_predictions
+from ..evals.evaluation import compare_rates, mean_sd, problem_predictions, rate_ci
 from ..evals.paper_results import TABLE8
 from . import judge, judge_runs, sampling, tasks
 from .judge import stored_entry
@@ -211,6 +211,25 @@ def group_items(train_items: list[dict], rows: list[dict]) -> list[dict]:
     ]
 
 
+def samples_report(rows: list[dict], items: list[dict], reference: bool = False) -> dict:
+    """Notebook 07, section 1's printout: what the policy's own responses look like
+    (:func:`~stepwiser_lib.method.sampling.rates_line`; a shortcut's reference solutions left out),
+    whether ``reference`` added them, and how many prompts (``items``, :func:`group_items`) have a
+    correct response. Returns the ``samples`` entry of ``metrics.json``."""
+    rates = sampling.record_rates(rows)
+    n_ok = sum(any(it["correct"]) for it in items)
+    print(sampling.rates_line(rates, "responses"))
+    if reference:
+        print(f"+ {len(items)} reference solutions [shortcut: REFERENCE_SAMPLES] as candidates")
+    print(f"{n_ok}/{len(items)} prompts have a correct response")
+    return {
+        "responses": len(rows),
+        "correct_rate": round(100 * sum(r["correct"] for r in rows) / len(rows), 2),
+        "prompts_with_correct": n_ok,
+        "output_rates": rates,
+    }
+
+
 def score_judge(
     name: str,
     entry: dict,
@@ -384,12 +403,64 @@ def paper_rows() -> list[dict]:
     ]
 
 
-def preference_example(
+def worked_judge(judges: list[str]) -> str | None:
+    """The judge notebook 07 works the selection by hand with: the first StepWiser judge of
+    ``judges``, else the first; None when there is none."""
+    return next((n for n in judges if n.startswith("stepwiser:")), judges[0] if judges else None)
+
+
+def hand_rows(item: dict, chunk_scores: list[list[float]], averages: list[float | None]) -> list[dict]:
+    """The by-hand table of notebook 07's worked selection: one row per response of ``item`` with
+    whether it is correct, its chunk scores and the ``averages`` the notebook computed by hand."""
+    return [
+        {
+            "response": r,
+            "correct": ok,
+            "chunks": len(s),
+            "chunk scores": [round(x, 2) for x in s],
+            "average (by hand)": None if a is None else round(a, 3),
+        }
+        for r, (ok, s, a) in enumerate(zip(item["correct"], chunk_scores, averages))
+    ]
+
+
+def worked_example(items: list[dict], scores: list) -> int | None:
+    """Notebook 07's worked selection, chosen by a stated rule (issue 36): the first prompt with two
+    correct responses the judge scores differently, else the first with two correct ones; None when
+    no prompt has two. ``scores``: one judge's chunk scores per prompt and response."""
+
+    def averages(k):
+        return {response_score(s) for ok, s in zip(items[k]["correct"], scores[k]) if ok and s}
+
+    first = next((k for k in range(len(items)) if len(averages(k)) >= 2), None)
+    return first if first is not None else next((k for k, it in enumerate(items) if sum(it["correct"]) >= 2), None)
+
+
+def score_context(scores: list, items: list[dict], k: int, best: int | None) -> str:
+    """What kind of example a worked selection is (issue 36): the judge's mean chunk score over
+    every sampled chunk, and which wrong responses of prompt ``k`` (never selectable) score at
+    least as high as the chosen response ``best``."""
+    every = [x for per_prompt in scores for s in per_prompt for x in s]
+    if not every:
+        return "this judge scored no chunk"
+    avg = {r: response_score(s) for r, s in enumerate(scores[k]) if s}
+    top = avg.get(best) if best is not None else None
+    level = [r for r, ok in enumerate(items[k]["correct"]) if not ok and top is not None and avg.get(r, -1) >= top]
+    return (
+        f"How to read it: over all {len(every)} sampled chunks this judge's mean chunk score is "
+        f"{sum(every) / len(every):.2f}; here {len(level)} wrong response(s) (never selectable) score at "
+        f"least as high as the chosen one{': ' + str(level) if level else ''}."
+    )
+
+
+def preference_pair(
     items: list[dict], scores: dict[str, list], judges: list[str], skip: set | None = None
-) -> str | None:
+) -> tuple[str, list[dict]]:
     """The first prompt where a judge (StepWiser judges first) scores two correct responses
-    differently, other than the prompt indices in ``skip`` (one a notebook already showed): both
-    responses, chunk by chunk, with their scores. None when there is none."""
+    differently, other than the prompt indices in ``skip`` (one a notebook already showed): a
+    caption (the judge, the problem) and one row per chunk of the preferred and the not preferred
+    response side by side, each chunk after its score, each column headed by the response's
+    average chunk score. No such prompt: a caption that says so and no rows."""
     for name in sorted(judges, key=lambda n: not n.startswith("stepwiser:")):
         for k, (it, sc) in enumerate(zip(items, scores[name])):
             if k in (skip or set()):
@@ -398,12 +469,38 @@ def preference_example(
             avg = {i: response_score(sc[i]) for i in ok}
             if len(ok) >= 2 and max(avg.values()) > min(avg.values()):
                 hi, lo = max(ok, key=lambda i: (avg[i], -i)), min(ok, key=lambda i: (avg[i], i))
-                lines = [f"JUDGE: {name}", f"PROBLEM: {it['problem']}"]
-                for tag, i in (("PREFERRED", hi), ("NOT PREFERRED", lo)):
-                    lines.append(f"--- {tag}: average chunk score {avg[i]:.2f}, chunk scores {sc[i]}")
-                    lines += ["    " + c.replace("\n", " / ") for c in parse_chunks(it["responses"][i])]
-                return "\n".join(lines)
-    return None
+                cols = {}
+                for tag, i in (("preferred", hi), ("not preferred", lo)):
+                    chunks = parse_chunks(it["responses"][i])
+                    cols[f"{tag}: response {i} (average {avg[i]:.2f})"] = [
+                        f"[{round(x, 2)}] " + c.replace("\n", " / ") for x, c in zip(sc[i], chunks)
+                    ]
+                n = max(len(v) for v in cols.values())
+                rows = [{h: v[j] if j < len(v) else "" for h, v in cols.items()} for j in range(n)]
+                return f"JUDGE: {name}; PROBLEM: {it['problem']}", rows
+    return "no other prompt has two correct responses a judge scores differently", []
+
+
+def report(
+    base_eval: dict, results: dict, methods: list[str], eval_items: dict, runs: int, seed: int, judge_tallies: dict
+) -> dict:
+    """Notebook 07's Table 8 analogue in one call: the rows (:func:`table`, mean over SFT seeds),
+    each with its accuracy's 95% interval over problems (a problem's seeds together) and how its
+    judge's verdicts parsed, the per-problem predictions, the paired comparisons with outcome-based
+    selection (:func:`comparisons`) and the intervals as numbers (``ci``)."""
+    rows = table(base_eval["acc"], results, methods, runs)
+    preds = predictions(base_eval, results, methods, eval_items, runs, seed)
+    ci = {}
+    for row in rows:
+        c = rate_ci(preds[row["method"]])
+        ci[row["method"]] = (c["low"], c["high"])
+        row["avg 95% interval"] = f"[{c['low']}, {c['high']}]"
+    return {
+        "rows": with_verdicts(rows, judge_tallies),
+        "predictions": preds,
+        "comparisons": comparisons(preds, judge_tallies),
+        "ci": ci,
+    }
 
 
 def results_markdown(rows: list[dict], comps: list[dict], paper: list[dict], runs: int) -> str:
@@ -437,6 +534,47 @@ def evaluate_policy(
     return out
 
 
+def evaluator(
+    eval_items: dict[str, list[dict]],
+    template: str,
+    max_new_tokens: int,
+    seed: int,
+    *,
+    backend: str = "hf",
+    gen_batch: int = 128,
+    engine: dict | None = None,
+):
+    """Notebook 07's greedy evaluation, as :func:`train_all`'s ``evaluate``: model dir ->
+    :func:`evaluate_policy`'s record. Each call starts its own engine and releases it before it
+    returns, so the next fine-tuning (or engine) has the memory."""
+
+    def evaluate(model_dir):
+        from ..engines.models import make_generator, release  # lazy: torch
+
+        g = make_generator(model_dir, backend=backend, batch_size=gen_batch, **(engine or {}))
+        out = evaluate_policy(g, eval_items, template, max_new_tokens, seed)
+        release(g)
+        return out
+
+    return evaluate
+
+
+def base_evaluation(
+    policy: str, eval_items: dict[str, list[dict]], art, evaluate, max_new_tokens: int
+) -> tuple[dict, str]:
+    """The policy before RS-FT, evaluated by ``evaluate`` (:func:`evaluator`) and cached in
+    ``art/base_eval.json`` under a key of its weights, the evaluation problems and
+    ``max_new_tokens``. Returns the evaluation and that key, which every fine-tuned run's cache key
+    builds on (:func:`train_all`)."""
+    key = io.digest(
+        paths.model_fingerprint(policy),
+        {t: [i["id"] for i in v] for t, v in eval_items.items()},
+        max_new_tokens,
+        "per-problem outcomes",
+    )
+    return io.cached_json(Path(art) / "base_eval.json", key, lambda: evaluate(policy)), key
+
+
 def train_all(
     picks: dict[str, list],
     items: list[dict],
@@ -452,7 +590,8 @@ def train_all(
     (:func:`sft_records`, :func:`stepwiser_lib.engines.sft.sft`) for ``runs`` SFT seeds (``settings``: k ->
     its ``SFTSettings``), each then evaluated (``evaluate``: model dir -> :func:`evaluate_policy`'s
     record); every run cached in ``art/<method>__seed<k>`` under a key of every SFT setting.
-    Returns (method, k) -> evaluation with ``records``, ``steps`` and ``sft_seconds``."""
+    Prints one line per method (its accuracy by seed). Returns (method, k) -> evaluation with
+    ``records``, ``steps`` and ``sft_seconds``."""
     results = {}
     for method, pk in picks.items():
         recs = sft_records(items, pk, template)
@@ -471,7 +610,8 @@ def train_all(
             results[(method, k)] = io.cached_json(
                 d / "record.json", io.digest(paths.model_fingerprint(policy), recs, ss, base_key), run
             )
-            print(f"{method:26s} seed {k}: {results[(method, k)]['acc']} ({len(recs)} records)")
+        accs = ", ".join(str(results[(method, k)]["acc"]) for k in range(runs))
+        print(f"{method:26s} {len(recs)} records; greedy accuracy by SFT seed: {accs}")
     return results
 
 

@@ -16,16 +16,73 @@ Pipeline (notebook ``01_self_segmentation``):
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core import prompts
-from ..core.chunks import CHUNK_CLOSE, CHUNK_OPEN, CHUNK_RE, paragraph_chunks, strip_tags
+from ..core import io, prompts
+from ..core.chunks import (
+    CHUNK_CLOSE,
+    CHUNK_OPEN,
+    CHUNK_RE,
+    paragraph_chunks,
+    parse_chunks,
+    split_paragraphs,
+    strip_tags,
+)
 from ..engines.sft import sft
 from ..evals.evaluation import compare_rates, rate_ci
 from ..evals.paper_results import TABLE4
 from . import sampling, tasks
+
+
+def sample_base(
+    generator,
+    items: list[dict],
+    template: str,
+    out: str | Path,
+    *,
+    n: int,
+    temperature: float,
+    max_new_tokens: int,
+    seed: int,
+    references: bool = False,
+) -> tuple[list[dict], dict]:
+    """Step 1: ``n`` responses per prompt from the base policy (records of
+    :func:`~stepwiser_lib.method.sampling.sample_solutions`), plus each prompt's reference solution
+    when ``references`` (colab-smoke's shortcut, :func:`~stepwiser_lib.method.sampling.reference_samples`),
+    written to ``out`` (``samples.jsonl``). Returns the records and what :func:`sample_lines` prints:
+    the output rates of the model's own samples, the seconds taken (writing included), how many
+    prompts have a correct sample."""
+    t = time.time()
+    samples = sampling.sample_solutions(
+        generator, items, template, n, temperature, max_new_tokens, seed=seed, progress="base samples"
+    )
+    if references:
+        samples += sampling.reference_samples(items, chunked=False)
+    io.write_jsonl(out, samples)
+    info = {
+        "seconds": time.time() - t,
+        "rates": sampling.record_rates(samples),  # the model's own samples (a shortcut's references left out)
+        "prompts": len(items),
+        "solved": len({r["problem_id"] for r in samples if r["correct"]}),
+        "references": len(items) if references else 0,
+    }
+    return samples, info
+
+
+def sample_lines(info: dict) -> list[str]:
+    """What notebook 01 prints under its base-policy samples (:func:`sample_base`'s ``info``)."""
+    lines = [f"{sampling.rates_line(info['rates'], 'base-policy samples')} ({info['seconds']:.0f} s)"]
+    if info["references"]:
+        lines.append(
+            f"+ {info['references']} reference solutions [shortcut: REFERENCE_SAMPLES], "
+            "so that the later stages get correct text"
+        )
+    return lines + [
+        f"{info['solved']}/{info['prompts']} prompts have a correct sample (section 2 prints one sample, raw and segmented)"
+    ]
 
 
 def segmentation_problems(original: str, segmented: str) -> list[str]:
@@ -169,6 +226,63 @@ def teacher_budget(max_new_tokens: int) -> int:
     return int(1.25 * max_new_tokens) + 256
 
 
+def _engines():
+    """The engine factory and its release (:mod:`stepwiser_lib.engines.models`), imported on first use."""
+    from ..engines.models import make_generator, release  # lazy: torch
+
+    return make_generator, release
+
+
+def segment_samples(
+    samples: list[dict],
+    teacher: str,
+    task: str,
+    max_per_problem: int,
+    policy_prompt: str,
+    seed: int,
+    *,
+    max_new_tokens: int,
+    n_segmentations: int = 8,
+    backend: str = "hf",
+    batch_size: int = 128,
+    engine: dict | None = None,
+    free=(),
+) -> tuple[list[dict], SegmentationStats]:
+    """Steps 2 and 3: :func:`build_sft_records` with the teacher that ``teacher`` names. A name of
+    :data:`TEXT_TEACHERS` needs no model (:func:`text_teacher`); any other is an instruct LLM
+    (:func:`llm_teacher`, ``n_segmentations`` tries per response, :func:`teacher_budget` new
+    tokens): one engine at a time on a GPU, so the engines in ``free`` (the base policy) are
+    released before the teacher's is made, and the teacher's is released before this returns."""
+    if teacher in TEXT_TEACHERS:  # the toy rule teacher, or "split by \\n\\n" paragraphs
+        return build_sft_records(samples, text_teacher(teacher, task), max_per_problem, policy_prompt, seed=seed)
+    make_generator, release = _engines()
+    release(*free)
+    gen = make_generator(teacher, backend=backend, batch_size=batch_size, **(engine or {}))
+    try:
+        segment = llm_teacher(
+            gen, n_segmentations=n_segmentations, seed=seed, max_new_tokens=teacher_budget(max_new_tokens)
+        )
+        return build_sft_records(samples, segment, max_per_problem, policy_prompt, seed=seed)
+    finally:
+        release(gen)
+
+
+def changed_example(records: list[dict], first: int = 50) -> list[str]:
+    """Notebook 01's worked example, picked by a stated rule: how many of the ``first`` records
+    the teacher segmented differently from their blank-line paragraphs, and the first of them
+    (else the first record), raw with its paragraph count and chunked with its chunk count."""
+    head = records[:first]
+    changed = [r for r in head if parse_chunks(r["completion"]) != split_paragraphs(r["raw"])]
+    ex = changed[0] if changed else (records[0] if records else None)
+    lines = [
+        f"{len(changed)} of the first {len(head)} records are segmented differently from their paragraphs; the first:"
+    ]
+    if ex:
+        lines.append(f"RAW (split by blank lines): {len(split_paragraphs(ex['raw']))} steps\n" + ex["raw"])
+        lines.append(f"\nCHUNKED: {len(parse_chunks(ex['completion']))} chunks\n" + ex["completion"])
+    return lines
+
+
 #: Where the embeddings of chunk tags the base never read start (``TAG_INIT``): ``random`` (as the
 #: tokenizer left them) or ``separator`` (:func:`init_tag_embeddings`). [not in paper]
 TAG_INITS = ("random", "separator")
@@ -234,6 +348,66 @@ def sft_chunk_policy(
         save_atomically(model, tok, start)
         base_model = str(start)
     return {**sft(base_model, records, out_dir, settings), "tag_init": tag_init, "tag_rows": changed}
+
+
+def sample_policy(
+    model: str,
+    items: list[dict],
+    template: str,
+    *,
+    n: int,
+    temperature: float,
+    max_new_tokens: int,
+    seed: int,
+    backend: str = "hf",
+    batch_size: int = 128,
+    engine: dict | None = None,
+    progress: str | bool = False,
+) -> list[dict]:
+    """``n`` responses per held-out prompt from the policy at ``model``
+    (:func:`~stepwiser_lib.method.sampling.sample_solutions`), its engine made here and released
+    before this returns: one engine at a time on a GPU."""
+    make_generator, release = _engines()
+    gen = make_generator(model, backend=backend, batch_size=batch_size, **(engine or {}))
+    try:
+        return sampling.sample_solutions(
+            gen, items, template, n, temperature, max_new_tokens, seed=seed, progress=progress
+        )
+    finally:
+        release(gen)
+
+
+def sft_repeats(
+    base_model: str,
+    records: list[dict],
+    art: str | Path,
+    settings,
+    seeds: list[int],
+    items: list[dict],
+    template: str,
+    task: str,
+    *,
+    skip: int | None = None,
+    report: Callable[[str], None] = print,
+    **sample_kw,
+) -> dict[str, list[dict]]:
+    """Table 4's chunk arm at more SFT seeds (``SFT_REPEAT_SEEDS``; ``skip``: the seed already
+    trained): for each, :func:`sft_chunk_policy` with that seed into ``art/chunk_policy_seed<s>``,
+    then :func:`sample_policy` on ``items`` with ``sample_kw`` (the SEED policy's sampling), and
+    ``report`` of its Avg@k. Returns the per-solution predictions by method (``chunk@seed<s>``),
+    which the claims table resamples."""
+    preds = {}
+    for s in seeds:
+        if s == skip:
+            continue
+        r = sft_chunk_policy(base_model, records, Path(art) / f"chunk_policy_seed{s}", settings.with_(seed=s))
+        ev = sample_policy(r["model_dir"], items, template, progress=f"eval chunk seed {s}", **sample_kw)
+        name = f"chunk@seed{s}"
+        preds[name] = sampling.solution_predictions(name, task, sample_kw["seed"], ev, chunked=True)
+        report(
+            f"chunk policy, SFT seed {s}: Avg@{sample_kw['n']} {sampling.summarize(ev, chunked=True)['avg_acc']:.1f}"
+        )
+    return preds
 
 
 #: Table 4's two claims, as (claim, field) pairs: the chunk policy writes fewer steps, at the same accuracy.

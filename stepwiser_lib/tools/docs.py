@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -43,6 +44,16 @@ from .runner import run
 DOCS_DIR = ROOT / "docs"
 #: Output MIME types kept (everything else, e.g. widget views, is dropped).
 KEEP_MIME = ("text/plain", "text/html", "text/markdown", "image/png", "image/svg+xml")
+
+
+def deeper(markdown: str) -> str:
+    """A notebook's markdown with its links to the repository made valid one folder deeper
+    (``notebooks/`` -> ``docs/<profile>/``); a link into ``docs/`` becomes a sibling link."""
+    return (
+        markdown.replace("](../README.md", "](../../README.md")
+        .replace("](../LAB_LOG.md", "](../../LAB_LOG.md")
+        .replace("](../docs/", "](../")
+    )
 
 
 def _relative(text: str, root: str) -> str:
@@ -77,12 +88,10 @@ def clean(nb: dict, root: str | Path, source: str, profile: str) -> dict:
         c["metadata"].pop("papermill", None)
         if "injected-parameters" in c["metadata"].get("tags", []):
             c["id"] = "injected-parameters"  # papermill draws a random id: the same run twice gives the same file
+            c["source"] = injected_source(c["source"])
         c["source"] = reader_source(c, source)
         if c["cell_type"] == "markdown":
-            c["source"] = [
-                s.replace("](../README.md", "](../../README.md").replace("](../LAB_LOG.md", "](../../LAB_LOG.md")
-                for s in c["source"]
-            ]
+            c["source"] = [deeper(s) for s in c["source"]]
         if c["cell_type"] == "code":
             outs = []
             for o in c.get("outputs", []):
@@ -105,12 +114,8 @@ def clean(nb: dict, root: str | Path, source: str, profile: str) -> dict:
         "id": "docs-banner",
         "metadata": {},
         "source": [
-            f"> **Executed copy** of [`{source}`](../../{source}) at the `{profile}` profile, written by "
-            "`make docs` (`stepwiser_lib/tools/docs.py`) with every output of that run. It is regenerated with the "
-            "results: edit the source notebook, not this copy. Progress bars, trainers' progress tables and library "
-            "warnings are left out. Where the run found an earlier run's files on disk it read them instead of "
-            'recomputing (a line saying "from disk" or "read from an earlier run" marks it), so a time printed '
-            "here can be a resumed run's; `docs/results_tiny.md` gives the run times."
+            f"> **Executed copy** of [`{source}`](../../{source}) at `{profile}`, with that run's outputs: edit the "
+            "source, not this copy. What it leaves out, and why its times can be a resumed run's: [README](README.md)."
         ],
     }
     nb["cells"] = [banner] + cells
@@ -144,11 +149,16 @@ def parameters_pointer(cell_source, source: str) -> list[str]:
     of the cell (issue 36: it and its echo took up to 2.5 screens before the first idea)."""
     lines = "".join(cell_source).splitlines()
     n = sum(1 for ln in lines if ln.strip() and not ln.lstrip().startswith("#"))
-    return [
-        f"# The parameters cell of {source}: {n} typed settings, each with a comment saying what it is and why\n",
-        "# its value (the paper's where it has one). The next cell checks them and says which ones this run's\n",
-        "# profile changed.",
-    ]
+    return [f"# The parameters cell of {source}: {n} typed, commented settings (the config line says what changed)"]
+
+
+def injected_source(cell_source) -> list[str]:
+    """papermill's injected cell as one line per value it set, saying where it came from."""
+    values = [ln for ln in "".join(cell_source).splitlines() if ln.strip() and not ln.startswith("#")]
+    if not values:
+        return []
+    text = "\n".join([values[0] + "  # set by papermill for this run", *values[1:]])
+    return [ln + "\n" for ln in text.split("\n")[:-1]] + [text.split("\n")[-1]]
 
 
 def is_progress_table(data: dict) -> bool:
@@ -165,14 +175,15 @@ SCREEN_LINES, FIGURE_LINES = 45, 20
 
 def screens(nb: dict, width: int = 110) -> float:
     """About how many screens an executed copy takes to read: markdown, code and printed output
-    lines (a long markdown line wraps at ``width`` characters; code does not), a table row a line,
-    a figure :data:`FIGURE_LINES`, a folded ``<details>`` section its summary line. A measure to
-    compare copies by, not a precise one."""
+    lines (a markdown paragraph's lines join as they render, then wrap at ``width`` characters;
+    code does not wrap), a table row a line, a figure :data:`FIGURE_LINES`, a folded ``<details>``
+    section (in markdown or in a markdown output) its summary line. A measure to compare copies
+    by, not a precise one."""
     lines = 0
     for c in nb["cells"]:
         src = "".join(c["source"]).splitlines()
         if c["cell_type"] == "markdown":
-            lines += sum(max(1, -(-len(ln) // width)) for ln in _unfolded(src)) + 1
+            lines += sum(max(1, -(-len(ln) // width)) for ln in _reflowed(_unfolded(src))) + 1
             continue
         if not c.get("metadata", {}).get("jupyter", {}).get("source_hidden"):
             lines += len(src) + 1
@@ -182,13 +193,47 @@ def screens(nb: dict, width: int = 110) -> float:
                 lines += FIGURE_LINES
             elif "text" in o:
                 lines += len("".join(o["text"]).splitlines())
-            elif "text/markdown" in data:
-                lines += len("".join(data["text/markdown"]).splitlines())
+            elif "text/markdown" in data:  # a folded <details> output counts its summary line
+                lines += len(_unfolded("".join(data["text/markdown"]).splitlines()))
             elif "text/html" in data:  # a table: a row a line
                 lines += "".join(data["text/html"]).count("<tr")
             elif "text/plain" in data:
                 lines += len("".join(data["text/plain"]).splitlines())
     return round(lines / SCREEN_LINES, 1)
+
+
+#: A markdown line that starts its own rendered line (a heading, list item, table row, quote,
+#: display formula, fence or HTML tag); any other line continues the paragraph above it.
+_BLOCK_START = ("#", "|", "- ", "* ", "> ", "$$", "```", "~~~", "<", "    ")
+
+
+def _reflowed(lines: list[str]) -> list[str]:
+    """Markdown source lines as rendered lines before wrapping: a paragraph's soft line breaks do
+    not render, so its lines join into one (wrapped later at the screen's width); a blank line,
+    a block element and every line inside a fence or a display formula stay as they are."""
+    out: list[str] = []
+    joinable, fence = False, None
+    for ln in lines:
+        s = ln.strip()
+        if fence:  # inside a fenced block or a display formula: every line as it is
+            out.append(ln)
+            if s.startswith(fence) or (fence == "$$" and s.endswith("$$")):
+                fence = None
+            continue
+        if s.startswith(("```", "~~~")) or (s.startswith("$$") and not (len(s) > 2 and s.endswith("$$"))):
+            fence, joinable = s[:3] if s[0] != "$" else "$$", False
+            out.append(ln)
+            continue
+        if not s:
+            out.append(ln)
+            joinable = False
+            continue
+        if joinable and not ln.startswith(_BLOCK_START) and not re.match(r"\d+\. ", s):
+            out[-1] = out[-1].rstrip() + " " + s
+            continue
+        out.append(ln)
+        joinable = not ln.startswith(("#", "|", "<", "$$"))
+    return out
 
 
 def _unfolded(lines: list[str]) -> list[str]:
@@ -254,15 +299,19 @@ def export(
         "They are regenerated with the results (`make docs`, or `make reproduce` at tiny); "
         "edit the notebooks in `notebooks/`, never these.",
         "",
+        "**What a copy leaves out.** Progress bars, trainers' progress tables and library warnings; the "
+        "parameters cell, the Colab bootstrap and cells of bookkeeping (imports, paths, results files) "
+        "become one-line pointers to the source notebook, their outputs kept. Long printed examples "
+        "are folded under a summary line that says what each one is. Where the run found an earlier "
+        "run's files on disk it read them instead of recomputing, so a time printed in a copy can be an "
+        "earlier run's; the run-time table of docs/results_tiny.md gives a fresh run's times.",
+        "",
         "| notebook | source | screens to read | minutes in the run that wrote it |",
         "|---|---|---|---|",
         *rows,
         "",
         f"About {round(total)} screens in all (`stepwiser_lib.tools.docs.screens`: {SCREEN_LINES} rendered lines a "
         f"screen, a figure {FIGURE_LINES}, a folded section its summary line).",
-        "",
-        "A stage that resumed from what an earlier run left on disk takes less time than a fresh run; "
-        "the run-time table of docs/results_tiny.md gives a fresh run's times.",
         "",
     ]
     atomic_write_text(out / "README.md", "\n".join(index))

@@ -411,3 +411,12 @@ def q_figure(records: list[dict], m_rollouts: int, adaptive: bool):
         axes[1].legend()
     fig.tight_layout()
     return fig
+
+
+def sft_loss_figure(loss_curve: list):
+    """The SFT loss curve: ``(step, loss)`` pairs of :func:`~stepwiser_lib.method.segmentation.sft_chunk_policy`'s ``loss_curve``, the loss
+    on the completion tokens by optimizer step."""
+    fig, ax = plt.subplots(figsize=(5, 3))
+    ax.plot(*zip(*loss_curve), marker=".")
+    ax.set(xlabel="SFT step", ylabel="loss (completion tokens)", title="Chunk-policy SFT")
+    return fig

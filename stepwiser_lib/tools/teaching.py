@@ -18,6 +18,25 @@ from ..evals.stats import cluster_bootstrap
 from ..method import labelling
 from ..method.judge import load_judge, parse_verdict, verdict_reward
 
+# ----------------------------------------------------------------------------- every notebook
+
+
+def folded(summary: str, text: str) -> str:
+    """Markdown that shows ``summary`` and folds ``text`` (printed as it is, in a fixed-width
+    block) under it until the reader opens it: how a long printout (a prompt, a batch of worked
+    examples) stays in an executed copy without its length (issue 36). The summary should say what
+    is inside, so that a reader can decide without opening it."""
+    fence = "~~~~" if "```" in text else "```"
+    return f"<details><summary>{summary}</summary>\n\n{fence}\n{text.rstrip()}\n{fence}\n\n</details>"
+
+
+def show_folded(summary: str, text: str) -> None:
+    """Display :func:`folded` in a notebook (IPython's Markdown display)."""
+    from IPython.display import Markdown, display  # lazy: the library runs without IPython
+
+    display(Markdown(folded(summary, text)))
+
+
 # ----------------------------------------------------------------------------- notebook 02
 
 
@@ -196,6 +215,36 @@ MEANING = {
     "opposite direction": "this run's difference has the other sign, its interval excluding zero",
     "uninformative": "this run cannot ask it: a judge gave no parsable verdict, or was never asked",
 }
+
+
+def mixed_group(groups: list[dict]) -> dict | None:
+    """The group worked by hand: the first whose rewards differ (a group that agrees has every
+    advantage 0 and teaches nothing), else the first; None without groups."""
+    return next((g for g in groups if len({o["reward"] for o in g["outputs"]}) > 1), groups[0] if groups else None)
+
+
+def group_rows(group: dict, by_hand: list[float]) -> list[dict]:
+    """One row per output of ``group``: its verdict, reward, the advantage computed ``by_hand`` beside
+    TRL's formula (:func:`grpo_advantages`), and the output's first 90 characters."""
+    return [
+        {
+            "verdict": o["verdict"],
+            "reward r_i": o["reward"],
+            "A_i by hand": round(a, 4),
+            "A_i (TRL's formula)": t,
+            "output": o["text"].strip().replace("\n", " / ")[:90],
+        }
+        for o, a, t in zip(group["outputs"], by_hand, group["advantages"])
+    ]
+
+
+def equal_rewards_line(groups: list[dict]) -> str:
+    """How many ``groups`` have equal rewards, so that GRPO learns nothing from them this step."""
+    agree = sum(len({o["reward"] for o in g["outputs"]}) == 1 for g in groups)
+    return (
+        f"{agree} of {len(groups)} groups have equal rewards (all right or all wrong): every advantage is 0, "
+        "so those prompts give no policy gradient this step; only the KL term acts on them."
+    )
 
 
 def claim_lines(results_dir: str | Path, file: str) -> list[str]:
