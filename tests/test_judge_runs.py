@@ -552,3 +552,29 @@ def test_comparison_report_lines_in_order(monkeypatch):
     assert jr.comparison_report({}, records, None, before, {}) == {
         "comparisons": [], "summary": {}, "main_runs": [], "lines": []
     }  # fmt: skip
+
+
+def test_behaviour_change_says_what_rl_changed():
+    def m(rate, low, high):
+        return {"rate": rate, "low": low, "high": high, "n": 100}
+
+    before = {
+        "analysis_exact": m(48.9, 43.9, 54.0),
+        "arithmetic_ok": m(65.6, 60.6, 70.2),
+        "follows_analysis": m(72.2, 67.5, 76.5),
+        "positive": m(67.2, 62.3, 71.8),
+    }
+    after = {
+        "analysis_exact": m(29.0, 24.7, 33.8),
+        "arithmetic_ok": m(46.2, 41.2, 51.3),
+        "follows_analysis": m(98.9, 97.3, 99.6),
+        "positive": m(72.0, 67.3, 76.4),
+    }
+    line = jr.behaviour_change(before, after, "stepwiser:rel_ratio")
+    assert line.startswith(
+        "**What RL changed (stepwiser:rel_ratio against its warm-up).** the analysis is the exact re-derivation "
+        "less often (48.9% → 29.0%); its sums hold less often (65.6% → 46.2%); the verdict follows the analysis "
+        "more often (72.2% → 98.9%); the verdict is Positive about as often (the intervals overlap) (67.2% → 72.0%)."
+    )
+    assert "the analysis it reads is worse" in line
+    assert "worse" not in jr.behaviour_change(before, before, "x") and jr.behaviour_change(None, after, "x") == ""

@@ -700,6 +700,37 @@ def behaviour_lines(beh: dict[str, dict]) -> list[str]:
     return out
 
 
+def behaviour_change(before: dict | None, after: dict | None, name: str) -> str:
+    """What RL changed in what the judge writes, in words (issue 36: the rates were printed and
+    left uninterpreted): for each measure of :func:`behaviour`, whether the judge ``name`` after RL
+    does it more or less often than its warm-up (``before``), or whether their 95% intervals
+    overlap (not told apart), and what that means for what RL can gain."""
+    if not before or not after:
+        return ""
+
+    def moved(k):
+        b, a = before[k], after[k]
+        if b["rate"] is None or a["rate"] is None:
+            return None
+        return "up" if a["low"] > b["high"] else "down" if a["high"] < b["low"] else "same"
+
+    words = {"up": "more often", "down": "less often", "same": "about as often (the intervals overlap)"}
+    short = {
+        "analysis_exact": "the analysis is the exact re-derivation",
+        "arithmetic_ok": "its sums hold",
+        "follows_analysis": "the verdict follows the analysis",
+        "positive": "the verdict is Positive",
+    }
+    parts = [f"{short[k]} {words[m]} ({before[k]['rate']}% → {after[k]['rate']}%)" for k in short if (m := moved(k))]
+    line = f"**What RL changed ({name} against its warm-up).** " + "; ".join(parts) + "."
+    if moved("follows_analysis") == "up" and "down" in (moved("analysis_exact"), moved("arithmetic_ok")):
+        line += (
+            " The verdict now reads the analysis more faithfully, but the analysis it reads is worse:"
+            " a judge that follows a worse analysis gains little or nothing over its start."
+        )
+    return line
+
+
 def example_block(example: dict, outputs: dict[str, dict]) -> str:
     """One judge example as notebook 04 prints it: the problem, history and chunk, its MC label
     (and the exact checker's verdict on a toy problem), then each named judge output with the
