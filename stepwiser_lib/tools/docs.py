@@ -311,7 +311,7 @@ def export(
         *rows,
         "",
         f"About {round(total)} screens in all (`stepwiser_lib.tools.docs.screens`: {SCREEN_LINES} rendered lines a "
-        f"screen, a figure {FIGURE_LINES}, a folded section its summary line).",
+        f"screen, a paragraph's lines joined as rendered, a figure {FIGURE_LINES}, a folded section its summary line).",
         "",
     ]
     atomic_write_text(out / "README.md", "\n".join(index))
