@@ -156,3 +156,13 @@ def test_no_toy_profile_tests_on_another_profiles_dev_problems():
     ids = lambda part: {e["problem_id"] for e in part}  # noqa: E731
     assert not ids(tiny["dev"]) & ids(full["test"]) and not ids(full["dev"]) & ids(tiny["test"])
     assert ids(tiny["test"]) <= ids(full["test"]) and len(ids(full["test"])) > 60
+
+
+def test_resolution_lines_give_each_rule_its_rate_and_the_test_splits_resolution():
+    s = {"all": {"positive_rate": 68.94}, "test_balanced": {"n": 312}}
+    lines = B.resolution_lines({"abs_q": s, "rel_effective": {**s, "test_balanced": {"n": 0}}}, {"abs_q": 70.2})
+    assert lines[0] == (
+        "- **abs_q**: 68.94% positive before balancing (paper, 1.5B: 70.2); "
+        "on its 312 balanced test chunks one accuracy is known to about ±5.1 points at best."
+    )
+    assert "(paper, 1.5B: not reported)" in lines[1] and "±50.0 points" in lines[1]  # no test chunk: no resolution

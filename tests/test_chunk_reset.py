@@ -298,3 +298,32 @@ def test_summary_line_says_a_run_in_words():
         "1.7 chunks exhausted (every attempt rejected)"
     )
     assert cr.summary_line({"n": 64, "accuracy": 87.5, "judge_calls": 0.0}) == "accuracy 87.5% on 64 problems"
+
+
+def test_paper_rows_keep_the_rules_a_run_trained():
+    from stepwiser_lib.method import chunk_reset as cr
+
+    assert len(cr.paper_rows("1.5B")) == 7
+    rows = cr.paper_rows("1.5B", rules={"rel_ratio"})
+    assert [r["method"] for r in rows] == [
+        "PAPER 1.5B: Qwen2.5-1.5B-chunk (no judge) -",
+        "PAPER 1.5B: Discriminative + SFT rel_ratio",
+        "PAPER 1.5B: Generative CoT + RL (StepWiser) rel_ratio",
+    ]
+
+
+def test_rejection_lines_compare_the_judges_cost_with_the_papers():
+    from stepwiser_lib.method import chunk_reset as cr
+
+    rows = [
+        {"method": "chunk policy (no judge)", "rejected_length": 0.0},
+        {"method": "stepwiser:rel_ratio", "rejected_length": 61.7},
+        {"method": "disc_sft:rel_ratio", "rejected_length": 108.9},
+        {"method": "stepwiser:abs_q", "rejected_length": 90.0},
+    ]
+    assert cr.rejection_lines(rows) == [
+        "Rejected tokens per solution (rel_ratio): generative 61.7, discriminative 108.9: the discriminative judge "
+        "rejects more here, the reverse of the paper's, where the generative judges reject more (Table 7)."
+    ]  # abs_q has no discriminative judge: no line
+    rows[1]["rejected_length"] = 120.0
+    assert cr.rejection_lines(rows)[0].endswith("the generative judge rejects more here, as in the paper (Table 7).")

@@ -339,3 +339,13 @@ def test_chunk_reset_arms_that_share_sampling_seeds_are_resampled_together(tmp_p
         "stepwiser:rel_ratio": 2,
         "chunk policy (no judge)": 2,
     }
+
+
+def test_is_paper_claim_tells_a_paper_claim_from_our_own_question():
+    ours = {"claim": "RL beats its warm-up", "a": "stepwiser:rel_ratio", "b": "warm-up (before RL)"}
+    paper = {"claim": "generative RL beats discriminative SFT", "a": "stepwiser:rel_ratio", "b": "disc_sft:rel_ratio"}
+    assert claims.is_paper_claim("judges", paper) and not claims.is_paper_claim("judges", ours)
+    assert claims.other_comparisons("judges", [paper, ours]) == [ours]
+    greedy = {"claim": "greedy decoding beats sampling (no judge)", "a": "chunk policy (greedy, no judge)", "b": "none"}
+    reset = {"claim": "x", "a": "stepwiser:rel_ratio", "b": "chunk policy (no judge)"}
+    assert claims.other_comparisons("chunk_reset", [reset, greedy]) == [greedy]

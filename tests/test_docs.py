@@ -118,13 +118,22 @@ def test_export_writes_the_copies_and_an_index_and_refuses_an_unfinished_run(tmp
     index = (out / "README.md").read_text()
     sc = docs.screens(json.loads((out / "01_x.ipynb").read_text()))
     assert f"| [01 · X](01_x.ipynb) | [`notebooks/01_x.ipynb`](../../notebooks/01_x.ipynb) | {sc} | 1.5 |" in index
-    assert f"About {round(sc)} screens in all" in index
+    assert f"{sc:.1f} screens in all" in index
     (src / "02_y.ipynb").write_text(json.dumps(_executed("/x/repo", end=None)))
     with pytest.raises(RuntimeError, match="did not finish"):
         docs.export("tiny", src, out, root="/x/repo")
     (src / "02_y.ipynb").write_text(json.dumps(_executed("/x/repo", exception=True)))
     with pytest.raises(RuntimeError, match="stopped with an error"):
         docs.export("tiny", src, out, root="/x/repo")
+
+
+def test_screens_count_a_link_as_its_text():
+    url = "https://colab.research.google.com/github/o/r/blob/main/notebooks/01_x.ipynb"
+    badge = f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({url}) The [map](../README.md#m)."
+    assert docs._link_text(badge) == "Open In Colab The map."
+    assert docs._link_text("f(x) [x] (y)") == "f(x) [x] (y)"  # not a link
+    nb = {"cells": [{"cell_type": "markdown", "source": [badge + " " + "x" * 60]}]}  # 83 rendered characters
+    assert docs.screens(nb) == round((1 + 1) / docs.SCREEN_LINES, 1) and len(badge) > 110
 
 
 def test_screens_count_rendered_lines():
@@ -224,6 +233,10 @@ def test_reader_source_points_to_machinery_and_keeps_the_rest():
     }
     assert docs.reader_source(colab, src) == [
         "# Colab bootstrap (3 lines; it runs only on Colab): see notebooks/01_x.ipynb"
+    ]
+    checks = {"cell_type": "code", "metadata": {"tags": ["inputs"]}, "source": ["cfg = 1\n", "inputs.check(cfg)"]}
+    assert docs.reader_source(checks, src) == [
+        "# The config check and the input check (2 lines, in notebooks/01_x.ipynb); their lines:"
     ]
     plain = {"cell_type": "code", "metadata": {}, "source": ["print(1)"]}
     assert docs.reader_source(plain, src) is plain["source"]

@@ -435,6 +435,26 @@ def test_behaviour_measures_what_the_analysis_and_the_verdict_do():
     lines = jr.behaviour_lines({"warm-up": b, "RL": b})
     assert len(lines) == 4 and lines[2].startswith("- *the verdict is the one its own analysis implies*: warm-up 50.0%")
     assert jr.behaviour(judged, [{"problem": "not a toy problem", "chunk": "x"}] * 3) is None
+    warm = {"analysis_faithful": 70.0, "readout_auc": 0.6, "balanced_acc": 55.0}
+    records = {"stepwiser:rel_ratio": {"test": {"readout_auc": 0.9, "balanced_acc": 58.0}}}
+    rep = jr.readout_report(
+        {"warm-up": judged, "stepwiser:rel_ratio": judged}, warm, records, ex, "stepwiser:rel_ratio"
+    )
+    assert (
+        rep["table"]["warm-up"]["analysis_faithful"] == 70.0
+        and rep["table"]["stepwiser:rel_ratio"]["balanced_acc"] == 58.0
+    )
+    assert (
+        list(rep["table"]["warm-up"]) == list(jr.READOUT_KEYS) and rep["table"]["warm-up"]["verdict_prob_auc"] is None
+    )
+    bullets = rep["text"].split("\n\n")[0].splitlines()
+    assert len(bullets) == 4 and bullets[3].startswith("- *the verdict is Positive*: warm-up 33.3%")
+    assert (
+        rep["text"].endswith("(33.3% → 33.3%).")
+        and "**What RL changed (stepwiser:rel_ratio against its warm-up).**" in rep["text"]
+    )
+    assert rep["summary"]["warmup_readout_auc"] == 0.6 and rep["summary"]["rl_readout_auc"] == [0.9]
+    assert rep["summary"]["behaviour"]["warm-up"] == b
 
 
 def test_describe_output_says_what_a_printed_judge_output_is():
@@ -519,7 +539,7 @@ def test_warmup_stage_trains_the_styles_the_variants_need(tmp_path, monkeypatch,
             {s: [{"completion": s + " text"}] for s in styles},
         )
 
-    monkeypatch.setattr(jr, "warmup_chunks", lambda *a, **k: [_ex("sft1")])
+    monkeypatch.setattr(jr, "warmup_chunks", lambda *a, **k: [_ex("sft1"), _ex("sft1"), _ex("t1")])  # two repeats
     monkeypatch.setattr(jr, "train_warmups", fake_train)
     cfg = SimpleNamespace(
         WARMUP=True, WARMUP_PROBLEMS=3, WARMUP_SAMPLES=2, PROMPT_FAMILY="toy", SEED=0, WARMUP_STEPS=300,
@@ -529,13 +549,26 @@ def test_warmup_stage_trains_the_styles_the_variants_need(tmp_path, monkeypatch,
     variants = [("stepwiser", "rel_ratio"), ("no_cot_rl", "rel_ratio"), ("disc_sft", "rel_ratio")]
     dirs, keys, example = jr.warmup_stage(tmp_path, cfg, variants, "stepwiser:rel_ratio", "init", data)
     assert seen == {"styles": ["cot", "direct"], "chunks": 3, "steps": 300} and example == "direct text"
-    assert "warm-up inputs: 3 chunks (1 written by the chunk policy on 3 SFT-split problems)" in capsys.readouterr().out
+    assert (
+        "warm-up inputs: 3 distinct chunks, 2 of them training chunks (every rule's, each once) and 1 of the 3 the "
+        "chunk policy wrote on 3 SFT-split problems (the others repeat a chunk already in)"
+    ) in capsys.readouterr().out
     assert jr.warmup_stage(tmp_path, SimpleNamespace(WARMUP=False), variants, None, "init", data) == ({}, {}, None)
     assert "no warm-up" in capsys.readouterr().out
 
 
 def test_comparison_report_lines_in_order(monkeypatch):
-    comps = [{"verdict": "a higher", "claim": "q1"}, {"verdict": "within noise", "claim": "q2"}]
+    paper = {
+        "verdict": "within noise",
+        "claim": "generative RL beats discriminative SFT",
+        "a": "stepwiser:rel_ratio",
+        "b": "disc_sft:rel_ratio",
+    }  # a paper claim: the closing lines print it, not this report
+    comps = [
+        {"verdict": "a higher", "claim": "q1", "a": "x", "b": "y"},
+        paper,
+        {"verdict": "within noise", "claim": "q2", "a": "x", "b": "y"},
+    ]
     monkeypatch.setattr(jr, "compare_all", lambda preds, ids, main: comps)
     monkeypatch.setattr(jr, "comparison_line", lambda c: f"line {c['claim']}")
     monkeypatch.setattr(jr, "dev_test_line", lambda r, rec, sizes: f"dev/test {r} {sizes}")

@@ -492,15 +492,8 @@ def test_run_lines_add_resumed_shards_the_pre_filter_and_the_cut_rollouts():
     assert len(L.run_lines({"stats": st, "resumed": 0, "redone": []}, s)) == 5  # no resumed line
 
 
-def test_rate_rows_and_lines_put_each_rule_beside_the_paper():
+def test_rate_lines_put_each_rule_beside_the_paper():
     paper = {"abs_q": 70.2, "rel_ratio_gamma0.8": 56.5}
-    s = {"positive_abs_q": 68.94, "positive_rel_effective": 67.57, "positive_rel_ratio": 63.12}
-    rows = L.rate_rows(s, paper, 0.4, 0.8)
-    assert [list(r.values()) for r in rows] == [
-        ["Abs-Q (Q > 0)", 68.94, 70.2],
-        ["Rel-Effective (alpha=0.4)", 67.57, None],
-        ["Rel-Ratio (gamma=0.8)", 63.12, 56.5],
-    ]
     ci = {"rate": 68.9, "low": 66.4, "high": 71.6, "chunks": 1101, "problems": 96}
     assert L.rate_lines({"abs_q": ci, "rel_effective": {**ci, "rate": 67.6}, "rel_ratio": None}, paper) == [
         "- **abs_q**: 68.9% positive [66.4, 71.6] over 1101 chunks of 96 problems; paper: 70.2%",

@@ -1,6 +1,7 @@
 """Training under ``accelerate launch`` (stepwiser_lib/engines/launch.py, configs/accelerate/)."""
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -184,19 +185,25 @@ def test_workers_run_each_generation_stage_and_07_in_two_rounds(monkeypatch, tmp
     class Proc:
         def __init__(self, cmd, env=None, **kw):
             started.append((cmd[2], cmd[cmd.index("--worker") + 1], env.get("CUDA_VISIBLE_DEVICES")))
+            threads.append(env.get("OMP_NUM_THREADS"))
             self.returncode = 1 if fail and cmd[cmd.index("--worker") + 1] == "1" else 0
 
         def wait(self):
             return self.returncode
 
-    fail = False
+    fail, threads = False, []
     monkeypatch.setattr(subprocess, "Popen", Proc)
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     assert workers.run_workers("smoke", 2, ["4", "5"], stage="07") == 0
     assert started == [("stepwiser_lib.method.rsft", "0", "4"), ("stepwiser_lib.method.rsft", "1", "5")] * 2
     assert (tmp_path / "smoke" / "workers" / "07_worker_1.log").exists()
     started.clear()
     fail = True
+    assert threads == [None] * 4  # a GPU each: the threads are left alone
+    threads.clear()
     assert workers.run_workers("smoke", 2, None, stage="07") == 1 and len(started) == 2  # no second round
+    assert threads == ["4", "4"]  # a CPU machine: a share of the cores each, never oversubscribed
     assert "FAILED: worker(s) [1]" in capsys.readouterr().err
 
 
@@ -220,3 +227,18 @@ def test_the_slurm_script_is_bash_and_names_what_exists():
         importlib.import_module(m)
     for cfg in re.findall(r"configs/accelerate/([\w.]+\.yaml)", text):
         assert (CONFIGS / cfg).exists(), cfg
+
+
+def test_set_threads_keeps_a_workers_share(monkeypatch):
+    import torch
+
+    from stepwiser_lib.engines import models
+
+    before = torch.get_num_threads()
+    try:
+        monkeypatch.setenv("OMP_NUM_THREADS", "1")
+        assert models.set_threads() == 1 and torch.get_num_threads() == 1
+        monkeypatch.delenv("OMP_NUM_THREADS")
+        assert models.set_threads() == (os.cpu_count() or 1)
+    finally:
+        torch.set_num_threads(before)

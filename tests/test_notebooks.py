@@ -350,13 +350,17 @@ def test_two_rsft_workers_sample_and_score_as_one(tmp_path):
         for stage in ("01_self_segmentation", "03_balancing", "04_judge_grpo"):  # what 07 reads (and checks)
             shutil.copytree(art / stage, root / "runs" / "smoke" / "artifacts" / stage)
         env = {**os.environ, paths.OUTPUT_ROOT_ENV: str(root)}
+        worker_env = {
+            **env,
+            "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // 2)),
+        }  # a share each, as `make workers`
         cmd = [sys.executable, "-m", "stepwiser_lib.method.rsft", "--profile", "smoke", "--shard-size", "2"]
         for _ in range(len(workers)):  # two workers: a sampling round, then a scoring round
             procs = [
                 subprocess.Popen(
                     cmd + ([] if w is None else ["--worker", str(w), "--workers", "2"]),
                     cwd=paths.ROOT,
-                    env=env,
+                    env=env if w is None else worker_env,
                     stdout=subprocess.PIPE,
                     text=True,
                 )

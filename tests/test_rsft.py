@@ -126,6 +126,15 @@ def test_select_all_scores_once_and_picks_the_best_correct_response(tmp_path, ca
         "no other prompt has two correct responses a judge scores differently",
         [],
     )  # the prompt the notebook worked by hand is skipped; no other has two correct responses
+    toy = [
+        {
+            "problem": "a = 2. b = a + 3. Find b.",
+            "responses": ["<chunk>b = a + 3 = 2 + 3 = 5</chunk>", "<chunk>b = a + 3 = 2 + 3 = 6</chunk>"],
+            "correct": [True, True],
+        }
+    ]
+    _, rows = rsft.preference_pair(toy, {"j": [[[1.0], [0.0]]]}, ["j"])
+    assert list(rows[0].values()) == ["[1.0; right] b = a + 3 = 2 + 3 = 5", "[0.0; wrong] b = a + 3 = 2 + 3 = 6"]
 
 
 def test_table_predictions_and_comparisons_of_table_8():
@@ -396,3 +405,13 @@ def test_evaluator_releases_its_engine_and_the_base_evaluation_is_cached_under_t
     assert key == "175866d6d5df3017"  # the notebook's key before issue 36: base_eval.json on disk is reused
     assert rsft.base_evaluation("pol", eval_items, tmp_path, counted, 8) == (got, key) and calls == ["pol"]
     assert (tmp_path / "base_eval.json").exists()
+
+
+def test_paper_rows_keep_the_rules_a_run_trained():
+    assert len(rsft.paper_rows()) == 8
+    assert [r["method"] for r in rsft.paper_rows(rules={"rel_ratio"})] == [
+        "PAPER 7B: Qwen2.5-7B-chunk (greedy, no RS-FT) -",
+        "PAPER 7B: Outcome-based selection -",
+        "PAPER 7B: Discriminative + SFT rel_ratio",
+        "PAPER 7B: Generative CoT + RL (StepWiser) rel_ratio",
+    ]

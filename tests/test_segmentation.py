@@ -231,6 +231,8 @@ def test_results_markdown_is_table4_beside_the_paper_with_the_claims():
         f"| {p['generator']} (paper)" for p in TABLE4
     ]
     assert "| x | +1.00 [-1.00, +3.00] | paired bootstrap | within noise |" in lines
+    table_only = sg.results_markdown("toy", "smoke", 2, 5, "toy", s, s, []).splitlines()
+    assert "claim (chunk − base)" not in "\n".join(table_only) and table_only[-1].startswith("| Qwen2.5-7B-chunk")
 
 
 def test_table4_summarises_both_policies_and_pairs_them_by_problem():
@@ -269,9 +271,9 @@ def test_table4_summarises_both_policies_and_pairs_them_by_problem():
     assert [c["field"] for c in t4["comparisons"]] == ["steps", "correct"] and t4["comparisons"][1]["diff"] == 50.0
     assert len(t4["predictions"]["chunk"]) == 12 and t4["rates"]["base"]["n"] == 12
     lines = sg.table4_lines(t4)
-    assert lines[0].startswith("base policy: 12 held-out samples") and lines[2].startswith(
-        "Accuracy change from self-segmentation: +50.0 points (paper: +0.5 at 1.5B, 0.0 at 7B)"
-    )
+    assert len(lines) == 2 and lines[0].startswith("base policy: 12 held-out samples")
+    zero = {**t4, "base": {**t4["base"], "avg_acc": 0.0}, "chunk": {**t4["chunk"], "avg_acc": 0.0}}
+    assert sg.table4_lines(zero)[2].startswith("Accuracy change from self-segmentation: uninformative")
 
 
 class _Scripted:
@@ -399,14 +401,21 @@ def test_changed_example_is_the_first_record_the_teacher_changed():
     merged = {"raw": "We need b.\n\nb = 2", "completion": "<chunk>We need b.\n\nb = 2</chunk>"}
     assert sg.changed_example([same, merged, same]) == [
         "1 of the first 3 records are segmented differently from their paragraphs; the first:",
-        "RAW (split by blank lines): 2 steps\nWe need b.\n\nb = 2",
-        "\nCHUNKED: 1 chunks\n<chunk>We need b.\n\nb = 2</chunk>",
+        "",
+        "| # | split by blank lines: 2 steps | the teacher's chunks: 1 |",
+        "|---|---|---|",
+        "| 0 | We need b. | We need b.<br><br>b = 2 |",
+        "| 1 | b = 2 |  |",
     ]
     assert sg.changed_example([same, merged], first=1)[0].startswith("0 of the first 1 records")
-    assert sg.changed_example([same, merged], first=1)[1] == "RAW (split by blank lines): 2 steps\na = 1\n\nb = 2"
+    assert (
+        sg.changed_example([same, merged], first=1)[2]
+        == "| # | split by blank lines: 2 steps | the teacher's chunks: 2 |"
+    )
     assert sg.changed_example([]) == [
         "0 of the first 0 records are segmented differently from their paragraphs; the first:"
     ]
+    assert sg._md_cell("c = a * 4 | x_1 <b> $5 \\boxed{1}") == "c = a \\* 4 \\| x\\_1 \\<b> \\$5 \\\\boxed{1}"
 
 
 def test_sft_repeats_train_and_sample_each_other_seed_one_engine_at_a_time(monkeypatch, tmp_path):

@@ -136,8 +136,12 @@ def test_claim_lines_give_the_verdict_its_meaning_and_the_other_questions(tmp_pa
         "test": "t",
     }
     (tmp_path / "judges.json").write_text(json.dumps({"comparisons": [other]}))
-    assert teaching.claim_lines(tmp_path, "judges") == [
+    assert teaching.claim_lines(tmp_path, "judges", others=True) == [
         "- *RL beats its warm-up* (not a paper claim; stepwiser:rel_ratio − warm-up (before RL)): +1.0 [+0.5, +1.5], t."
+    ]
+    # by default a question the paper does not ask is printed once, where it is computed: here a count
+    assert teaching.claim_lines(tmp_path, "judges") == [
+        "- and 1 paired question(s) the paper does not ask, printed above where they are computed."
     ]
     assert "no `rsft.json` yet" in teaching.claim_lines(tmp_path, "rsft")[0]
     (tmp_path / "rsft.json").write_text(json.dumps({"comparisons": []}))
@@ -161,6 +165,10 @@ def test_folded_keeps_the_text_under_its_summary():
     md = teaching.folded("2 prompts", "a <chunk>\\boxed{1}\n\n")
     assert md == "<details><summary>2 prompts</summary>\n\n```\na <chunk>\\boxed{1}\n```\n\n</details>"
     assert teaching.folded("s", "x ```y```").count("~~~~") == 2  # a fence inside the text does not close it
+    table = "| a |\n|---|\n| 1 |\n"
+    assert teaching.folded("the numbers", table, markdown=True) == (
+        "<details><summary>the numbers</summary>\n\n| a |\n|---|\n| 1 |\n\n</details>"
+    )  # rendered, not fenced
 
 
 def test_the_group_worked_by_hand_and_its_rows():
@@ -183,3 +191,16 @@ def test_the_group_worked_by_hand_and_its_rows():
         "output": "out 0 / x",
     }
     assert teaching.equal_rewards_line([same, mixed]).startswith("1 of 2 groups have equal rewards")
+
+
+def test_group_case_line_says_whether_the_group_is_label_noise():
+    g = {"problem": "a = 49. b = a + 17. c = b + 20. Find c.", "history": [], "chunk": "b = a + 17 = 49 + 17 = 66"}
+    assert teaching.group_case_line({**g, "label": False}).startswith(
+        "Label noise in this group: the exact checker calls the chunk right, but its MC label is Negative"
+    )
+    assert teaching.group_case_line({**g, "label": True}).startswith("A clean group")
+    wrong = {**g, "chunk": "b = a + 17 = 49 + 17 = 67", "label": True}
+    assert "calls the chunk wrong, but its MC label is Positive" in teaching.group_case_line(wrong)
+    assert (
+        teaching.group_case_line({"problem": "Find x if 2x = 4.", "history": [], "chunk": "x = 2", "label": True}) == ""
+    )

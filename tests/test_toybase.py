@@ -107,4 +107,5 @@ def test_eval_lines_say_the_committed_manifest_in_words():
     lines = toybase.eval_lines(ev)
     assert len(lines) == 4 and f"{100 * ev['accuracy_greedy']:.1f}% greedy" in lines[1]
     assert f"{100 * ev['chunk_prompt_format_ok_sampled_t1']:.1f}% in the chunk format" in lines[2]
+    assert f"{ev['mean_paragraphs_greedy']:.1f} paragraphs per greedy solution" in lines[1]  # not the sampled count
     assert "eval_dev" in toybase.eval_lines({**ev, "eval_split": "eval_dev"})[0]

@@ -82,8 +82,10 @@ def report_limits(counts: dict, setting: str) -> None:
 
 
 def set_threads(n: int | None = None) -> int:
-    """Use every core, but no more (two torch jobs on 2 cores slow each other tenfold)."""
-    n = n or os.cpu_count() or 1
+    """Use every core, but no more (two torch jobs on 2 cores slow each other tenfold); a process
+    given ``OMP_NUM_THREADS`` (a data-parallel worker on a CPU machine, :mod:`stepwiser_lib.tools.workers`)
+    keeps its share."""
+    n = n or int(os.environ.get("OMP_NUM_THREADS") or 0) or os.cpu_count() or 1
     torch.set_num_threads(n)
     return n
 

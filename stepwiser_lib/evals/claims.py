@@ -138,6 +138,19 @@ def _paper(file: str, claim: dict) -> tuple[str, float | None, float | None, str
     return None
 
 
+def is_paper_claim(file: str, comparison: dict) -> bool:
+    """Whether one of a results file's paired comparisons tests a paper claim with the paper's
+    numbers on both sides (a row of :func:`rows`): a notebook prints those once, in its closing
+    lines, and shows only its other comparisons in the section that computes them."""
+    paper = _paper(file, comparison)
+    return paper is not None and None not in paper[1:3]
+
+
+def other_comparisons(file: str, comparisons: list[dict]) -> list[dict]:
+    """The comparisons of ``file`` that test no paper claim (:func:`is_paper_claim`)."""
+    return [c for c in comparisons if not is_paper_claim(file, c)]
+
+
 FILES = ("self_segmentation", "judges", "processbench", "chunk_reset", "rsft")
 
 
@@ -153,10 +166,9 @@ def rows(results_dir: str | Path, files: list[str] | None = None) -> list[dict]:
         if not path.exists():
             continue
         for c in json.loads(path.read_text()).get("comparisons", []):
-            paper = _paper(file, c)
-            if paper is None or None in paper[1:3]:
+            if not is_paper_claim(file, c):
                 continue
-            text, pa, pb, source = paper
+            text, pa, pb, source = _paper(file, c)
             diff = round(pa - pb, 1)
             silent = c.get("verdict") == UNINFORMATIVE  # a judge that gave no parsable verdict (verdicts.RULE)
             out.append(

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..core import inputs, io
 from ..core.vocab import RULES
+from ..evals.stats import wilson
 
 
 def judge_examples(
@@ -245,6 +246,24 @@ def table_rows(stats: dict) -> dict[str, dict]:
         }
         for rule, s in stats.items()
     }
+
+
+def resolution_lines(stats: dict, paper: dict, near: float = 0.7) -> list[str]:
+    """Notebook 03's closing lines: per rule, its Positive share before balancing beside the
+    paper's (``paper``: :data:`~stepwiser_lib.evals.paper_results.POSITIVE_RATES_1P5B`-style keys),
+    and how small a difference its balanced test split can resolve: half the Wilson 95% interval of
+    one accuracy near ``near`` on its chunks (a rough guide: notebook 04's intervals resample
+    problems and score balanced accuracy, so they can come out wider or narrower)."""
+    out = []
+    for rule, s in stats.items():
+        n = s["test_balanced"]["n"]
+        lo, hi = wilson(round(near * n), n) if n else (0.0, 1.0)
+        ref = next((v for k, v in paper.items() if k.split("_gamma")[0] == rule), "not reported")
+        out.append(
+            f"- **{rule}**: {s['all']['positive_rate']}% positive before balancing (paper, 1.5B: {ref}); "
+            f"on its {n} balanced test chunks one accuracy is known to about ±{100 * (hi - lo) / 2:.1f} points at best."
+        )
+    return out
 
 
 def results_markdown(metrics: dict) -> str:

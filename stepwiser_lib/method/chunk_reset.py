@@ -466,8 +466,10 @@ def comparisons(preds: dict[str, list[dict]], judge_tallies: dict[str, dict] | N
     return out
 
 
-def paper_rows(model: str = "1.5B") -> list[dict]:
-    """The paper's Table 7 rows for ``model``, in notebook 06's columns: for display, never mixed in."""
+def paper_rows(model: str = "1.5B", rules: set[str] | None = None) -> list[dict]:
+    """The paper's Table 7 rows for ``model``, in notebook 06's columns: for display, never mixed in.
+    With ``rules``, only the no-judge row and the judges of those label rules (the ones a run
+    trained: the table beside ours stays short; ``results/<profile>/chunk_reset.md`` has them all)."""
     return [
         {
             "method": f"PAPER {model}: {r['row']} {r['signal']}",
@@ -478,7 +480,7 @@ def paper_rows(model: str = "1.5B") -> list[dict]:
             "rejected_length": r["rejected"],
         }
         for r in TABLE7
-        if r["model"] == model
+        if r["model"] == model and (rules is None or r["signal"] == "-" or r["signal"] in rules)
     ]
 
 
@@ -575,6 +577,25 @@ def report(runs: dict, items: dict[str, list[dict]], judge_k: int, max_chunk_tok
         "seeds_of": seeds_of,
         "cut": cut_note(rows, max_chunk_tokens),
     }
+
+
+def rejection_lines(rows: list[dict]) -> list[str]:
+    """Table 7's cost side in words: for each label rule with both judges in ``rows``, the rejected
+    tokens per solution of the generative (``stepwiser:``) and the discriminative (``disc_sft:``)
+    judge, and whether this run agrees with the paper, where the generative judges reject more
+    (§4.4, Table 7). Nothing when a rule lacks one of the two."""
+    out = []
+    rej = {r["method"]: r.get("rejected_length") for r in rows}
+    for rule in sorted({m.split(":")[1].split("@")[0] for m in rej if ":" in m}):
+        g, d = rej.get(f"stepwiser:{rule}"), rej.get(f"disc_sft:{rule}")
+        if g is None or d is None:
+            continue
+        which = "as in the paper" if g > d else "the reverse of the paper's, where the generative judges reject more"
+        out.append(
+            f"Rejected tokens per solution ({rule}): generative {g}, discriminative {d}: the "
+            f"{'generative' if g > d else 'discriminative'} judge rejects more here, {which} (Table 7)."
+        )
+    return out
 
 
 def cut_note(rows: list[dict], max_chunk_tokens: int) -> str:

@@ -174,10 +174,11 @@ def warmup_stage(art, cfg, variants: list[tuple[str, str]], main: str | None, in
         return {}, {}, None
     styles = sorted({WARMUP_OF[k] for k, _ in variants} - {None} | ({"cot"} if main else set()))
     extra = warmup_chunks(art, init, cfg.WARMUP_PROBLEMS, cfg.WARMUP_SAMPLES, family=cfg.PROMPT_FAMILY, seed=cfg.SEED)
-    chunks = warmup_inputs(data, extra)
+    chunks, n_train = warmup_inputs(data, extra), len(warmup_inputs(data))
     print(
-        f"warm-up inputs: {len(chunks)} chunks ({len(extra)} written by the chunk policy on "
-        f"{cfg.WARMUP_PROBLEMS} SFT-split problems)"
+        f"warm-up inputs: {len(chunks)} distinct chunks, {n_train} of them training chunks (every rule's, each once) "
+        f"and {len(chunks) - n_train} of the {len(extra)} the chunk policy wrote on {cfg.WARMUP_PROBLEMS} SFT-split "
+        "problems (the others repeat a chunk already in)"
     )
     dirs, keys, records = train_warmups(
         art,
@@ -558,7 +559,8 @@ def variant_row(run_id: str, rec: dict, seed: int) -> dict:
 def comparison_report(preds: dict, records: dict, main: str | None, before: dict, data: dict, auc_k: int = 0) -> dict:
     """Notebook 04, section 4's paired questions in one call: every comparison of
     :func:`compare_all` (paired bootstrap by problem, McNemar for one run), the main judge's
-    :func:`main_summary`, and the lines a reader gets: each comparison, dev against test for each
+    :func:`main_summary`, and the lines a reader gets: each comparison that tests no paper claim
+    (those are the notebook's closing lines, :func:`claims.is_paper_claim`), dev against test for each
     seed of the main judge (:func:`dev_test_line`) and, with ``auc_k``, the score AUCs before and
     after RL. Without a main judge, nothing is compared."""
     if not main:
@@ -567,7 +569,9 @@ def comparison_report(preds: dict, records: dict, main: str | None, before: dict
     comparisons = compare_all(preds, list(records), main)
     summary = main_summary(main, records, before, comparisons, auc_k)
     sizes = split_sizes(data)[parse_variant(main)[1]]
-    lines = [comparison_line(c) for c in comparisons] + [dev_test_line(r, records[r], sizes) for r in main_runs]
+    # a paper claim is printed once, in the closing lines (teaching.claim_lines); here only our own questions
+    lines = [comparison_line(c) for c in claims.other_comparisons("judges", comparisons)]
+    lines += [dev_test_line(r, records[r], sizes) for r in main_runs]
     if auc_k:  # the same question without the cut-off: does RL rank steps better?
         lines.append(
             f"Score AUC (Maj@{auc_k}, against MC labels): warm-up {summary['warmup_score_auc']} → after GRPO "
@@ -729,6 +733,37 @@ def behaviour_change(before: dict | None, after: dict | None, name: str) -> str:
             " a judge that follows a worse analysis gains little or nothing over its start."
         )
     return line
+
+
+#: The readout measures notebook 04 section 5's table shows for the warm-up and each RL run.
+READOUT_KEYS = (
+    "analysis_faithful",
+    "readout_auc",
+    "p_pos_if_analysis_right",
+    "p_pos_if_analysis_wrong",
+    "verdict_prob_auc",
+    "balanced_acc",
+)
+
+
+def readout_report(judged: dict[str, list[dict]], warm: dict, records: dict, examples: list[dict], main: str) -> dict:
+    """Notebook 04, section 5 in one call: ``judged`` holds the test outputs of the warm-up (key
+    ``"warm-up"``, its metrics ``warm``) and of each RL run (their metrics in ``records[name]["test"]``)
+    on ``examples``. Returns the ``table`` (judge -> :data:`READOUT_KEYS`), the ``text`` (the
+    :func:`behaviour_lines` and what RL changed in the ``main`` run, :func:`behaviour_change`)
+    and the ``summary`` fields ``results/<profile>/judges.json`` keeps."""
+    metrics = {n: warm if n == "warm-up" else records[n]["test"] for n in judged}
+    beh = {n: behaviour(j, examples) for n, j in judged.items()}
+    runs = [n for n in judged if n != "warm-up"]
+    return {
+        "table": {n: {k: m.get(k) for k in READOUT_KEYS} for n, m in metrics.items()},
+        "text": "\n".join(behaviour_lines(beh)) + "\n\n" + behaviour_change(beh.get("warm-up"), beh.get(main), main),
+        "summary": {
+            "warmup_readout_auc": warm.get("readout_auc"),
+            "rl_readout_auc": [records[r]["test"].get("readout_auc") for r in runs],
+            "behaviour": beh,
+        },
+    }
 
 
 def example_block(example: dict, outputs: dict[str, dict]) -> str:

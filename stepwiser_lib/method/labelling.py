@@ -856,24 +856,6 @@ def paper_rate(paper: dict, rule: str) -> float | None:
     return next((v for k, v in paper.items() if k.split("_gamma")[0] == rule), None)
 
 
-def rate_rows(summary: dict, paper: dict, alpha: float, gamma: float) -> list[dict]:
-    """Each rule's positive rate (%) before balancing, ours (:func:`label_summary`) beside the
-    paper's (1.5B-chunk policy, §4.3 and App. A.4; ``paper``: its rates by rule)."""
-    names = {
-        "abs_q": "Abs-Q (Q > 0)",
-        "rel_effective": f"Rel-Effective (alpha={alpha})",
-        "rel_ratio": f"Rel-Ratio (gamma={gamma})",
-    }
-    return [
-        {
-            "rule": names[r],
-            "positive % before balancing (ours)": summary.get(f"positive_{r}"),
-            "paper (1.5B-chunk; §4.3, App. A.4)": paper_rate(paper, r),
-        }
-        for r in RULES
-    ]
-
-
 def disagreement_lines(records: list[dict], checker=None, show: int = 2) -> list[str]:
     """Where the rules disagree: how many chunks keep Q > 0 but lower it enough to be Abs-Q Positive
     and Rel-Ratio Negative (final chunks aside), then the first ``show`` of them with Q before and

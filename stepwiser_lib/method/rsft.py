@@ -390,8 +390,10 @@ def comparisons(preds: dict[str, list[dict]], tallies: dict[str, dict] | None = 
     ]
 
 
-def paper_rows() -> list[dict]:
-    """The paper's Table 8 rows (Qwen2.5-7B-chunk) in notebook 07's columns: for display only."""
+def paper_rows(rules: set[str] | None = None) -> list[dict]:
+    """The paper's Table 8 rows (Qwen2.5-7B-chunk) in notebook 07's columns: for display only.
+    With ``rules``, only the rows without a judge and the judges of those label rules (the ones a
+    run trained; ``results/<profile>/rsft.md`` has them all)."""
     return [
         {
             "method": f"PAPER 7B: {r['row']} {r['signal']}",
@@ -400,6 +402,7 @@ def paper_rows() -> list[dict]:
             "avg": r["avg"],
         }
         for r in TABLE8
+        if rules is None or r["signal"] == "-" or r["signal"] in rules
     ]
 
 
@@ -459,8 +462,14 @@ def preference_pair(
     """The first prompt where a judge (StepWiser judges first) scores two correct responses
     differently, other than the prompt indices in ``skip`` (one a notebook already showed): a
     caption (the judge, the problem) and one row per chunk of the preferred and the not preferred
-    response side by side, each chunk after its score, each column headed by the response's
-    average chunk score. No such prompt: a caption that says so and no rows."""
+    response side by side, each chunk after its score (and, on a toy problem, the exact checker's
+    verdict on it given the chunks before it), each column headed by the response's average chunk
+    score. No such prompt: a caption that says so and no rows."""
+
+    def mark(x, problem, before, chunk):
+        truth = tasks.step_truth({"problem": problem, "history": before, "chunk": chunk})
+        return f"[{round(x, 2)}{'' if truth is None else '; right' if truth else '; wrong'}] "
+
     for name in sorted(judges, key=lambda n: not n.startswith("stepwiser:")):
         for k, (it, sc) in enumerate(zip(items, scores[name])):
             if k in (skip or set()):
@@ -473,7 +482,8 @@ def preference_pair(
                 for tag, i in (("preferred", hi), ("not preferred", lo)):
                     chunks = parse_chunks(it["responses"][i])
                     cols[f"{tag}: response {i} (average {avg[i]:.2f})"] = [
-                        f"[{round(x, 2)}] " + c.replace("\n", " / ") for x, c in zip(sc[i], chunks)
+                        mark(x, it["problem"], chunks[:j], c) + c.replace("\n", " / ")
+                        for j, (x, c) in enumerate(zip(sc[i], chunks))
                     ]
                 n = max(len(v) for v in cols.values())
                 rows = [{h: v[j] if j < len(v) else "" for h, v in cols.items()} for j in range(n)]

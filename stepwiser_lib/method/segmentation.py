@@ -268,9 +268,11 @@ def segment_samples(
 
 
 def changed_example(records: list[dict], first: int = 50) -> list[str]:
-    """Notebook 01's worked example, picked by a stated rule: how many of the ``first`` records
-    the teacher segmented differently from their blank-line paragraphs, and the first of them
-    (else the first record), raw with its paragraph count and chunked with its chunk count."""
+    """Notebook 01's worked example, picked by a stated rule, as Markdown lines: how many of the
+    ``first`` records the teacher segmented differently from their blank-line paragraphs, and the
+    first of them (else the first record) side by side, a row per step: its paragraphs (the
+    "split by \\n\\n" steps) beside the teacher's chunks (each wrapped in ``<chunk>`` tags in the
+    SFT target)."""
     head = records[:first]
     changed = [r for r in head if parse_chunks(r["completion"]) != split_paragraphs(r["raw"])]
     ex = changed[0] if changed else (records[0] if records else None)
@@ -278,9 +280,25 @@ def changed_example(records: list[dict], first: int = 50) -> list[str]:
         f"{len(changed)} of the first {len(head)} records are segmented differently from their paragraphs; the first:"
     ]
     if ex:
-        lines.append(f"RAW (split by blank lines): {len(split_paragraphs(ex['raw']))} steps\n" + ex["raw"])
-        lines.append(f"\nCHUNKED: {len(parse_chunks(ex['completion']))} chunks\n" + ex["completion"])
+        paras, chunks = split_paragraphs(ex["raw"]), parse_chunks(ex["completion"])
+        lines += [
+            "",
+            f"| # | split by blank lines: {len(paras)} steps | the teacher's chunks: {len(chunks)} |",
+            "|---|---|---|",
+        ]
+        lines += [
+            f"| {i} | {_md_cell(paras[i] if i < len(paras) else '')} | {_md_cell(chunks[i] if i < len(chunks) else '')} |"
+            for i in range(max(len(paras), len(chunks)))
+        ]
     return lines
+
+
+def _md_cell(text: str) -> str:
+    """``text`` as one Markdown table cell, shown as written: its line breaks as ``<br>``, and the
+    characters Markdown (and a notebook's maths) would read as markup (``* _ | < $ \\``) escaped."""
+    for ch in "\\*_|<$":
+        text = text.replace(ch, "\\" + ch)
+    return text.replace("\n", "<br>")
 
 
 #: Where the embeddings of chunk tags the base never read start (``TAG_INIT``): ``random`` (as the
@@ -445,18 +463,14 @@ def table4(ev_base: list[dict], ev_chunk: list[dict], task: str, seed: int) -> d
 
 
 def table4_lines(t4: dict) -> list[str]:
-    """What notebook 01 prints under its Table 4 analogue: each policy's output rates, and the
-    accuracy change in points beside the paper's."""
+    """What notebook 01 prints under its Table 4 analogue: each policy's output rates (the accuracy
+    change, paired, is the closing lines' claim), and a warning when neither policy solved anything."""
     lines = [f"{n} policy: " + sampling.rates_line(r, "held-out samples") for n, r in t4["rates"].items()]
-    a, b = t4["base"]["avg_acc"], t4["chunk"]["avg_acc"]
-    if a == b == 0:
-        return lines + [
+    if t4["base"]["avg_acc"] == t4["chunk"]["avg_acc"] == 0:
+        lines.append(
             "Accuracy change from self-segmentation: uninformative (neither policy solved a held-out problem)."
-        ]
-    return lines + [
-        f"Accuracy change from self-segmentation: {b - a:+.1f} points (paper: +0.5 at 1.5B, 0.0 at 7B); "
-        "the paired comparison in the table says whether it is more than noise."
-    ]
+        )
+    return lines
 
 
 def results_markdown(
@@ -470,7 +484,8 @@ def results_markdown(
     comparisons: list[dict],
 ) -> str:
     """``results/<profile>/self_segmentation.md``: the Table 4 analogue (ours beside the paper's rows)
-    and its paired claims."""
+    and its paired claims (none given: the table alone, as notebook 01 shows it before its closing
+    lines)."""
     md = ["| Generator | Method | # Steps | # Tokens | Avg@k acc (%) | 95% interval |", "|---|---|---|---|---|---|"]
     md += [
         f"| {name} {which} ({profile}) | {method} | {s['steps']:.2f} | {s['tokens']:.1f} | {s['avg_acc']:.1f} | "
@@ -481,11 +496,12 @@ def results_markdown(
         f"| {p['generator']} (paper) | {p['method']} | {p['steps']} | {p['tokens']} | {p['avg_acc']} | |"
         for p in TABLE4
     ]
-    md += ["", "| claim (chunk − base) | difference [95%] | paired test | verdict |", "|---|---|---|---|"]
-    md += [
-        f"| {c['claim']} | {c['diff']:+.2f} [{c['low']:+.2f}, {c['high']:+.2f}] | {c['test']} | {c['verdict']} |"
-        for c in comparisons
-    ]
+    if comparisons:
+        md += ["", "| claim (chunk − base) | difference [95%] | paired test | verdict |", "|---|---|---|---|"]
+        md += [
+            f"| {c['claim']} | {c['diff']:+.2f} [{c['low']:+.2f}, {c['high']:+.2f}] | {c['test']} | {c['verdict']} |"
+            for c in comparisons
+        ]
     return (
         f"Table 4 analogue ({profile}): Avg@{eval_samples} on {n_problems} held-out {eval_task} problems; "
         "rows marked (paper) are the paper's numbers.\n\n" + "\n".join(md) + "\n"

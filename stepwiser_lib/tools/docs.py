@@ -114,8 +114,8 @@ def clean(nb: dict, root: str | Path, source: str, profile: str) -> dict:
         "id": "docs-banner",
         "metadata": {},
         "source": [
-            f"> **Executed copy** of [`{source}`](../../{source}) at `{profile}`, with that run's outputs: edit the "
-            "source, not this copy. What it leaves out, and why its times can be a resumed run's: [README](README.md)."
+            f"> **Executed copy** of [`{source}`](../../{source}) (`{profile}`): edit the source. "
+            "[What it leaves out](README.md)."
         ],
     }
     nb["cells"] = [banner] + cells
@@ -125,11 +125,15 @@ def clean(nb: dict, root: str | Path, source: str, profile: str) -> dict:
 #: A code cell's tag for machinery a reader of the executed copy can skip (imports and paths,
 #: writing results files): the copy shows a one-line pointer to it, and keeps its outputs.
 BOOKKEEPING = "bookkeeping"
+#: The tag of the cell that checks the config and the earlier notebooks' files (the same five lines
+#: in every notebook): the copy shows a one-line pointer and keeps what it prints.
+INPUTS = "inputs"
 
 
 def reader_source(cell: dict, source: str) -> list[str]:
-    """What a reader's copy shows as ``cell``'s source: the parameters cell and cells tagged
-    :data:`BOOKKEEPING` become pointers to the source notebook, the hidden Colab bootstrap one line
+    """What a reader's copy shows as ``cell``'s source: the parameters cell, the config and input
+    check (tagged :data:`INPUTS`; its printed lines stay) and cells tagged :data:`BOOKKEEPING`
+    become pointers to the source notebook, the hidden Colab bootstrap one line
     (issue 36: a reader met up to 2.5 screens of machinery before the first idea); every other cell
     as it is."""
     tags = cell.get("metadata", {}).get("tags", [])
@@ -138,6 +142,8 @@ def reader_source(cell: dict, source: str) -> list[str]:
     lines = "".join(cell["source"]).splitlines()
     if cell["cell_type"] == "code" and lines and lines[0].startswith("# Colab bootstrap"):
         return [f"# Colab bootstrap ({len(lines)} lines; it runs only on Colab): see {source}"]
+    if cell["cell_type"] == "code" and INPUTS in tags:
+        return [f"# The config check and the input check ({len(lines)} lines, in {source}); their lines:"]
     if cell["cell_type"] == "code" and BOOKKEEPING in tags:
         what = cell.get("metadata", {}).get("stepwiser", {}).get("bookkeeping", "bookkeeping")
         return [f"# {what[0].upper() + what[1:]}: {len(lines)} lines of bookkeeping, in {source}"]
@@ -175,15 +181,15 @@ SCREEN_LINES, FIGURE_LINES = 45, 20
 
 def screens(nb: dict, width: int = 110) -> float:
     """About how many screens an executed copy takes to read: markdown, code and printed output
-    lines (a markdown paragraph's lines join as they render, then wrap at ``width`` characters;
-    code does not wrap), a table row a line, a figure :data:`FIGURE_LINES`, a folded ``<details>``
+    lines (a markdown paragraph's lines join as they render, a link as its text, then wrap at
+    ``width`` characters; code does not wrap), a table row a line, a figure :data:`FIGURE_LINES`, a folded ``<details>``
     section (in markdown or in a markdown output) its summary line. A measure to compare copies
     by, not a precise one."""
     lines = 0
     for c in nb["cells"]:
         src = "".join(c["source"]).splitlines()
         if c["cell_type"] == "markdown":
-            lines += sum(max(1, -(-len(ln) // width)) for ln in _reflowed(_unfolded(src))) + 1
+            lines += sum(max(1, -(-len(_link_text(ln)) // width)) for ln in _reflowed(_unfolded(src))) + 1
             continue
         if not c.get("metadata", {}).get("jupyter", {}).get("source_hidden"):
             lines += len(src) + 1
@@ -234,6 +240,19 @@ def _reflowed(lines: list[str]) -> list[str]:
         out.append(ln)
         joinable = not ln.startswith(("#", "|", "<", "$$"))
     return out
+
+
+_LINK = re.compile(r"!?\[([^\[\]]*)\]\([^()\s]*\)")
+
+
+def _link_text(line: str) -> str:
+    """A markdown line as it renders its links and images: their text, without the address (a
+    badge, a link inside a link's text, included)."""
+    while True:
+        out = _LINK.sub(r"\1", line)
+        if out == line:
+            return out
+        line = out
 
 
 def _unfolded(lines: list[str]) -> list[str]:
@@ -300,9 +319,10 @@ def export(
         "edit the notebooks in `notebooks/`, never these.",
         "",
         "**What a copy leaves out.** Progress bars, trainers' progress tables and library warnings; the "
-        "parameters cell, the Colab bootstrap and cells of bookkeeping (imports, paths, results files) "
-        "become one-line pointers to the source notebook, their outputs kept. Long printed examples "
-        "are folded under a summary line that says what each one is. Where the run found an earlier "
+        "parameters cell, the config and input check, the Colab bootstrap and cells of bookkeeping "
+        "(imports, paths, results files) become one-line pointers to the source notebook, their outputs "
+        "kept. Long printed examples, and the numbers behind a figure, are folded under a summary line "
+        "that says what each one is. Where the run found an earlier "
         "run's files on disk it read them instead of recomputing, so a time printed in a copy can be an "
         "earlier run's; the run-time table of docs/results_tiny.md gives a fresh run's times.",
         "",
@@ -310,8 +330,9 @@ def export(
         "|---|---|---|---|",
         *rows,
         "",
-        f"About {round(total)} screens in all (`stepwiser_lib.tools.docs.screens`: {SCREEN_LINES} rendered lines a "
-        f"screen, a paragraph's lines joined as rendered, a figure {FIGURE_LINES}, a folded section its summary line).",
+        f"{total:.1f} screens in all (`stepwiser_lib.tools.docs.screens`: {SCREEN_LINES} rendered lines a screen, a "
+        f"paragraph's lines joined as rendered, a link as its text, a figure {FIGURE_LINES}, a folded section its "
+        "summary line; LAB_LOG.md, issue 36, measures earlier copies the same way).",
         "",
     ]
     atomic_write_text(out / "README.md", "\n".join(index))

@@ -13,28 +13,32 @@ import json
 from pathlib import Path
 
 from ..core.prompts import judge_prompt
-from ..evals.claims import rows
+from ..evals.claims import other_comparisons, rows
 from ..evals.stats import cluster_bootstrap
 from ..method import labelling
 from ..method.judge import load_judge, parse_verdict, verdict_reward
+from ..method.tasks import step_truth
 
 # ----------------------------------------------------------------------------- every notebook
 
 
-def folded(summary: str, text: str) -> str:
+def folded(summary: str, text: str, markdown: bool = False) -> str:
     """Markdown that shows ``summary`` and folds ``text`` (printed as it is, in a fixed-width
-    block) under it until the reader opens it: how a long printout (a prompt, a batch of worked
-    examples) stays in an executed copy without its length (issue 36). The summary should say what
-    is inside, so that a reader can decide without opening it."""
+    block; with ``markdown``, rendered: a table) under it until the reader opens it: how a long
+    printout (a prompt, a batch of worked examples, the numbers behind a figure) stays in an
+    executed copy without its length (issue 36). The summary should say what is inside, so that a
+    reader can decide without opening it."""
+    if markdown:
+        return f"<details><summary>{summary}</summary>\n\n{text.rstrip()}\n\n</details>"
     fence = "~~~~" if "```" in text else "```"
     return f"<details><summary>{summary}</summary>\n\n{fence}\n{text.rstrip()}\n{fence}\n\n</details>"
 
 
-def show_folded(summary: str, text: str) -> None:
+def show_folded(summary: str, text: str, markdown: bool = False) -> None:
     """Display :func:`folded` in a notebook (IPython's Markdown display)."""
     from IPython.display import Markdown, display  # lazy: the library runs without IPython
 
-    display(Markdown(folded(summary, text)))
+    display(Markdown(folded(summary, text, markdown)))
 
 
 # ----------------------------------------------------------------------------- notebook 02
@@ -238,6 +242,25 @@ def group_rows(group: dict, by_hand: list[float]) -> list[dict]:
     ]
 
 
+def group_case_line(group: dict) -> str:
+    """What kind of case the GRPO group worked by hand is (issue 36: worked examples say so): its
+    MC label against the exact checker (toy world; "" elsewhere). Where they disagree, the reward
+    pays the verdicts the checker calls wrong."""
+    truth = step_truth(group)
+    if truth is None:
+        return ""
+    label = "Positive" if group["label"] else "Negative"
+    if truth == bool(group["label"]):
+        return (
+            f"A clean group: the exact checker agrees with the MC label ({label}), so the reward pays right verdicts."
+        )
+    return (
+        f"Label noise in this group: the exact checker calls the chunk {'right' if truth else 'wrong'}, but its MC "
+        f"label is {label}, so the reward pays the verdicts the checker calls wrong (a correct analysis "
+        "contradicted earns a positive advantage)."
+    )
+
+
 def equal_rewards_line(groups: list[dict]) -> str:
     """How many ``groups`` have equal rewards, so that GRPO learns nothing from them this step."""
     agree = sum(len({o["reward"] for o in g["outputs"]}) == 1 for g in groups)
@@ -247,14 +270,41 @@ def equal_rewards_line(groups: list[dict]) -> str:
     )
 
 
-def claim_lines(results_dir: str | Path, file: str) -> list[str]:
+def claim_lines(results_dir: str | Path, file: str, others: bool = False) -> list[str]:
     """Markdown bullets for the paper claims a notebook's results file tests (:func:`claims.rows`),
     each with the paper's difference, ours with its 95% interval and paired test, the verdict and
-    what it means; then the file's other paired comparisons (questions the paper does not ask)."""
+    what it means. The file's other paired comparisons (questions the paper does not ask) are
+    printed where they are computed, so here they get one line saying how many; with ``others``,
+    a bullet each."""
     path = Path(results_dir) / f"{file}.json"
     if not path.exists():
         return [f"- (no `{path.name}` yet: run the notebook's cells above first)"]
     out, asked = [], set()
+    for r in rows(results_dir, files=[file]):
+        asked.add((r["question"], r["a"], r["b"]))
+        ours = "no number" if r["ours"] is None else f"{r['ours']:+.1f} [{r['low']:+.1f}, {r['high']:+.1f}]"
+        out.append(
+            f"- **{r['claim']}.** Paper: {r['paper']:+.1f} ({r['paper_source']}). Ours: {ours}, "
+            f"{r['test']}: **{r['verdict']}**: {MEANING[r['verdict']]}."
+        )
+    rest = [
+        c
+        for c in other_comparisons(file, json.loads(path.read_text()).get("comparisons", []))
+        if (c["claim"], c.get("a"), c.get("b")) not in asked and not {"diff", "low", "high"} - set(c)
+    ]
+    if rest and not others:
+        out.append(
+            f"- and {len(rest)} paired question(s) the paper does not ask, printed above where they are computed."
+        )
+    for c in rest if others else []:
+        if c["diff"] is None:  # an uninformative comparison (stepwiser_lib.core.verdicts)
+            out.append(f"- *{c['claim']}* (not a paper claim): **{c['verdict']}**: {c.get('test', '')}.")
+            continue
+        out.append(
+            f"- *{c['claim']}* (not a paper claim; {c.get('a', 'a')} − {c.get('b', 'b')}): {c['diff']:+.1f} "
+            f"[{c['low']:+.1f}, {c['high']:+.1f}], {c.get('test', 'paired bootstrap')}."
+        )
+    return out or ["- This notebook's results test no paired claim at this profile."]
     for r in rows(results_dir, files=[file]):
         asked.add((r["question"], r["a"], r["b"]))
         ours = "no number" if r["ours"] is None else f"{r['ours']:+.1f} [{r['low']:+.1f}, {r['high']:+.1f}]"

@@ -78,7 +78,9 @@ def _round(profile, workers, gpus, out, stage, r) -> int:
     procs = []
     t0 = time.time()
     for i in range(workers):
-        env = {**os.environ, **({"CUDA_VISIBLE_DEVICES": gpus[i]} if gpus else {})}
+        # one GPU each; on a CPU machine a share of the cores each (oversubscribed threads slow all of them)
+        share = {"OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // workers))}
+        env = {**os.environ, **({"CUDA_VISIBLE_DEVICES": gpus[i]} if gpus else share)}
         log = open(logs / f"{stage}_worker_{i}.log", "a" if r else "w")  # noqa: SIM115 - closed below
         procs.append((i, subprocess.Popen(cmds[i], cwd=paths.ROOT, env=env, stdout=log, stderr=subprocess.STDOUT), log))
         print(

@@ -209,10 +209,10 @@ def eval_lines(ev: dict) -> list[str]:
     return [
         f"toy base on {ev['eval_problems']} held-out problems of {split}:",
         f"  plain prompt: {pct('accuracy_greedy')} greedy, {pct('accuracy_sampled_t1')} sampled at T = 1, "
-        f"{ev['mean_paragraphs_greedy']:.1f} paragraphs per solution",
+        f"{ev['mean_paragraphs_greedy']:.1f} paragraphs per greedy solution",
         f"  asked for chunks (Table 11's prompt, before any SFT): {pct('chunk_prompt_accuracy_greedy')} greedy, "
         f"{pct('chunk_prompt_accuracy_sampled_t1')} sampled, {pct('chunk_prompt_format_ok_sampled_t1')} in the chunk "
-        f"format, {ev['chunk_prompt_mean_chunks_greedy']:.1f} chunks per solution",
+        f"format, {ev['chunk_prompt_mean_chunks_greedy']:.1f} chunks per greedy solution",
         f"  its check texts (the warm-up's raw material): {pct('check_implied_verdict_accuracy')} imply the right "
         f"verdict, {pct('check_unreadable')} unreadable",
     ]
