@@ -305,21 +305,3 @@ def claim_lines(results_dir: str | Path, file: str, others: bool = False) -> lis
             f"[{c['low']:+.1f}, {c['high']:+.1f}], {c.get('test', 'paired bootstrap')}."
         )
     return out or ["- This notebook's results test no paired claim at this profile."]
-    for r in rows(results_dir, files=[file]):
-        asked.add((r["question"], r["a"], r["b"]))
-        ours = "no number" if r["ours"] is None else f"{r['ours']:+.1f} [{r['low']:+.1f}, {r['high']:+.1f}]"
-        out.append(
-            f"- **{r['claim']}.** Paper: {r['paper']:+.1f} ({r['paper_source']}). Ours: {ours}, "
-            f"{r['test']}: **{r['verdict']}**: {MEANING[r['verdict']]}."
-        )
-    for c in json.loads(path.read_text()).get("comparisons", []):
-        if (c["claim"], c.get("a"), c.get("b")) in asked or {"diff", "low", "high"} - set(c):
-            continue
-        if c["diff"] is None:  # an uninformative comparison (stepwiser_lib.core.verdicts)
-            out.append(f"- *{c['claim']}* (not a paper claim): **{c['verdict']}**: {c.get('test', '')}.")
-            continue
-        out.append(
-            f"- *{c['claim']}* (not a paper claim; {c.get('a', 'a')} − {c.get('b', 'b')}): {c['diff']:+.1f} "
-            f"[{c['low']:+.1f}, {c['high']:+.1f}], {c.get('test', 'paired bootstrap')}."
-        )
-    return out or ["- This notebook's results test no paired claim at this profile."]
