@@ -349,3 +349,9 @@ def test_is_paper_claim_tells_a_paper_claim_from_our_own_question():
     greedy = {"claim": "greedy decoding beats sampling (no judge)", "a": "chunk policy (greedy, no judge)", "b": "none"}
     reset = {"claim": "x", "a": "stepwiser:rel_ratio", "b": "chunk policy (no judge)"}
     assert claims.other_comparisons("chunk_reset", [reset, greedy]) == [greedy]
+
+
+def test_paper_rate_reads_a_rule_under_its_setting():
+    rates = {"abs_q": 70.2, "rel_ratio_gamma0.8": 56.5}
+    assert P.paper_rate(rates, "abs_q") == 70.2 and P.paper_rate(rates, "rel_ratio") == 56.5
+    assert P.paper_rate(rates, "rel_effective") is None

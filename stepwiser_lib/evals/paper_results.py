@@ -19,6 +19,12 @@ TABLE4 = [
 POSITIVE_RATES_1P5B = {"abs_q": 70.2, "rel_ratio_gamma0.8": 56.5}
 
 
+def paper_rate(paper: dict, rule: str) -> float | None:
+    """The paper's positive rate for ``rule`` in ``paper`` (:data:`POSITIVE_RATES_1P5B`-style keys:
+    ``rel_ratio_gamma0.8`` is Rel-Ratio's); None when the paper reports none."""
+    return next((v for k, v in paper.items() if k.split("_gamma")[0] == rule), None)
+
+
 def _rows(text: str, keys: tuple[str, ...], n_text: int) -> list[dict]:
     """Parse ``a|b|...`` lines: the first ``n_text`` fields are text, the rest numbers."""
     out = []

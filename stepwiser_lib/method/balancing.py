@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..core import inputs, io
 from ..core.vocab import RULES
+from ..evals.paper_results import paper_rate
 from ..evals.stats import wilson
 
 
@@ -258,9 +259,10 @@ def resolution_lines(stats: dict, paper: dict, near: float = 0.7) -> list[str]:
     for rule, s in stats.items():
         n = s["test_balanced"]["n"]
         lo, hi = wilson(round(near * n), n) if n else (0.0, 1.0)
-        ref = next((v for k, v in paper.items() if k.split("_gamma")[0] == rule), "not reported")
+        ref = paper_rate(paper, rule)
         out.append(
-            f"- **{rule}**: {s['all']['positive_rate']}% positive before balancing (paper, 1.5B: {ref}); "
+            f"- **{rule}**: {s['all']['positive_rate']}% positive before balancing (paper, 1.5B: "
+            f"{'not reported' if ref is None else ref}); "
             f"on its {n} balanced test chunks one accuracy is known to about ±{100 * (hi - lo) / 2:.1f} points at best."
         )
     return out

@@ -52,6 +52,7 @@ from ..core.paths import model_fingerprint
 from ..core.schemas import LABEL_RECORD
 from ..core.vocab import RULES
 from ..engines.checkpoints import resolve_model
+from ..evals.paper_results import paper_rate
 from . import tasks
 from .sampling import chunk_format_ok, rates_line
 from .tasks import check_many, is_correct
@@ -848,12 +849,6 @@ def run_lines(res: dict, summary: dict) -> list[str]:
         f"{st['skipped_rollouts']} with no room left at all (failures, never an error)"
     )
     return lines
-
-
-def paper_rate(paper: dict, rule: str) -> float | None:
-    """The paper's positive rate for ``rule`` in ``paper`` (:data:`POSITIVE_RATES_1P5B`-style keys:
-    ``rel_ratio_gamma0.8`` is Rel-Ratio's); None when the paper reports none."""
-    return next((v for k, v in paper.items() if k.split("_gamma")[0] == rule), None)
 
 
 def disagreement_lines(records: list[dict], checker=None, show: int = 2) -> list[str]:
