@@ -26,7 +26,7 @@ help:
 	@echo "make test-slow   also the slow checks (minutes of CPU)"
 	@echo "make lab         JupyterLab on notebooks/"
 	@echo "make bench       labelling speed: naive vs batched vs adaptive -> results/bench/labelling.json"
-	@echo "make toy-base    rebuild the committed toy base model data/toy_base (~60 min on 2 cores)"
+	@echo "make toy-base    rebuild the committed toy base model data/toy_base (~90 min on 2 cores)"
 	@echo "make toy-processbench  rebuild data/toy_processbench (four test splits and the dev split) from the toy base model (~2 min)"
 	@echo "make check-profiles  validate every shipped profile against every notebook (seconds)"
 	@echo "make clean       remove the smoke and real-smoke outputs (runs/, results/, figures/)"
@@ -156,18 +156,23 @@ check-profiles: venv
 lab: venv
 	$(VENV)/bin/jupyter lab notebooks/
 
-# Three phases, like pre-training, continued pre-training and a light instruction phase: 1000 steps
-# on 30% checking text; 600 steps on a fresh corpus with 60% checking text (the skill the judges
-# build on); 500 steps on another fresh corpus with half checking text, where 80% of the solution
-# documents (40% of all) ask the chunk prompt and answer with every paragraph tagged (an instruct
-# model can write tags; notebook 01 teaches where they go). LAB_LOG.md, "Toy policy, part 2".
+# Four phases, like pre-training, continued pre-training and two light instruction phases: 1000
+# steps on 30% checking text; 600 steps on a fresh corpus with 60% checking text; 500 steps on
+# another fresh corpus with half checking text, where 80% of the solution documents (40% of all) ask
+# the chunk prompt and answer with every paragraph tagged (an instruct model can write tags;
+# notebook 01 teaches where they go; LAB_LOG.md, "Toy policy, part 2"); 800 steps where half the
+# documents check a step of a solution that may carry errors in the judge's analysis format (restate,
+# re-derive, compare: the skill the judges read; LAB_LOG.md, issue 47). About 90 minutes on 2 cores.
 toy-base: venv
 	$(PY) -m stepwiser_lib.toy.toybase --out runs/toy_base_phase1 --work-dir runs/toy_base_work --seed 0
 	$(PY) -m stepwiser_lib.toy.toybase --init-from runs/toy_base_phase1 --out runs/toy_base_phase2 \
 	  --work-dir runs/toy_base_work2 --seed 0 --max-steps 600 --lr 5e-4 --check-fraction 0.6 --warmup-steps 20
-	$(PY) -m stepwiser_lib.toy.toybase --init-from runs/toy_base_phase2 --out data/toy_base \
+	$(PY) -m stepwiser_lib.toy.toybase --init-from runs/toy_base_phase2 --out runs/toy_base_phase3 \
 	  --work-dir runs/toy_base_work3 --seed 0 --corpus-seed 2 --max-steps 500 --lr 3e-4 --check-fraction 0.5 \
 	  --chunk-fraction 0.8 --warmup-steps 20
+	$(PY) -m stepwiser_lib.toy.toybase --init-from runs/toy_base_phase3 --out data/toy_base \
+	  --work-dir runs/toy_base_work4 --seed 0 --corpus-seed 3 --max-steps 800 --lr 5e-4 --check-fraction 0 \
+	  --derive-fraction 0.5 --chunk-fraction 0.8 --warmup-steps 20
 
 toy-processbench: venv
 	$(PY) -m stepwiser_lib.toy.processbench_build --out data/toy_processbench --per-split 200 --seed 0

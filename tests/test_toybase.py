@@ -18,14 +18,18 @@ def test_manifest_matches_files(toy_base_dir):
     assert total < 20 * 2**20  # the committed-checkpoint budget
     assert man["config"]["parameters"] > 1e6
     # Rollouts must be informative (neither always right nor always wrong): the foundation issue
-    # targets 30-80% sampled accuracy. The judges build on the checking skill.
-    assert 0.30 <= man["eval"]["accuracy_sampled_t1"] <= 0.80
+    # targeted 30-80% sampled accuracy; the fourth phase's arithmetic practice took it to 86%, where
+    # 103 of 160 labelling prompts still pass notebook 02's pre-filter (LAB_LOG.md, issue 47).
+    assert 0.30 <= man["eval"]["accuracy_sampled_t1"] <= 0.90
     assert man["eval"]["accuracy_greedy"] >= 0.35
-    assert man["eval"]["check_implied_verdict_accuracy"] >= 0.70
-    # three phases (make toy-base): from scratch, continued on more checking text, then with
-    # chunk-prompt documents (tagged paragraphs) so that the base can write tags when asked
-    assert [ph["training"]["max_steps"] for ph in man["phases"]] == [1000, 600, 500]
-    assert [ph["training"].get("chunk_fraction", 0.0) for ph in man["phases"]] == [0.0, 0.0, 0.8]
+    # the judges build on the checking skill, in the judge's analysis format (issue 47)
+    assert man["eval"]["derive_implied_verdict_accuracy"] >= 0.90 and man["eval"]["derive_exact_match"] >= 0.75
+    # four phases (make toy-base): from scratch, continued on more checking text, then with
+    # chunk-prompt documents (tagged paragraphs) so that the base can write tags when asked, then
+    # with checking text in the judge's analysis format on solutions that may carry errors
+    assert [ph["training"]["max_steps"] for ph in man["phases"]] == [1000, 600, 500, 800]
+    assert [ph["training"].get("chunk_fraction", 0.0) for ph in man["phases"]] == [0.0, 0.0, 0.8, 0.8]
+    assert [ph["training"].get("derive_fraction", 0.0) for ph in man["phases"]] == [0.0, 0.0, 0.0, 0.5]
     assert man["phases"][-1]["files"] == man["files"]
     # asked for chunks, the base writes them (one per paragraph) and still solves
     assert man["eval"]["chunk_prompt_format_ok_sampled_t1"] >= 0.8
@@ -41,6 +45,7 @@ def test_corpus_hash_reproduces_from_seed(toy_base_dir):
         t["max_steps"] * t["batch_size"],
         t["check_fraction"],
         t.get("chunk_fraction", 0.0),
+        t.get("derive_fraction", 0.0),
     )
     h = hashlib.sha256("\x00".join(a + "\x01" + b for a, b in docs).encode()).hexdigest()
     assert h == t["corpus_sha256"]

@@ -144,6 +144,12 @@ def get(family: str, name: str) -> str:
     return _FAMILIES[family][name]
 
 
+def check_prompt(problem: str, history: list[str], chunk: str) -> str:
+    """The toy base's checking prompt (:data:`TOY_CHECK`) for one step, the history joined as the
+    judge prompt joins it: what the toy base answers with its own analysis of the step (issue 47)."""
+    return TOY_CHECK.format(problem=problem, history="\n\n".join(history) or EMPTY_HISTORY, chunk=chunk)
+
+
 def judge_prompt(family: str, problem: str, history: list[str], chunk: str, style: str = "cot") -> str:
     """The judge prompt for one step: history chunks joined by blank lines (notes §4.1).
 

@@ -87,17 +87,25 @@ def build_tokenizer(texts: list[str], vocab_size: int = 400):
     return tok
 
 
-def corpus(seed: int, n_docs: int, check_fraction: float, chunk_fraction: float = 0.0) -> list[tuple[str, str]]:
+def corpus(
+    seed: int, n_docs: int, check_fraction: float, chunk_fraction: float = 0.0, derive_fraction: float = 0.0
+) -> list[tuple[str, str]]:
     """``(prompt, completion)`` pairs of generic toy-world text (no labels, no verdicts).
     ``chunk_fraction`` of the solution documents are asked with the chunk-policy prompt and
     answered with every paragraph tagged (:func:`stepwiser_lib.core.chunks.paragraph_chunks`), never
-    with the teacher's segmentation; at 0 the corpus is the one earlier phases drew (same
-    random numbers)."""
+    with the teacher's segmentation. ``derive_fraction`` of all documents are checking text in
+    the judge's analysis format (:func:`stepwiser_lib.toy.toyworld.derive_example`: a step of a
+    solution that may carry errors, restated, re-derived and compared), the phase that gives the
+    base the skill a judge reads (issue 47). With both at 0 the corpus is the one earlier phases
+    drew (same random numbers)."""
     rng = random.Random(f"corpus:{seed}")
     probs = toyworld.generate_problems("base_train", n_docs, seed=seed, steps=(2, 4), distractors=(0, 2))
     docs = []
     for p in probs:
-        if rng.random() < check_fraction:
+        if derive_fraction and rng.random() < derive_fraction:
+            hist, step, analysis = toyworld.derive_example(p, rng)
+            docs.append((prompts.check_prompt(p.text, hist, step), analysis))
+        elif rng.random() < check_fraction:
             hist, step, check = toyworld.check_example(p, rng)
             docs.append(
                 (prompts.TOY_CHECK.format(problem=p.text, history=hist or prompts.EMPTY_HISTORY, chunk=step), check)
@@ -213,8 +221,18 @@ def eval_lines(ev: dict) -> list[str]:
         f"  asked for chunks (Table 11's prompt, before any SFT): {pct('chunk_prompt_accuracy_greedy')} greedy, "
         f"{pct('chunk_prompt_accuracy_sampled_t1')} sampled, {pct('chunk_prompt_format_ok_sampled_t1')} in the chunk "
         f"format, {ev['chunk_prompt_mean_chunks_greedy']:.1f} chunks per greedy solution",
-        f"  its check texts (the warm-up's raw material): {pct('check_implied_verdict_accuracy')} imply the right "
-        f"verdict, {pct('check_unreadable')} unreadable",
+        *(
+            [
+                f"  its checking text in the judge's analysis format (the warm-up's raw material): "
+                f"{pct('derive_exact_match')} exact, {pct('derive_implied_verdict_accuracy')} imply the right verdict, "
+                f"{pct('derive_unreadable')} unreadable"
+            ]
+            if "derive_exact_match" in ev
+            else [
+                f"  its check texts (the warm-up's raw material): {pct('check_implied_verdict_accuracy')} imply the "
+                f"right verdict, {pct('check_unreadable')} unreadable"
+            ]
+        ),
     ]
 
 
@@ -242,6 +260,13 @@ def evaluate(model_dir: str, n_problems: int = 256, seed: int = 0, batch_size: i
     implied = [check_implied_ok(c[0].text) for c in checks]
     truth = [toyworld.check_step(p, s).ok for p, _, s, _ in exs]
     exact = sum(c[0].text.strip() == ref for c, (_, _, _, ref) in zip(checks, exs)) / len(exs)
+    # the judge's analysis format (derive_example: steps of solutions that carry errors, the last
+    # phase's checking text), asked with the same prompt
+    dexs = [(p, *toyworld.derive_example(p, rng)) for p in probs]
+    dps = [prompts.check_prompt(p.text, h, s) for p, h, s, _ in dexs]
+    derived = [c[0].text.strip() for c in gen.generate(dps, n=1, temperature=0, max_new_tokens=160, seed=seed)]
+    d_implied = [toyworld.derive_implied_ok(t) for t in derived]
+    d_truth = [toyworld.check_step(p, s).ok for p, _, s, _ in dexs]
     steps = [len(toyworld.split_paragraphs(c[0].text)) for c in greedy]
     # Under the chunk-policy prompt (what notebook 01 asks the base before SFT): accuracy, tag format, chunks
     cps = [prompts.TOY_CHUNK_POLICY.format(problem=p.text) for p in probs]
@@ -256,6 +281,9 @@ def evaluate(model_dir: str, n_problems: int = 256, seed: int = 0, batch_size: i
         "check_implied_verdict_accuracy": round(sum(i == t for i, t in zip(implied, truth)) / len(exs), 4),
         "check_exact_match": round(exact, 4),
         "check_unreadable": round(sum(i is None for i in implied) / len(exs), 4),
+        "derive_exact_match": round(sum(t == ref for t, (_, _, _, ref) in zip(derived, dexs)) / len(dexs), 4),
+        "derive_implied_verdict_accuracy": round(sum(i == t for i, t in zip(d_implied, d_truth)) / len(dexs), 4),
+        "derive_unreadable": round(sum(i is None for i in d_implied) / len(dexs), 4),
         "mean_paragraphs_greedy": round(sum(steps) / len(steps), 3),
         "chunk_prompt_accuracy_greedy": round(
             sum(toyworld.is_correct(p, t) for p, t in zip(probs, c_greedy)) / len(probs), 4
@@ -298,6 +326,7 @@ def train(
     warmup_steps: int = 50,
     chunk_fraction: float = 0.0,
     corpus_seed: int | None = None,
+    derive_fraction: float = 0.0,
 ) -> dict:
     """Train (``init_from=None``) or continue training a toy base model (a later phase).
 
@@ -313,7 +342,7 @@ def train(
     n_docs = max_steps * batch_size
     if corpus_seed is None:
         corpus_seed = seed + 1 if init_from else seed  # a continued phase sees new problems
-    docs = corpus(corpus_seed, n_docs, check_fraction, chunk_fraction)
+    docs = corpus(corpus_seed, n_docs, check_fraction, chunk_fraction, derive_fraction)
     corpus_hash = hashlib.sha256("\x00".join(a + "\x01" + b for a, b in docs).encode()).hexdigest()
     work = Path(work_dir)
     work.mkdir(parents=True, exist_ok=True)
@@ -404,6 +433,7 @@ def train(
             "lr": lr,
             "check_fraction": check_fraction,
             "chunk_fraction": chunk_fraction,
+            "derive_fraction": derive_fraction,
             "docs": len(rows),
             "init_from": init_from,
             "corpus_seed": corpus_seed,
@@ -443,6 +473,12 @@ def main(argv: list[str] | None = None) -> None:
         default=0.0,
         help="share of solution documents asked with the chunk prompt, answered with tagged paragraphs",
     )
+    ap.add_argument(
+        "--derive-fraction",
+        type=float,
+        default=0.0,
+        help="share of documents in the judge's analysis format (steps that may carry errors, re-derived)",
+    )
     ap.add_argument("--corpus-seed", type=int, default=None, help="default: seed (first phase) or seed + 1")
     ap.add_argument("--eval-only", action="store_true", help="re-evaluate --out and print")
     a = ap.parse_args(argv)
@@ -461,6 +497,7 @@ def main(argv: list[str] | None = None) -> None:
         warmup_steps=a.warmup_steps,
         chunk_fraction=a.chunk_fraction,
         corpus_seed=a.corpus_seed,
+        derive_fraction=a.derive_fraction,
     )
 
 

@@ -557,16 +557,19 @@ def restate_text(step: str) -> str:
 
 
 def derive_text(problem: Problem, step: str) -> str:
-    """The toy judge's analysis of a step: re-derive, then compare (notebook 04). [not in paper]
+    """The toy judge's analysis of a step: restate, re-derive, then compare (notebook 04). [not in paper]
 
-    For every value the step states (a statement, a restatement or the boxed answer), first the
-    correct derivation of that variable from the problem, written like a solution line
-    (``c = b + 6 = 55 + 6 = 61``, each variable once, dependencies first), then a comparison in
-    the style of :func:`check_text`: ``check c: c = 61; stated 62; 62 - 61 = 1``. Writing the
-    chain out turns "what should this operand be?" into solution steps a small policy model already
-    writes, instead of a recall of values several steps back (notebook 04 measured both). A zero
-    difference in every ``check`` line means the step is right; a name the problem does not
-    define gives ``check x: not defined``. No verdict words: the verdict is the judge's to add.
+    First every value the step states, copied as it stands (:func:`restate_text`'s
+    ``stated c = 62`` lines). Then, for each of them, the correct derivation of that variable from
+    the problem, written like a solution line (``c = b + 6 = 55 + 6 = 61``, each variable once,
+    dependencies first), and a comparison in the style of :func:`check_text`:
+    ``check c: c = 61; stated 62; 62 - 61 = 1``. Writing the chain out turns "what should this
+    operand be?" into solution steps a small policy model already writes, instead of a recall of
+    values several steps back; copying the stated values first keeps the comparison from copying
+    the value just derived instead (``LAB_LOG.md``, issue 47: a warm-up wrote ``stated 83`` for a
+    chunk's 84 in half its wrong analyses). A zero difference in every ``check`` line means the
+    step is right; a name the problem does not define gives ``check x: not defined``. No verdict
+    words: the verdict is the judge's to add.
     """
     values = problem.values
     defs = {d.name: d for d in problem.defs}
@@ -601,8 +604,8 @@ def derive_text(problem: Problem, step: str) -> str:
         derive(problem.target)
         compare("answer", problem.target, int(boxed))
     if not lines:
-        lines.append("check: no new value")
-    return "\n".join(lines)
+        return "check: no new value"
+    return restate_text(step) + "\n" + "\n".join(lines)
 
 
 _CHECK_DIFF_RE = re.compile(r"^check [^:]*:.*; (\d+) - (\d+) = (\d+)\.?$")
@@ -666,3 +669,96 @@ def check_example(
             step = step.replace(f"\\boxed{{{problem.answer}}}", f"\\boxed{{{max(0, wrong)}}}")
             step = step.replace(f"= {problem.answer},", f"= {max(0, wrong)},")
     return "\n\n".join(history), step, check_text(problem, step)
+
+
+# ----------------------------------------------------------------------------- solutions with errors
+
+#: How a sampled step goes wrong (:func:`noisy_solution`), with their weights: the kinds the toy
+#: policy's own wrong chunks show (LAB_LOG.md, issue 47: carried values, arithmetic slips, a wrong
+#: operand, the wrong expression, a variable the problem does not define). [not in paper]
+ERROR_KINDS = {"slip": 3, "operand": 2, "expression": 2, "undefined": 1}
+
+
+def _noisy_statement(
+    d: Definition, belief: dict[str, int], problem: Problem, rng: random.Random, p_error: float
+) -> tuple[str, str, int]:
+    """One statement for ``d`` computed from the values a solver believes (``belief``, which may
+    already be wrong), erring with probability ``p_error``. Returns (name written, text, value)."""
+    name, left, right = d.name, d.left, d.right
+    x = belief[left]
+    y = belief[right] if right in belief else int(right)
+    v = None
+    if rng.random() < p_error:
+        kind = rng.choices(list(ERROR_KINDS), weights=list(ERROR_KINDS.values()))[0]
+        delta = rng.choice([-10, -2, -1, 1, 1, 2, 10])
+        others = [u for u in belief if u not in (left, name)]
+        if kind == "slip":
+            v = max(0, apply_op(d.op, x, y) + delta)
+        elif kind == "operand":
+            x = max(0, x + delta)
+        elif kind == "expression" and others:
+            left = rng.choice(others)
+            x = belief[left]
+        elif kind == "undefined":
+            unused = [c for c in VAR_NAMES if c not in problem.values]
+            name = rng.choice(unused) if unused else name
+    if v is None:
+        v = apply_op(d.op, x, y)
+        if v < 0:  # statements hold non-negative numbers: this step comes out right instead
+            name, left = d.name, d.left
+            x, y, v = problem.values[d.left], problem.values.get(right, None), d.value
+            y = y if y is not None else int(right)
+    return name, f"{name} = {left} {d.op} {right} = {x} {d.op} {y} = {v}", v
+
+
+def noisy_solution(
+    problem: Problem,
+    rng: random.Random,
+    p_error: float = 0.2,
+    p_intro: float = 0.35,
+    p_merge: float = 0.25,
+    p_opener: float = 0.5,
+) -> str:
+    """A raw-style solution (:func:`raw_solution`'s paragraphs, intros and merges) whose steps err
+    the way a sampled policy errs: each computed step goes wrong with probability ``p_error``
+    (:data:`ERROR_KINDS`), and every later step, restatement and the boxed answer use the values
+    the solver then believes, so one error is carried forward as the toy policy carries it.
+    Generic toy-world text for the toy base's checking corpus (:func:`derive_example`); no label
+    and no verdict. [not in paper]"""
+    belief = {d.name: d.value for d in problem.defs if d.op is None}  # the constants are read off
+    paras: list[str] = []
+    if rng.random() < p_opener:
+        paras.append(rng.choice(OPENERS).format(t=problem.target))
+    ops = [d for d in problem.defs if d.op is not None]
+    i = 0
+    while i < len(ops):
+        d = ops[i]
+        if rng.random() < p_intro:
+            paras.append(rng.choice(INTROS).format(v=d.name))
+        name, text, v = _noisy_statement(d, belief, problem, rng, p_error)
+        belief[d.name] = v if name == d.name else problem.values[d.name]  # a misnamed step is not carried
+        if i + 1 < len(ops) and rng.random() < p_merge:
+            name2, text2, v2 = _noisy_statement(ops[i + 1], belief, problem, rng, p_error)
+            belief[ops[i + 1].name] = v2 if name2 == ops[i + 1].name else problem.values[ops[i + 1].name]
+            text += rng.choice(MERGE_JOIN) + text2
+            i += 1
+        paras.append(text)
+        i += 1
+    answer = belief.get(problem.target, problem.answer)
+    if rng.random() < p_error / 2:  # a slip in the final line itself
+        answer = max(0, answer + rng.choice([-2, -1, 1, 1, 2, 10]))
+    paras.append(rng.choice(FINALS).format(t=problem.target, a=answer))
+    return "\n\n".join(paras)
+
+
+def derive_example(problem: Problem, rng: random.Random, p_error: float = 0.2) -> tuple[list[str], str, str]:
+    """``(history, step, analysis)``: a step of a :func:`noisy_solution` (a paragraph, or half the
+    time a chunk of the rule teacher's segmentation), the units before it as they were written
+    (errors included), and the judge's analysis of the step (:func:`derive_text`). The toy base's
+    checking documents of its last phase (``make toy-base``). [not in paper]"""
+    sol = noisy_solution(problem, rng, p_error)
+    units = split_paragraphs(sol)
+    if rng.random() < 0.5:
+        units = [strip_tags(c) for c in parse_chunks(teacher_segment(sol))]
+    k = rng.randrange(len(units))
+    return units[:k], units[k], derive_text(problem, units[k])
