@@ -89,6 +89,27 @@ def test_warmup_teaches_format_not_labels():
     assert recs[0]["prompt"].startswith("Judge the new chunk")
 
 
+def test_warmup_on_the_models_own_analyses_keeps_them_as_they_are():
+    """WARMUP_ANALYSIS: own (issue 47): the CoT warm-up's analysis is whatever the initial model
+    wrote for the chunk under the checking prompt, then the same coin-flip box."""
+    from stepwiser_lib.core.prompts import EMPTY_HISTORY, check_prompt
+    from stepwiser_lib.toy.judge_text import warmup_records
+
+    ex = _examples(6)
+    own = [f"my check {i}\n" for i in range(6)]
+    recs = warmup_records(ex, seed=0, analyses=own)
+    assert [r["completion"].split("\n")[0] for r in recs] == [f"my check {i}" for i in range(6)]
+    assert [parse_verdict(r["completion"]) for r in recs] == [
+        parse_verdict(r["completion"]) for r in warmup_records(ex)
+    ]
+    with pytest.raises(ValueError, match="5 analyses for 6"):
+        warmup_records(ex, analyses=own[:5])
+    assert check_prompt("a = 1. Find a.", [], "a = 1") == (
+        f"Recompute the new step.\nProblem: a = 1. Find a.\nHistory: {EMPTY_HISTORY}\nNew step: a = 1"
+    )
+    assert "History: x\n\ny\n" in check_prompt("p", ["x", "y"], "z")
+
+
 def test_step_accuracy():
     from stepwiser_lib.method.judge import step_accuracy
 

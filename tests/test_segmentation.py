@@ -206,6 +206,26 @@ def test_rsft_and_reset_trial_tables_read_their_records():
     assert "| x − greedy | +1.0 [-2.0, +4.0] | within noise |" in md
 
 
+def test_judge_trials_table_reads_a_judge_trial_record():
+    """issue 47's judge trials: one row per trial, every seed's dev numbers in seed order."""
+    from stepwiser_lib.tools.toy_trials import judge_markdown
+
+    run = {"balanced_acc": 77.1, "positive_rate": 65.4, "analysis_exact": 74.3, "seconds_per_step": 3.87}
+    rec = {
+        "name": "nd",
+        "note": "defaults",
+        "settings": {"GRPO_STEPS": 120},
+        "start": {"balanced_acc": 51.4, "analysis_exact": 78.0},
+        "runs": [run, {**run, "balanced_acc": 78.9, "positive_rate": 64.3, "analysis_exact": None}],
+    }
+    lines = judge_markdown([rec]).splitlines()
+    assert lines[1].count("|---") == 7
+    assert lines[2] == "| nd | defaults | 51.4 / 78.0 | 77.1 78.9 | 65.4 64.3 | 74.3 – | 3.87 |"
+    one = {"balanced_acc": 50.0, "positive_rate": 0.0, "seconds_per_step": 1.35}
+    no_cot = {**rec, "note": "", "start": {"balanced_acc": 48.6}, "runs": [one]}
+    assert judge_markdown([no_cot]).splitlines()[2] == "| nd | GRPO_STEPS=120 | 48.6 / – | 50.0 | 0.0 | – | 1.35 |"
+
+
 def test_text_teachers_segment_without_a_model():
     """The rule teacher (toy world, through tasks) and the paragraph teacher; an LLM name is not theirs."""
     assert sg.text_teacher("rule", "toy")([RAW]) == [tw.teacher_segment(RAW)]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 
 from ..core import io, paths
+from ..core.prompts import check_prompt
 from ..core.schemas import JUDGE_EXAMPLE, JUDGE_SPLITS
 from ..core.verdicts import mask, tally
 from ..core.vocab import WARMUP_NAME, WARMUP_OF, parse_variant, variant_slug
@@ -120,6 +121,33 @@ def warmup_chunks(art, init: str, n_problems: int, samples: int, *, family: str,
     )["chunks"]
 
 
+def own_analyses(art, init: str, chunks: list[dict], *, batch: int, max_new_tokens: int) -> list[str]:
+    """The initial model's own checking text of each warm-up chunk (greedy, the toy base's checking
+    prompt :func:`stepwiser_lib.core.prompts.check_prompt`), cached in ``art/own_analyses.json``:
+    the analyses a ``WARMUP_ANALYSIS: own`` warm-up trains on, so the judge starts from what its
+    initial model writes, as the paper's judge starts from an instruct model (issue 47). [not in paper]"""
+    from ..engines.models import HFGenerator, load_model  # lazy: torch
+
+    def run():
+        model, tok = load_model(init)
+        gen = HFGenerator(model, tok, batch_size=batch)
+        outs = gen.generate(
+            [check_prompt(e["problem"], e["history"], e["chunk"]) for e in chunks],
+            n=1,
+            temperature=0,
+            max_new_tokens=max_new_tokens,
+            seed=0,
+            progress=True,
+        )
+        _release(gen)
+        return {"analyses": [o[0].text.strip() for o in outs]}
+
+    key = io.digest(
+        paths.model_fingerprint(init), [(e["problem"], e["history"], e["chunk"]) for e in chunks], max_new_tokens
+    )
+    return io.cached_json(art / "own_analyses.json", key, run)["analyses"]
+
+
 def train_warmups(
     art,
     styles: list[str],
@@ -133,14 +161,16 @@ def train_warmups(
     lr: float,
     batch: int,
     micro_batch: int,
+    analyses: list[str] | None = None,
 ) -> tuple[dict, dict, dict]:
     """Notebook 04, section 1: one format warm-up per output ``style`` (:func:`stepwiser_lib.method.tasks.warmup_records`
     on ``chunks``: the re-derivation and a coin-flip verdict, never a label), SFT for ``steps``
     optimizer steps (``direct_steps`` for the verdict-only style), cached in ``art/warmup_<style>``
-    under a key of every setting. Returns style -> model dir, style -> cache key, style -> its records."""
+    under a key of every setting. ``analyses``: the CoT warm-up's analyses (:func:`own_analyses`),
+    else the exact re-derivations. Returns style -> model dir, style -> cache key, style -> its records."""
     dirs, keys, records = {}, {}, {}
     for style in styles:
-        recs = records[style] = tasks.warmup_records(chunks, family, seed, style)
+        recs = records[style] = tasks.warmup_records(chunks, family, seed, style, analyses if style == "cot" else None)
         d = art / f"warmup_{style}"
         ws = SFTSettings(
             max_steps=direct_steps if style == "direct" else steps,
@@ -180,6 +210,14 @@ def warmup_stage(art, cfg, variants: list[tuple[str, str]], main: str | None, in
         f"and {len(chunks) - n_train} of the {len(extra)} the chunk policy wrote on {cfg.WARMUP_PROBLEMS} SFT-split "
         "problems (the others repeat a chunk already in)"
     )
+    analyses = None
+    if cfg.WARMUP_ANALYSIS == "own" and "cot" in styles:
+        analyses = own_analyses(art, init, chunks, batch=cfg.JUDGE_BATCH, max_new_tokens=cfg.MAX_COMPLETION)
+        n_exact = sum(bool((tasks.analysis_checks(e, a) or {}).get("exact")) for a, e in zip(analyses, chunks))
+        print(
+            f"the CoT warm-up's analyses are the initial model's own checking text of each chunk (WARMUP_ANALYSIS: "
+            f"own): {n_exact} of {len(chunks)} ({100 * n_exact / len(chunks):.1f}%) are the exact re-derivation"
+        )
     dirs, keys, records = train_warmups(
         art,
         styles,
@@ -192,6 +230,7 @@ def warmup_stage(art, cfg, variants: list[tuple[str, str]], main: str | None, in
         lr=cfg.WARMUP_LR,
         batch=cfg.WARMUP_BATCH,
         micro_batch=cfg.WARMUP_MICRO_BATCH,
+        analyses=analyses,
     )
     recs = records[styles[-1]] if styles else []
     return dirs, keys, recs[0]["completion"] if recs else None

@@ -93,10 +93,12 @@ def rule_segment(response: str) -> str:
     return toyworld.teacher_segment(response)
 
 
-def warmup_records(examples: list[dict], family: str = "toy", seed: int = 0, style: str = "cot") -> list[dict]:
+def warmup_records(
+    examples: list[dict], family: str = "toy", seed: int = 0, style: str = "cot", analyses: list[str] | None = None
+) -> list[dict]:
     """The judge's format warm-up SFT records on the toy path (notebook 04; [not in paper]):
     :func:`stepwiser_lib.toy.judge_text.warmup_records`."""
-    return judge_text.warmup_records(examples, family, seed, style)
+    return judge_text.warmup_records(examples, family, seed, style, analyses)
 
 
 def file_kw(files: dict, task: str) -> dict:

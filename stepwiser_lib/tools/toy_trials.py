@@ -26,6 +26,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ..core import config, io, paths, prompts
+from ..core.vocab import STYLE, WARMUP_OF, parse_variant
 from ..engines.checkpoints import resolve_model
 from ..engines.sft import sft
 from ..engines.trainers import SFTSettings
@@ -40,6 +41,7 @@ TRIALS = Path("results") / "trials" / "chunk_sft.jsonl"
 RSFT_TRIALS = Path("results") / "trials" / "rsft.jsonl"
 RESET_TRIALS = Path("results") / "trials" / "chunk_reset.jsonl"
 JUDGE_RSFT_TRIALS = Path("results") / "trials" / "judge_rsft.jsonl"
+JUDGE_TRIALS = Path("results") / "trials" / "judge.jsonl"
 
 
 def _append(rel: Path, rec: dict) -> None:
@@ -396,6 +398,172 @@ def judge_rsft_trial(
     }
 
 
+def judge_trial(
+    profile: str,
+    name: str,
+    *,
+    kind: str = "stepwiser",
+    rule: str = "rel_ratio",
+    seeds: tuple[int, ...] = (0,),
+    init: str | None = None,
+    warmup_steps: int | None = None,
+    overrides: dict | None = None,
+    train_limit: int = 0,
+    note: str = "",
+) -> dict:
+    """One recipe of a judge ``kind`` (notebook 04; issue 47: judges that learn), measured on the
+    profile's **dev** chunks only: for each training seed the dev balanced accuracy, Positive rate
+    and what the judge writes (:func:`stepwiser_lib.method.judge_runs.behaviour`: exact analyses,
+    verdicts that follow them), with the seconds per GRPO step; the start (the warm-up) the same
+    way. ``overrides``: notebook 04 parameters (``GRPO_STEPS``, ``LOSS_TOKENS``, ``BETA``, ...);
+    ``init``: another initial model (default the profile's ``JUDGE_INIT``); ``train_limit``: the
+    first N balanced training examples only (a learning curve; 0: all). Models live under
+    ``runs/<profile>/trials/judge/``; the test split is never read."""
+    from ..engines.models import release  # lazy: torch
+
+    t0 = time.time()
+    cfg = config.for_notebook(profile, "04_judge_grpo")
+    changes = {**(overrides or {}), **({"WARMUP_STEPS": warmup_steps} if warmup_steps is not None else {})}
+    unknown = sorted(set(changes) - set(cfg.as_dict()))
+    if unknown:
+        raise ValueError(f"not notebook 04 parameters: {unknown}")
+    cfg = config.Config(cfg.notebook, {**cfg.as_dict(), **changes})
+    recipe = judge_train.recipe_from_config(cfg)
+    data, _ = judge_runs.read_splits(profile, [rule])
+    if train_limit:
+        data[rule]["train_balanced"] = judge_train.balanced_order(data[rule]["train_balanced"], 2, 0)[:train_limit]
+    init_dir = init or resolve_model(cfg.JUDGE_INIT, profile)
+    root = paths.run_dir(profile) / "trials" / "judge"
+    variant = f"{kind}:{rule}"
+    warm_art = (
+        root
+        / "warmups"
+        / io.digest(paths.model_fingerprint(init_dir), cfg.WARMUP_STEPS, cfg.WARMUP_LR, cfg.WARMUP_ANALYSIS)[:12]
+    )
+    warm_art.mkdir(parents=True, exist_ok=True)
+    warmups, _, _ = judge_runs.warmup_stage(
+        warm_art, cfg, [parse_variant(variant)], variant if kind == "stepwiser" else None, init_dir, data
+    )
+    dev = data[rule]["dev_balanced"]
+
+    def measure(entry: dict) -> dict:
+        j = judge.load_judge(entry, "toy", cfg.MAX_COMPLETION, cfg.JUDGE_BATCH)
+        acc, judged = judge.evaluate_judge(j, dev)
+        release(j)
+        beh = judge_runs.behaviour(judged, dev) if entry["style"] == "cot" else None
+        # the verdict its own analysis implies, read by a rule: what a judge that reads it could reach
+        implied = [tasks.analysis_verdict(x["analysis"]) for x in judged] if entry["style"] == "cot" else []
+        rule = (
+            judge.step_accuracy(
+                [{"verdict": None if v is None else ("Positive" if v else "Negative")} for v in implied], dev
+            )["balanced_acc"]
+            if any(v is not None for v in implied)
+            else None
+        )
+        return {
+            "balanced_acc": acc["balanced_acc"],
+            "ci95": balanced_accuracy_ci(
+                [
+                    {"problem_id": e["problem_id"], "label": e["label"], "verdict": x["verdict"] == "Positive"}
+                    for e, x in zip(dev, judged)
+                    if x["verdict"]
+                ]
+            ),
+            "positive_rate": acc["positive_rate"],
+            "unparsed": acc["unparsed"],
+            "truth_balanced_acc": acc.get("truth_balanced_acc"),
+            "analysis_rule_balanced_acc": rule,
+            **({k: v["rate"] for k, v in beh.items()} if beh else {}),
+        }
+
+    style = STYLE[kind]
+    start_style = WARMUP_OF[kind]
+    start = {"style": style, "base": str(warmups.get(start_style) or init_dir), "adapter": None, "max_new_tokens": 8}
+    runs = []
+    for sd in seeds:
+        out = root / name / f"seed{sd}"
+        r = judge_train.train_variant(
+            variant, data, out, base_model=init_dir, warmups=warmups, recipe=recipe, family="toy", seed=sd
+        )
+        tr = r["train"]
+        m = measure({**r["entry"], "max_new_tokens": r["entry"].get("max_new_tokens", cfg.MAX_COMPLETION)})
+        lo, hi = POSITIVE_RANGE
+        runs.append(
+            {
+                "seed": sd,
+                **m,
+                "degenerate": not lo <= m["positive_rate"] <= hi,
+                "train_seconds": tr["seconds"],
+                "seconds_per_step": round(tr["seconds"] / max(1, tr["steps"]), 2),
+                "steps": tr["steps"],
+                "train_examples": tr["train_examples"],
+            }
+        )
+        print(json.dumps({"trial": name, **runs[-1]}), flush=True)
+    accs = [r["balanced_acc"] for r in runs]
+    return {
+        "name": name,
+        "profile": profile,
+        "note": note,
+        "kind": variant,
+        "init": paths.stored_path(init_dir) if init else cfg.JUDGE_INIT,
+        "settings": {
+            k: getattr(cfg, k)
+            for k in (
+                "WARMUP_STEPS",
+                "GRPO_STEPS",
+                "PROMPTS_PER_STEP",
+                "GROUP_SIZE",
+                "GRPO_LR",
+                "LOSS_TOKENS",
+                "BALANCED_STEPS",
+                "BETA",
+                "USE_LORA",
+                "LORA_R",
+                "TEMPERATURE",
+                "MAX_COMPLETION",
+            )
+        }
+        | dict(overrides or {}),
+        "train_limit": train_limit,
+        "dev_chunks": len(dev),
+        "start": measure(start),
+        "runs": runs,
+        "mean_balanced_acc": round(sum(accs) / len(accs), 2),
+        "min_balanced_acc": min(accs),
+        "degenerate_runs": sum(r["degenerate"] for r in runs),
+        "seconds": round(time.time() - t0, 1),
+    }
+
+
+def judge_markdown(records: list[dict]) -> str:
+    """The judge trials as the lab log's table: one row per trial, every seed's dev numbers."""
+    out = [
+        "| trial | settings changed | start: dev bal. acc / exact % | dev balanced acc per seed | Positive % per seed "
+        "| exact analysis % per seed | s per step |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in records:
+        ch = ", ".join(
+            f"{k}={v}" for k, v in r["settings"].items() if k not in JUDGE_DEFAULT_KEYS or k in r.get("note", "")
+        )
+        out.append(
+            f"| {r['name']} | {r['note'] or ch} | {r['start']['balanced_acc']} / {r['start'].get('analysis_exact', '–')} | "
+            + " ".join(str(x["balanced_acc"]) for x in r["runs"])
+            + " | "
+            + " ".join(str(x["positive_rate"]) for x in r["runs"])
+            + " | "
+            + " ".join("–" if x.get("analysis_exact") is None else str(x["analysis_exact"]) for x in r["runs"])
+            + f" | {r['runs'][0]['seconds_per_step']} |"
+        )
+    return "\n".join(out) + "\n"
+
+
+#: A trained judge is degenerate when its Positive rate is outside this range (issue 47's target).
+POSITIVE_RANGE = (15.0, 85.0)
+JUDGE_DEFAULT_KEYS: tuple[str, ...] = ()
+
+
 def reset_trial(
     profile: str,
     name: str,
@@ -573,16 +741,50 @@ def main(argv: list[str] | None = None) -> None:
         choices=["all", "verdict"],
         help="the RS-FT judge's loss tokens (default: all, as notebook 04)",
     )
+    ap.add_argument(
+        "--judge", action="store_true", help="a judge recipe instead (judge_trial): dev balanced accuracy per seed"
+    )
+    ap.add_argument("--kind", default="stepwiser", help="judge kind of --judge (stepwiser, no_cot_rl, ...)")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0], help="training seeds of --judge")
+    ap.add_argument("--init", default=None, help="--judge: another initial model (default: the profile's)")
+    ap.add_argument("--warmup-steps", type=int, default=None)
+    ap.add_argument("--train-limit", type=int, default=0, help="--judge: the first N training examples only")
+    ap.add_argument("--set", nargs="*", default=[], help="--judge: notebook 04 parameters, NAME=VALUE (YAML values)")
     ap.add_argument("--table", action="store_true", help="print the trials so far as the lab log's tables")
     a = ap.parse_args(argv)
     if a.table:
         print(markdown(io.read_jsonl(paths.ROOT / TRIALS)), end="")
-        for path, fmt in ((RSFT_TRIALS, rsft_markdown), (RESET_TRIALS, reset_markdown)):
+        for path, fmt in ((RSFT_TRIALS, rsft_markdown), (RESET_TRIALS, reset_markdown), (JUDGE_TRIALS, judge_markdown)):
             if (paths.ROOT / path).exists():
                 print("\n" + fmt(io.read_jsonl(paths.ROOT / path)), end="")
         return
     if not a.name:
         ap.error("--name is required for a trial")
+    if a.judge:
+        import yaml
+
+        def value(v: str):
+            x = yaml.safe_load(v)
+            try:  # YAML reads "1e-4" as a string
+                return float(x) if isinstance(x, str) else x
+            except ValueError:
+                return x
+
+        overrides = {k: value(v) for k, v in (x.split("=", 1) for x in a.set)}
+        rec = judge_trial(
+            a.profile,
+            a.name,
+            kind=a.kind,
+            seeds=tuple(a.seeds),
+            init=a.init,
+            warmup_steps=a.warmup_steps,
+            overrides=overrides,
+            train_limit=a.train_limit,
+            note=a.note,
+        )
+        _append(JUDGE_TRIALS, rec)
+        print(json.dumps({k: rec[k] for k in ("name", "start", "mean_balanced_acc", "min_balanced_acc", "seconds")}))
+        return
     if a.judge_rsft:
         rec = judge_rsft_trial(
             a.profile,

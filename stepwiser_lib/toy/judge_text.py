@@ -45,18 +45,24 @@ def analysis_checks(problem_text: str, chunk: str, analysis: str) -> dict:
     }
 
 
-def warmup_records(examples: list[dict], family: str = "toy", seed: int = 0, style: str = "cot") -> list[dict]:
+def warmup_records(
+    examples: list[dict], family: str = "toy", seed: int = 0, style: str = "cot", analyses: list[str] | None = None
+) -> list[dict]:
     """Format warm-up SFT data for a tiny judge (notebook 04). [not in paper]
 
-    It teaches the output *contract* only: for ``style="cot"`` the analysis (the re-derivation of
-    :func:`toy_analysis`) followed by a boxed verdict; for ``"direct"`` the boxed verdict alone;
-    for ``"restate"`` (the ``restate_rl`` ablation) an analysis that only restates the chunk
+    It teaches the output *contract* only: for ``style="cot"`` an analysis followed by a boxed
+    verdict, the analysis being ``analyses[i]`` when given (the initial model's own checking text
+    of the chunk: ``WARMUP_ANALYSIS: own``) and else the exact re-derivation of
+    :func:`toy_analysis` (``derived``); for ``"direct"`` the boxed verdict alone; for
+    ``"restate"`` (the ``restate_rl`` ablation) an analysis that only restates the chunk
     (:func:`stepwiser_lib.toy.toyworld.restate_text`), in the CoT judge prompt.
     The verdict is drawn at random (50/50, seeded by the example's text), independent of the chunk and of any label (the ``label`` field
     is never read), so the warm-up cannot teach which verdict is right; that is left to RL.
     """
+    if analyses is not None and len(analyses) != len(examples):
+        raise ValueError(f"{len(analyses)} analyses for {len(examples)} warm-up examples")
     out = []
-    for e in examples:
+    for i, e in enumerate(examples):
         rng = random.Random(f"warmup:{seed}:{e['problem']}:{e['chunk']}")
         verdict = rng.choice(("Positive", "Negative"))
         box = f"\\boxed{{{verdict}}}"
@@ -65,7 +71,8 @@ def warmup_records(examples: list[dict], family: str = "toy", seed: int = 0, sty
         elif style == "restate":
             completion = f"{restate_text(e['chunk'])}\n{box}"
         else:
-            completion = f"{toy_analysis(e['problem'], e['chunk'])}\n{box}"
+            analysis = analyses[i].strip() if analyses is not None else toy_analysis(e["problem"], e["chunk"])
+            completion = f"{analysis}\n{box}"
         out.append(
             {
                 "prompt": judge_prompt(
