@@ -224,6 +224,32 @@ def test_verdict_rules():
     assert claims.verdict({**base, "uninformative": "rsft: constant"}) == "uninformative"
     assert claims.verdict({**base, "equivalence": {}, "p_holm": 0.01}) == "equivalent"
     assert claims.verdict({**base, "equivalence": {}, "p_holm": 0.3}) == "not shown equivalent"
+    # issue 47: an interval that excludes the paper's effect (same units, Holm over those rows)
+    assert claims.verdict({**base, "p_holm": 0.2, "p_smaller_holm": 0.01}) == "smaller than the paper's"
+    assert claims.verdict({**base, "p_holm": 0.2, "p_smaller_holm": 0.2}) == "undetermined"
+
+
+def test_direction_follows_holm_and_size_says_when_units_differ():
+    base = {"uninformative": None, "paper_significant": True, "paper_diff": 12.1, "estimate": 3.0, "p_holm": 0.01}
+    assert claims.direction(base) == "same" and claims.direction({**base, "estimate": -1.0}) == "opposite"
+    assert claims.direction({**base, "p_holm": 0.06}) == "undetermined"  # raw p may be small: Holm decides
+    assert claims.direction({**base, "equivalence": {}}) == "–" and claims.direction({**base, "p_holm": None}) == "–"
+    assert claims.size({**base, "p_smaller_holm": 0.001}) == "smaller"
+    assert claims.size({**base, "p_smaller_holm": 0.5}) == "not shown smaller"
+    assert claims.size({**base, "same_units": False}) == "units differ"
+    assert claims.size({**base, "paper_significant": False}) == "–"
+
+
+def test_degenerate_runs_are_counted_by_their_positive_rate():
+    labels = [bool(i % 2) for i in range(40)]
+    problems = [f"p{i // 4}" for i in range(40)]
+    preds = _judge_preds("stepwiser:rel_ratio", labels, labels, problems)  # 50% Positive
+    preds += _judge_preds("stepwiser:rel_ratio@seed1", [True] * 35 + [False] * 5, labels, problems)  # 87.5%
+    preds += _judge_preds("stepwiser:rel_ratio@seed2", [True] * 6 + [False] * 34, labels, problems)  # 15%: kept
+    assert claims.positive_rate(preds, "stepwiser:rel_ratio@seed1", "rel_ratio") == 87.5
+    assert claims.degenerate_runs(preds, "stepwiser:rel_ratio") == (1, 3)
+    assert claims.degenerate_runs(preds, "chunk policy (no judge)") is None
+    assert claims.degenerate_runs(preds, "disc_sft:rel_ratio") is None and claims.degenerate_runs(None, "x:y") is None
 
 
 def test_claims_table_resamples_seeds_names_directions_and_marks_arms_that_never_left_their_start(tmp_path):
@@ -248,6 +274,10 @@ def test_claims_table_resamples_seeds_names_directions_and_marks_arms_that_never
     assert gen["paper_diff"] == 12.1 and gen["paper_significant"] is True  # 36.2 - 24.1 at 1.5B, z about 8
     assert 10 < gen["estimate"] < 30 and gen["ci_low"] > 0 and gen["direction"] == "same"
     assert gen["verdict"] == "same direction" and gen["p_holm"] >= gen["p"]
+    # issue 47: GRPO against the judge it starts from, a row of ours alone, decided after Holm
+    start = by[("stepwiser:rel_ratio", "warm-up (before RL)")]
+    assert start["paper_diff"] is None and start["verdict"] == "a higher" and start["direction"] == "–"
+    assert start["seeds"] == {"stepwiser:rel_ratio": 3, "warm-up (before RL)": 1} and start["p_holm"] is not None
     rs = by[("stepwiser:rel_ratio", "rsft:rel_ratio")]
     assert rs["verdict"] == "uninformative" and rs["p_holm"] is None and "3 of 3 runs" in rs["uninformative"]
     assert claims.degenerate(preds, "rsft:rel_ratio", "rel_ratio") and not claims.degenerate(
@@ -268,7 +298,12 @@ def test_claims_table_resamples_seeds_names_directions_and_marks_arms_that_never
     assert json.loads((tmp_path / "claims.json").read_text())["claims"][0]["claim"] == doc["claims"][0]["claim"]
     md = claims.table_markdown(doc)
     assert md[0] == claims.summary_line(doc) and md[0].startswith(f"{len(doc['claims'])} claims: ")
-    assert "*uninformative*" in md[0] and "Seeds per arm: 3" in md[0]
+    assert "*uninformative*" in md[0] and "Seeds per arm: 1, 3" in md[0] and "Single-seed" not in md[0]
+    assert "rsft:rel_ratio 3 of 3" in md[0]  # every RS-FT run says Negative on 159 of 160 chunks
+    assert gen["degenerate"] == {"stepwiser:rel_ratio": [0, 3], "disc_sft:rel_ratio": [0, 3]}
+    assert gen["size"] == "units differ" and "p_smaller" not in gen  # balanced step accuracy against F1
+    single = {**doc, "claims": [{**r, "seeds": {k: 1 for k in r["seeds"]}} for r in doc["claims"]]}
+    assert claims.table_markdown(single)[0].startswith("**Single-seed table**")
     assert (
         md[2].startswith("| paper claim |")
         and len(md) == 4 + len(doc["claims"])
@@ -355,3 +390,10 @@ def test_paper_rate_reads_a_rule_under_its_setting():
     rates = {"abs_q": 70.2, "rel_ratio_gamma0.8": 56.5}
     assert P.paper_rate(rates, "abs_q") == 70.2 and P.paper_rate(rates, "rel_ratio") == 56.5
     assert P.paper_rate(rates, "rel_effective") is None
+
+
+def test_a_p_value_below_what_is_stored_is_not_printed_as_zero():
+    assert claims._fmt_p(0.0) == "<0.0001"
+    assert claims._fmt_p(0.00004) == "<0.0001"
+    assert claims._fmt_p(0.0404) == "0.0404"
+    assert claims._fmt_p(1.0) == "1"

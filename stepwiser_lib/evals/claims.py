@@ -315,6 +315,33 @@ def uninformative_arms(preds: list[dict] | None) -> dict[str, str]:
     return out
 
 
+#: A trained judge run is degenerate when its Positive rate on its test chunks (balanced: half are
+#: Positive) is outside this range (percent): it has collapsed towards one verdict (issue 47).
+POSITIVE_RATE_RANGE = (15.0, 85.0)
+
+
+def positive_rate(preds: list[dict], run: str, rule: str) -> float | None:
+    """Percent of judge run ``run``'s test verdicts on ``rule``'s chunks that are Positive (None
+    without any)."""
+    mine = [p["verdict"] for p in preds if p["judge"] == run and p["rule"] == rule and p["split"] == "test"]
+    return 100 * sum(v is True for v in mine) / len(mine) if mine else None
+
+
+def degenerate_runs(preds: list[dict] | None, variant: str) -> tuple[int, int] | None:
+    """(degenerate runs, runs) of a judge ``variant`` (its ``@seedN`` repeats included): runs whose
+    test Positive rate is outside :data:`POSITIVE_RATE_RANGE`. None for an arm that is not a
+    trained judge in ``preds``."""
+    if not preds or ":" not in variant:
+        return None
+    rule = variant.split(":")[1]
+    runs = _runs({p["judge"] for p in preds if p["split"] == "test" and p["rule"] == rule}, variant)
+    if not runs:
+        return None
+    lo, hi = POSITIVE_RATE_RANGE
+    rates = [positive_rate(preds, r, rule) for r in runs]
+    return sum(not lo <= x <= hi for x in rates if x is not None), len(runs)
+
+
 def pb_arm(preds: list[dict], rows_: list[str], splits: list[str], ids: list[str]) -> np.ndarray:
     """Counts ``(runs, solutions, 4 * splits)`` for toy-ProcessBench's average F1
     (:func:`stepwiser_lib.evals.seeds.f1_stat`): each solution adds (first error found, 1) in its
@@ -342,13 +369,16 @@ def pb_rows(names, variant: str) -> list[str]:
     return [r for r in out if r in names]
 
 
-def rate_arm(preds: list[dict], method: str, problems: list[str], field: str = "correct") -> tuple[np.ndarray, str]:
+def rate_arm(
+    preds: list[dict], method: str, problems: list[str], field: str = "correct", runs_are: str = "judge training seeds"
+) -> tuple[np.ndarray, str]:
     """Counts ``(units, problems, 2)`` of (sum of ``field``, outputs) for ``method``'s outputs, and
-    what a unit is: the runs of a judge trained with several seeds (each summed over its sampling or
-    SFT seeds), else the ``seed`` field (SFT or sampling seeds)."""
+    what a unit is: the ``@seedN`` runs of ``method`` (``runs_are``: a judge's training seeds, or
+    notebook 01's chunk-policy SFT seeds), each summed over its sampling or SFT seeds, else the
+    ``seed`` field (SFT or sampling seeds)."""
     runs = _runs({p["method"] for p in preds}, method)
     if len(runs) > 1:
-        unit, units, what = (lambda p: p["method"]), runs, "judge training seeds"
+        unit, units, what = (lambda p: p["method"]), runs, runs_are
     else:
         mine = [p for p in preds if p["method"] == method]
         unit, units, what = (lambda p: p["seed"]), sorted({p["seed"] for p in mine}), "seeds"
@@ -432,6 +462,8 @@ def _spec(
     equivalence=False,
     uninformative=None,
     paired_seeds=False,
+    same_units=True,
+    degenerate=None,
 ):
     return {
         "claim": claim,
@@ -447,7 +479,20 @@ def _spec(
         "equivalence": equivalence,
         "uninformative": uninformative,
         "paired_seeds": paired_seeds,
+        "same_units": same_units,
+        "degenerate": degenerate,
     }
+
+
+#: The paper side of a row the paper has no number for (issue 47's "GRPO beats its warm-up"): its
+#: verdict is ours alone (*a higher* / *b higher* after Holm, else *undetermined*).
+NOT_A_PAPER_ROW = {
+    "paper_diff": None,
+    "paper_z": None,
+    "paper_significant": None,
+    "paper_source": "not in the paper (the toy judge's start)",
+    "paper_noise": "",
+}
 
 
 def _paper_effect(diff_a: float, diff_b: float, se: float | None, source: str, noise: str, other: str = "") -> dict:
@@ -480,7 +525,9 @@ def specs(results_dir: str | Path) -> list[dict]:
             ("steps", "self-segmentation gives fewer steps per solution"),
             ("correct", "self-segmentation keeps accuracy"),
         ):
-            (ca, ua), (cb, ub) = (rate_arm(seg, m, problems, field) for m in ("chunk", "base"))
+            (ca, ua), (cb, ub) = (
+                rate_arm(seg, m, problems, field, "chunk-policy SFT seeds") for m in ("chunk", "base")
+            )
             if field == "steps":
                 paper = _paper_effect(
                     chunk["steps"],
@@ -552,6 +599,35 @@ def specs(results_dir: str | Path) -> list[dict]:
                         f"{'7B' if model == '1.5B' else '1.5B'}: {other:+.1f}" if other is not None else "",
                     ),
                     uninformative=_why(bad, a, b),
+                    same_units=False,  # balanced step accuracy against ProcessBench F1
+                    degenerate=[degenerate_runs(jp, a), degenerate_runs(jp, b)],
+                )
+            )
+        # issue 47: does GRPO beat the judge it starts from? Not a paper row (the paper's judges start
+        # from instruct models, ours from a format warm-up), decided by the same Holm family
+        for v in sorted(x for x in variants if x.split(":")[0] == "stepwiser"):
+            rule = v.split(":")[1]
+            problems = sorted({p["problem_id"] for p in tests if p["rule"] == rule})
+            warm = [WARMUP_NAME] if any(p["judge"] == WARMUP_NAME and p["rule"] == rule for p in tests) else []
+            if not warm:
+                continue
+            out.append(
+                _spec(
+                    f"GRPO beats the judge it starts from, the format warm-up ({RULES_NAME.get(rule, rule)})",
+                    "judges",
+                    f"balanced step accuracy, {rule} test chunks",
+                    v,
+                    WARMUP_NAME,
+                    [
+                        judge_arm(jp, _runs({p["judge"] for p in tests}, v), rule, problems),
+                        judge_arm(jp, warm, rule, problems),
+                    ],
+                    seeds.balanced_accuracy_stat,
+                    None,
+                    ["judge training seeds", "the one warm-up"],
+                    NOT_A_PAPER_ROW,
+                    uninformative=_why(bad, v, ""),
+                    degenerate=[degenerate_runs(jp, v), None],
                 )
             )
     pbp = _read(R, "processbench")
@@ -589,6 +665,7 @@ def specs(results_dir: str | Path) -> list[dict]:
                         f"{'7B' if model == '1.5B' else '1.5B'}: {other:+.1f}" if other is not None else "",
                     ),
                     uninformative=_why(bad, a, b),
+                    degenerate=[degenerate_runs(jp, a), degenerate_runs(jp, b)],
                 )
             )
     for stem, base_method, table in (
@@ -665,6 +742,7 @@ def specs(results_dir: str | Path) -> list[dict]:
                     ),
                     uninformative=_why(bad, a, b),
                     paired_seeds=crn,
+                    degenerate=[degenerate_runs(jp, a), degenerate_runs(jp, b)],
                 )
             )
     return out
@@ -683,46 +761,71 @@ def _why(bad: dict, a: str, b: str) -> str | None:
 def table(results_dir: str | Path, n_boot: int = seeds.N_BOOT, seed: int = 0) -> list[dict]:
     """The claims table of ``results_dir`` (:func:`specs`), one record per claim with
     :data:`CLAIM_FIELDS` and more: our a − b (each arm the mean over its seeds) with its 95%
-    hierarchical-bootstrap interval (:func:`stepwiser_lib.evals.seeds.difference`), the seeds of
-    each arm, the two-sided p (for an equivalence claim the TOST p within ±:data:`KEEPS_MARGIN`),
-    Holm's adjustment over every informative row, ``direction`` (the raw interval against the
-    paper's sign: same / opposite / undetermined) and ``verdict``:
+    interval and two-sided p from the variance components (between seeds, seed × item, items:
+    :func:`stepwiser_lib.evals.seeds.components`) and a Satterthwaite t
+    (:func:`stepwiser_lib.evals.seeds.t_interval`; issue 47: the percentile bootstrap of five
+    seeds was too narrow where seeds dominate), the percentile bootstrap's interval beside it
+    (``boot_ci``), the seeds of each arm and how many of a judge arm's runs are degenerate
+    (``degenerate``: Positive rate outside :data:`POSITIVE_RATE_RANGE`), the TOST p for an
+    equivalence claim within ±:data:`KEEPS_MARGIN`, Holm's adjustment over every informative row,
+    ``direction`` (the Holm-adjusted result against the paper's sign: same / opposite /
+    undetermined; "–" for an equivalence claim), ``size`` (is ours smaller than the paper's
+    effect? one-sided p, Holm over the rows that ask it; only where both are in the same units)
+    and ``verdict``:
 
     - *uninformative*: an arm never left its start (:func:`uninformative_arms`); decides nothing;
     - *equivalent* / *not shown equivalent*: a "keeps" claim, by its Holm-adjusted TOST p;
     - *no paper effect*: the paper's own difference is inside its noise (``paper_significant``
       false), so there is no direction to reproduce; ours is still reported;
     - *same direction* / *opposite direction*: Holm-adjusted p below :data:`ALPHA`, by sign;
-    - *undetermined*: otherwise.
+    - *smaller than the paper's*: no direction, but ours is smaller than the paper's effect
+      (Holm-adjusted one-sided p below :data:`ALPHA`, same units only);
+    - *undetermined*: otherwise;
+    - *a higher* / *b higher*: a row the paper has no number for (GRPO against its own start),
+      Holm-adjusted p below :data:`ALPHA`.
     """
     out = []
     for k, s in enumerate(specs(results_dir)):
-        d = seeds.difference(
-            *s["arms"], s["stat"], s["strata"], n_boot=n_boot, seed=seed + k, paired_seeds=s["paired_seeds"]
-        )
-        reps = d.pop("reps")
-        sign = 1 if s["paper"]["paper_diff"] > 0 else -1 if s["paper"]["paper_diff"] < 0 else 0
+        args = (*s["arms"], s["stat"], s["strata"])
+        d = seeds.difference(*args, n_boot=n_boot, seed=seed + k, paired_seeds=s["paired_seeds"])
+        d.pop("reps")
+        c = seeds.components(*args, n_boot=n_boot, seed=seed + k, paired_seeds=s["paired_seeds"])
+        t = seeds.t_interval(d["estimate"], c["se"], c["df"])
+        pd = s["paper"]["paper_diff"]
+        sign = 0 if pd is None else 1 if pd > 0 else -1 if pd < 0 else 0
+        df = "inf" if not np.isfinite(c["df"]) else f"{c['df']:.1f}"
         rec = {
             "claim": s["claim"],
             **s["paper"],
             "estimate": d["estimate"],
-            "ci_low": d["ci_low"],
-            "ci_high": d["ci_high"],
+            "ci_low": t["ci_low"],
+            "ci_high": t["ci_high"],
+            "se": round(c["se"], 3),
+            "df": round(c["df"], 2) if np.isfinite(c["df"]) else None,
+            "boot_ci": [d["ci_low"], d["ci_high"]],
             "seeds": {s["a"]: d["seeds"][0], s["b"]: d["seeds"][1]},
             "seed_units": {s["a"]: s["units"][0], s["b"]: s["units"][1]},
+            "degenerate": {
+                v: (list(x) if x else None) for v, x in zip((s["a"], s["b"]), s["degenerate"] or [None, None])
+            },
             "items": d["items"],
-            "p": d["p"],
-            "test": d["test"],
+            "p": t["p"],
+            "test": (
+                f"t on variance components (seeds, seed × items, items; Satterthwaite df {df}); "
+                f"items from a {n_boot}-replicate bootstrap"
+            ),
             "metric": s["metric"],
             "file": s["file"],
             "a": s["a"],
             "b": s["b"],
-            "direction": seeds.direction(d["ci_low"], d["ci_high"], sign) if sign else "undetermined",
+            "same_units": s["same_units"],
             "uninformative": s["uninformative"],
         }
         if s["equivalence"]:
-            t = seeds.tost(reps, KEEPS_MARGIN)
-            rec.update(p=t["p"], test=f"TOST within ±{KEEPS_MARGIN:g} on the {d['test']}", equivalence=t)
+            e = seeds.tost_t(d["estimate"], c["se"], c["df"], KEEPS_MARGIN)
+            rec.update(p=e["p"], test=f"TOST within ±{KEEPS_MARGIN:g} on the {rec['test']}", equivalence=e)
+        elif s["same_units"] and sign and rec["paper_significant"] is not False:
+            rec["p_smaller"] = seeds.smaller_p(d["estimate"], c["se"], c["df"], s["paper"]["paper_diff"])
         out.append(rec)
     family = [i for i, r in enumerate(out) if not r["uninformative"]]
     adj = seeds.holm([out[i]["p"] for i in family]) if family else []
@@ -730,9 +833,37 @@ def table(results_dir: str | Path, n_boot: int = seeds.N_BOOT, seed: int = 0) ->
         r["p_holm"] = None
     for i, a in zip(family, adj):
         out[i]["p_holm"] = round(a, 5)
+    sizes = [i for i in family if "p_smaller" in out[i]]
+    for i, a in zip(sizes, seeds.holm([out[i]["p_smaller"] for i in sizes]) if sizes else []):
+        out[i]["p_smaller_holm"] = round(a, 5)
     for r in out:
+        r["direction"] = direction(r)
+        r["size"] = size(r)
         r["verdict"] = verdict(r)
     return out
+
+
+def direction(r: dict) -> str:
+    """The Holm-adjusted result against the paper's sign: *same* / *opposite* when ``p_holm`` is
+    below :data:`ALPHA`, else *undetermined*; "–" for an equivalence claim, an uninformative row or
+    a row the paper has no number for."""
+    if r["uninformative"] or "equivalence" in r or r["p_holm"] is None or r["paper_diff"] is None:
+        return "–"
+    if r["p_holm"] >= ALPHA or not r["paper_diff"]:
+        return "undetermined"
+    return "same" if (r["estimate"] > 0) == (r["paper_diff"] > 0) else "opposite"
+
+
+def size(r: dict) -> str:
+    """Ours against the paper's effect size: *smaller* when the Holm-adjusted one-sided p
+    (``p_smaller_holm``) is below :data:`ALPHA`, *not shown smaller* otherwise, *units differ*
+    where the two metrics are not the same, "–" where nothing is asked (no paper effect,
+    equivalence, uninformative)."""
+    if "p_smaller_holm" in r:
+        return "smaller" if r["p_smaller_holm"] < ALPHA else "not shown smaller"
+    if not r.get("same_units", True) and not r["uninformative"] and r["paper_significant"] is not False:
+        return "units differ"
+    return "–"
 
 
 def verdict(r: dict) -> str:
@@ -741,11 +872,15 @@ def verdict(r: dict) -> str:
         return "uninformative"
     if "equivalence" in r:
         return "equivalent" if r["p_holm"] < ALPHA else "not shown equivalent"
+    if r["paper_diff"] is None:  # ours alone
+        return ("a higher" if r["estimate"] > 0 else "b higher") if r["p_holm"] < ALPHA else "undetermined"
     if r["paper_significant"] is False:
         return "no paper effect"
     if r["p_holm"] < ALPHA:
         same = (r["estimate"] > 0) == (r["paper_diff"] > 0)
         return "same direction" if same else "opposite direction"
+    if r.get("p_smaller_holm") is not None and r["p_smaller_holm"] < ALPHA:
+        return "smaller than the paper's"
     return "undetermined"
 
 
@@ -758,10 +893,18 @@ def write(results_dir: str | Path, profile: str, n_boot: int = seeds.N_BOOT) -> 
         "alpha": ALPHA,
         "keeps_margin": KEEPS_MARGIN,
         "degenerate_share": DEGENERATE_SHARE,
+        "positive_rate_range": list(POSITIVE_RATE_RANGE),
         "method": (
-            "hierarchical bootstrap: each arm's seeds drawn with replacement, then items (problems; "
-            "toy-ProcessBench solutions within split and erroneous/correct group) with one draw shared by "
-            "both arms; p two-sided; Holm over every informative row"
+            "t interval on unbiased variance components: each arm's variance over its seeds (between seeds "
+            "and seed × item) plus the items' share of the paired difference, from an item-only bootstrap "
+            "(problems; toy-ProcessBench solutions within split and erroneous/correct group; one draw shared "
+            "by both arms); Satterthwaite degrees of freedom; p two-sided; Holm over every informative row; "
+            "the percentile interval of the hierarchical bootstrap (seeds, then items) kept as boot_ci"
+        ),
+        "scope": (
+            "conditional on one pipeline: the seeds are the judges' (or notebook 01's chunk policy's) "
+            "training seeds; the chunk policy, the Monte-Carlo labels, the judge splits and the format "
+            "warm-ups are one draw, shared by every run"
         ),
         "claims": rows_,
     }
@@ -769,30 +912,82 @@ def write(results_dir: str | Path, profile: str, n_boot: int = seeds.N_BOOT) -> 
     return doc
 
 
+def single_seed(doc: dict) -> bool:
+    """Whether every trained arm of a ``claims.json`` document is one training run (tiny): its
+    intervals then resample problems (and sampling seeds) only, so a verdict is about that run."""
+    trained = [
+        n
+        for r in doc["claims"]
+        for v, n in r["seeds"].items()
+        if "training" in r["seed_units"][v] or "SFT" in r["seed_units"][v]
+    ]
+    return not trained or max(trained) <= 1
+
+
+VERDICT_ORDER = (
+    "a higher",
+    "b higher",
+    "same direction",
+    "opposite direction",
+    "smaller than the paper's",
+    "undetermined",
+    "no paper effect",
+    "equivalent",
+    "not shown equivalent",
+    "uninformative",
+)
+
+
 def summary_line(doc: dict) -> str:
-    """The verdicts of a ``claims.json`` document counted, and the seeds its arms hold: the sentence
+    """The verdicts of a ``claims.json`` document counted, and what its seeds are: the sentence
     above its table, filled from the file."""
     from collections import Counter
 
     rows_ = doc["claims"]
     n = Counter(r["verdict"] for r in rows_)
     seeds_ = sorted({v for r in rows_ for v in r["seeds"].values()})
-    order = [
-        "same direction",
-        "opposite direction",
-        "undetermined",
-        "no paper effect",
-        "equivalent",
-        "not shown equivalent",
-        "uninformative",
+    head = (
+        "**Single-seed table**: every trained arm is one training run, so each interval resamples problems "
+        "(and sampling seeds) only and a verdict is about this run, not the method; the seeded table is "
+        "toy-full's. "
+        if single_seed(doc)
+        else ""
+    )
+    degen = [
+        f"{v} {x[0]} of {x[1]}"
+        for v, x in {v: x for r in rows_ for v, x in (r.get("degenerate") or {}).items() if x}.items()
     ]
     return (
-        f"{len(rows_)} claims: "
-        + ", ".join(f"{n[v]} *{v}*" for v in order if n[v])
-        + f". Seeds per arm: {', '.join(map(str, seeds_))} (each row's `seeds a / b`: training seeds, or the "
-        f"sampling seeds of an arm nothing was trained for); "
-        f"{doc['n_boot']} bootstrap replicates; Holm over the informative rows at α = {doc['alpha']}."
+        head
+        + f"{len(rows_)} claims: "
+        + ", ".join(f"{n[v]} *{v}*" for v in VERDICT_ORDER if n[v])
+        + f". Seeds per arm: {', '.join(map(str, seeds_))}: each row's `seeds a / b` are training seeds (a judge's, or "
+        "notebook 01's chunk-policy SFT seeds), or the sampling seeds of an arm nothing was trained for. "
+        "The chunk policy, the Monte-Carlo labels, the judge splits and the format warm-ups are one draw shared by "
+        "every run, so the intervals hold for this pipeline. "
+        + (
+            "Degenerate judge runs (Positive rate outside "
+            f"{doc.get('positive_rate_range', list(POSITIVE_RATE_RANGE))[0]:g}-"
+            f"{doc.get('positive_rate_range', list(POSITIVE_RATE_RANGE))[1]:g}% of the test chunks): "
+            + ", ".join(degen)
+            + ". "
+            if degen
+            else ""
+        )
+        + f"Intervals: t on variance components, items from {doc['n_boot']} bootstrap replicates; "
+        f"Holm over the informative rows at α = {doc['alpha']}."
     )
+
+
+def _degen(r: dict) -> str:
+    d = r.get("degenerate") or {}
+    return " / ".join("–" if not d.get(v) else f"{d[v][0]} of {d[v][1]}" for v in (r["a"], r["b"]))
+
+
+def _fmt_p(p: float) -> str:
+    """A p-value for the table: three significant digits, and ``<0.0001`` below what the stored
+    four decimals resolve (never a bare 0)."""
+    return "<0.0001" if p < 1e-4 else f"{p:.3g}"
 
 
 def table_markdown(doc: dict | None) -> list[str]:
@@ -803,20 +998,21 @@ def table_markdown(doc: dict | None) -> list[str]:
         summary_line(doc),
         "",
         (
-            "| paper claim | paper: a − b (z; outside its noise?) | where | ours: a − b [95%] | seeds a / b | p | "
-            "p (Holm) | direction | verdict |"
+            "| paper claim | paper: a − b (z; outside its noise?) | where | ours: a − b [95%] | seeds a / b | "
+            "degenerate runs a / b | p | p (Holm) | direction (Holm) | against the paper's size | verdict |"
         ),
-        "|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in doc["claims"]:
         z = "no interval" if r["paper_z"] is None else f"z {r['paper_z']:+.1f}"
         sig = {True: "yes", False: "no", None: "?"}[r["paper_significant"]]
         seeds_ = " / ".join(str(v) for v in r["seeds"].values())
-        ph = "–" if r["p_holm"] is None else f"{r['p_holm']:.3g}"
+        ph = "–" if r["p_holm"] is None else _fmt_p(r["p_holm"])
+        paper = "–" if r["paper_diff"] is None else f"{r['paper_diff']:+.1f} ({z}; {sig})"
         lines.append(
-            f"| {r['claim']} | {r['paper_diff']:+.1f} ({z}; {sig}) | {r['paper_source']}; ours: {r['metric']} | "
-            f"{r['estimate']:+.1f} [{r['ci_low']:+.1f}, {r['ci_high']:+.1f}] | {seeds_} | {r['p']:.3g} | {ph} | "
-            f"{r['direction']} | **{r['verdict']}** |"
+            f"| {r['claim']} | {paper} | {r['paper_source']}; ours: {r['metric']} | "
+            f"{r['estimate']:+.1f} [{r['ci_low']:+.1f}, {r['ci_high']:+.1f}] | {seeds_} | {_degen(r)} | "
+            f"{_fmt_p(r['p'])} | {ph} | {r.get('direction', '–')} | {r.get('size', '–')} | **{r['verdict']}** |"
         )
     return lines
 

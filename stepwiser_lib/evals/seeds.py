@@ -15,8 +15,17 @@ counts ``(..., C)`` to a number (:func:`mean_stat`, :func:`ratio_stat`,
 :func:`balanced_accuracy_stat`, :func:`f1_stat`). A bootstrap replicate is then one weighted sum per seed (item weights from a
 multinomial draw), so 10,000 replicates are a few array operations, not 10,000 Python loops.
 
+With five seeds (or two) the percentile bootstrap understates the seeds' share of the variance:
+a mean of S seeds drawn with replacement varies by (S - 1) / S of the unbiased amount, and its
+quantiles are normal where a t with about S - 1 degrees of freedom applies (``claims_audit.md``
+§2.1; issue 47). So the interval a claim reports is :func:`t_interval`'s: the unbiased variance
+components (between seeds, seed × item, items: :func:`components`, the item parts from an
+item-only bootstrap) and a Satterthwaite t. :func:`simulate_coverage` measures both intervals'
+coverage on simulated arms.
+
 Also here: :func:`holm` (family-wise adjusted p-values), :func:`tost` (equivalence, for a claim
-that something "keeps" accuracy) and :func:`direction` (ours against the paper's sign).
+that something "keeps" accuracy), :func:`smaller_p` (is ours smaller than the paper's effect?)
+and :func:`direction` (ours against the paper's sign).
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
+from scipy import stats as _st
 
 #: Bootstrap replicates of a claim (the review's own recomputation used 10,000).
 N_BOOT = 10_000
@@ -148,6 +158,139 @@ def difference(
         "test": f"hierarchical bootstrap (seeds, then items; {n_boot} replicates)",
         "reps": d,
     }
+
+
+def components(
+    a: np.ndarray,
+    b: np.ndarray,
+    stat,
+    strata: Sequence | None = None,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+    paired_seeds: bool = False,
+) -> dict:
+    """Unbiased variance components of arm ``a`` minus arm ``b`` (each ``(seeds, items, C)``):
+
+    - ``s2``: each arm's sample variance (ddof 1) of its seeds' scores on every item, i.e.
+      between-seed variance plus the seed × item interaction of these items;
+    - ``ve``: each arm's seed × item interaction, from an item-only bootstrap with the seeds fixed:
+      (mean over seeds of each seed's item variance − item variance of the seeds' mean) × S / (S − 1);
+    - ``vb``: the items' share of the paired difference, the item variance of the difference of the
+      two arms' means minus each arm's ``ve / S``.
+
+    ``se`` = sqrt(s2_a / S_a + s2_b / S_b + vb) and ``df`` its Satterthwaite degrees of freedom
+    (the seed terms with S − 1 each, the item term as many as there are items; inf without seed
+    terms). An arm of one seed adds no seed term: its one run is what it is compared as. With
+    ``paired_seeds`` (both arms' units are the same sampling seeds) the seeds' difference is the
+    unit: its variance over seeds stands for both seed terms."""
+    a, b = _check([a, b])
+    rng = np.random.default_rng(seed)
+    n_items = a.shape[1]
+    w = item_weights(rng, strata if strata is not None else [0] * n_items, n_boot)
+    pa, pb = (stat(np.einsum("bp,spc->bsc", w, x)) for x in (a, b))  # (n_boot, seeds) on drawn items
+    sa, sb = stat(a.sum(1)), stat(b.sum(1))  # each seed on every item
+
+    def arm(p_items, scores):
+        n = p_items.shape[1]
+        if n < 2:
+            return 0.0, 0.0, n
+        vi1, vis = p_items.var(0).mean(), p_items.mean(1).var()
+        return float(np.var(scores, ddof=1)), max(0.0, float(vi1 - vis) * n / (n - 1)), n
+
+    if paired_seeds:
+        if a.shape[0] != b.shape[0]:
+            raise ValueError(f"paired seeds need the same seeds in every arm: {[a.shape[0], b.shape[0]]}")
+        s2d, ved, n = arm(pa - pb, sa - sb)
+        vb = max(0.0, float((pa - pb).mean(1).var()) - ved / n)
+        terms = [(s2d / n, n - 1)]
+        out = {"s2": [s2d, 0.0], "ve": [ved, 0.0], "seeds": [n, n], "vb": vb}
+    else:
+        (s2a, vea, na), (s2b, veb, nb) = arm(pa, sa), arm(pb, sb)
+        vb = max(0.0, float((pa.mean(1) - pb.mean(1)).var()) - vea / na - veb / nb)
+        terms = [(s2a / na, na - 1), (s2b / nb, nb - 1)]
+        out = {"s2": [s2a, s2b], "ve": [vea, veb], "seeds": [na, nb], "vb": vb}
+    var = sum(t for t, _ in terms) + vb
+    den = sum(t * t / d for t, d in terms if d > 0 and t > 0) + vb * vb / max(1, n_items - 1)
+    out.update(se=float(np.sqrt(var)), df=float(var * var / den) if den > 0 else float("inf"))
+    return out
+
+
+def t_interval(estimate: float, se: float, df: float, level: float = 0.95) -> dict:
+    """``estimate ± t(df) · se`` and the two-sided p of zero (a t with ``df`` degrees of freedom;
+    inf: the normal)."""
+    q = float(_st.t.ppf(0.5 + level / 2, df)) if np.isfinite(df) else float(_st.norm.ppf(0.5 + level / 2))
+    if se <= 0:
+        p = 1.0 if estimate == 0 else 0.0
+    else:
+        p = float(2 * (_st.t.sf(abs(estimate) / se, df) if np.isfinite(df) else _st.norm.sf(abs(estimate) / se)))
+    return {"ci_low": round(estimate - q * se, 2), "ci_high": round(estimate + q * se, 2), "p": round(min(1.0, p), 5)}
+
+
+def _cdf(x: float, df: float) -> float:
+    return float(_st.t.cdf(x, df) if np.isfinite(df) else _st.norm.cdf(x))
+
+
+def tost_t(estimate: float, se: float, df: float, margin: float, alpha: float = 0.05) -> dict:
+    """:func:`tost` on the t interval: p is the larger of the two one-sided p's of |a − b| ≥
+    ``margin``; equivalent when p < ``alpha`` (the (1 − 2 alpha) t interval inside the margins)."""
+    if margin <= 0:
+        raise ValueError(f"equivalence margin {margin}: want > 0")
+    if se <= 0:
+        p = 0.0 if abs(estimate) < margin else 1.0
+    else:
+        p = max(1 - _cdf((estimate + margin) / se, df), _cdf((estimate - margin) / se, df))
+    ci = t_interval(estimate, se, df, 1 - 2 * alpha)
+    return {
+        "p": round(float(p), 5),
+        "equivalent": bool(p < alpha),
+        "margin": margin,
+        "ci_low": ci["ci_low"],
+        "ci_high": ci["ci_high"],
+        "level": 1 - 2 * alpha,
+    }
+
+
+def smaller_p(estimate: float, se: float, df: float, paper: float) -> float:
+    """One-sided p of "ours is at least the paper's effect" (in the paper's direction: H0
+    a − b ≥ ``paper`` for a positive ``paper``, ≤ for a negative one). Small: ours is smaller
+    than the paper's, which only means something where the two are in the same units."""
+    if paper == 0:
+        raise ValueError("the paper's effect is 0: nothing to be smaller than")
+    z = (estimate - paper) / se if se > 0 else (-np.inf if estimate < paper else np.inf)
+    if paper < 0:
+        z = -z
+    return round(_cdf(z, df) if np.isfinite(z) else float(z < 0), 5)
+
+
+def simulate_coverage(
+    n_seeds: int = 5,
+    n_items: int = 72,
+    seed_sd: float = 5.0,
+    item_sd: float = 10.0,
+    noise_sd: float = 10.0,
+    sims: int = 200,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> dict:
+    """Coverage of the true difference by the percentile-bootstrap interval (:func:`difference`)
+    and by :func:`t_interval` on :func:`components`, on simulated arms of ``n_seeds`` seeds: a
+    score per (seed, item) = seed effect (SD ``seed_sd``) + item effect shared by both arms (SD
+    ``item_sd``) + noise (SD ``noise_sd``), the arms' true means equal. Each item's "counts"
+    are (score, 1), so an arm's statistic is its mean score."""
+    rng = np.random.default_rng(seed)
+    hit = {"bootstrap": 0, "t": 0}
+    for k in range(sims):
+        item = rng.normal(0, item_sd, n_items)
+        arms = []
+        for _ in range(2):
+            x = rng.normal(0, seed_sd, (n_seeds, 1)) + item + rng.normal(0, noise_sd, (n_seeds, n_items))
+            arms.append(np.stack([x, np.ones_like(x)], -1))
+        d = difference(*arms, ratio_stat, n_boot=n_boot, seed=k)
+        hit["bootstrap"] += d["ci_low"] <= 0 <= d["ci_high"]
+        c = components(*arms, ratio_stat, n_boot=n_boot, seed=k)
+        t = t_interval(d["estimate"], c["se"], c["df"])
+        hit["t"] += t["ci_low"] <= 0 <= t["ci_high"]
+    return {k: round(v / sims, 3) for k, v in hit.items()} | {"sims": sims, "seeds": n_seeds, "items": n_items}
 
 
 def holm(p: Sequence[float]) -> list[float]:

@@ -137,10 +137,12 @@ def results_section(profile: str = "tiny") -> str:
 
 
 def _d(c: dict) -> str:
-    """A paired comparison's difference, interval and verdict as words."""
+    """A paired comparison's difference, interval and verdict as words. The interval resamples the
+    items of the runs it compares, never their seeds: "item-only" says so beside its verdict (the
+    claims table's intervals are the ones that also resample seeds; issue 47)."""
     if c.get("diff") is None:
         return f"**{c['verdict']}** ({c['test']})"
-    return f"{c['diff']:+.1f} [{c['low']:+.1f}, {c['high']:+.1f}], {c['verdict']}"
+    return f"{c['diff']:+.1f} [{c['low']:+.1f}, {c['high']:+.1f}], item-only: {c['verdict']}"
 
 
 def findings(profile: str = "tiny") -> str:
@@ -171,8 +173,14 @@ def findings(profile: str = "tiny") -> str:
         m = jd["main_summary"]
         main = jd["variants"][m["main"]]["test"]
         cs = {c["claim"]: c for c in jd["comparisons"]}
+        runs = m.get("rl_balanced_acc")
+        every = (
+            f" (seed {jd['config']['SEED']}; all {len(runs)} training seeds: {', '.join(map(str, runs))})"
+            if isinstance(runs, list) and len(runs) > 1
+            else ""
+        )
         lines = [
-            f"- **04.** The GRPO judge ({m['main']}) on test: {main['balanced_acc']}% balanced accuracy "
+            f"- **04.** The GRPO judge ({m['main']}) on test: {main['balanced_acc']}% balanced accuracy{every} "
             f"(dev {jd['variants'][m['main']]['dev']['balanced_acc']}%), {main['positive_rate']}% of chunks called Positive."
         ]
         lines += [f"  - {claim}: {_d(c)}." for claim, c in cs.items()]
