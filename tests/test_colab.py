@@ -29,6 +29,7 @@ COLAB = {
     "matplotlib": "3.10.0",
     "tqdm": "4.67.1",
     "numpy": "2.0.2",
+    "scipy": "1.16.3",
 }
 
 
@@ -136,7 +137,7 @@ def test_bootstrap_cell_in_a_simulated_colab(fake_colab, monkeypatch, capsys):
     assert paths.artifacts("colab", "01_self_segmentation").is_relative_to(drive_dir)
     assert paths.results_dir("colab").parent.parent == drive_dir
     out = capsys.readouterr().out
-    assert "kept 4 of 16 dependencies" in out  # torch, pandas, tqdm and numpy (matplotlib 3.10 is below 3.11)
+    assert "kept 5 of 17 dependencies" in out  # torch, pandas, tqdm, numpy, scipy (matplotlib 3.10 is below 3.11)
     assert "installed 13 package(s) in" in out and "trl==1.16.0" in out
     assert f"kept on Google Drive: {drive_dir}" in out and "no GPU" in out
 

@@ -326,7 +326,9 @@ def test_train_warmups_one_per_style_cached_and_the_direct_one_shorter(tmp_path,
 
     monkeypatch.setattr(sft, "sft", fake_sft)
     monkeypatch.setattr(paths, "model_fingerprint", lambda init: "fp")
-    monkeypatch.setattr(tasks, "warmup_records", lambda chunks, fam, seed, style: [{"style": style, "completion": "x"}])
+    monkeypatch.setattr(
+        tasks, "warmup_records", lambda chunks, fam, seed, style, analyses=None: [{"style": style, "completion": "x"}]
+    )
     kw = dict(family="toy", seed=0, steps=300, direct_steps=60, lr=1e-3, batch=16, micro_batch=8)
     dirs, keys, recs = jr.train_warmups(tmp_path, ["cot", "direct"], [_ex("p")], "init", **kw)
     assert runs == [("warmup_cot", 300), ("warmup_direct", 60)] and set(dirs) == set(keys) == {"cot", "direct"}
@@ -543,7 +545,7 @@ def test_warmup_stage_trains_the_styles_the_variants_need(tmp_path, monkeypatch,
     monkeypatch.setattr(jr, "train_warmups", fake_train)
     cfg = SimpleNamespace(
         WARMUP=True, WARMUP_PROBLEMS=3, WARMUP_SAMPLES=2, PROMPT_FAMILY="toy", SEED=0, WARMUP_STEPS=300,
-        DIRECT_WARMUP_STEPS=60, WARMUP_LR=1e-3, WARMUP_BATCH=16, WARMUP_MICRO_BATCH=8,
+        DIRECT_WARMUP_STEPS=60, WARMUP_LR=1e-3, WARMUP_BATCH=16, WARMUP_MICRO_BATCH=8, WARMUP_ANALYSIS="derived",
     )  # fmt: skip
     data = {"rel_ratio": {"train_unbalanced": [_ex("t1"), _ex("t2")], "dev_balanced": [], "test_balanced": []}}
     variants = [("stepwiser", "rel_ratio"), ("no_cot_rl", "rel_ratio"), ("disc_sft", "rel_ratio")]

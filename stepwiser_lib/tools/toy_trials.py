@@ -28,6 +28,7 @@ from pathlib import Path
 from ..core import config, io, paths, prompts
 from ..core.vocab import STYLE, WARMUP_OF, parse_variant
 from ..engines.checkpoints import resolve_model
+from ..engines.models import make_generator, release  # a trials CLI: torch at the top (tests/test_layers.py HEAVY)
 from ..engines.sft import sft
 from ..engines.trainers import SFTSettings
 from ..evals.claims import DEGENERATE_SHARE
@@ -80,7 +81,6 @@ def evaluate(
 ) -> dict:
     """Avg@``samples`` at temperature 1 (Table 4's measure) and greedy accuracy on ``items``:
     the summary, the per-solution predictions (for the paired comparisons) and the greedy rate."""
-    from ..engines.models import make_generator, release  # lazy: torch
 
     g = make_generator(model_dir, backend="hf", batch_size=batch)
     sampled = sample_solutions(g, items, template, samples, 1.0, max_new_tokens, seed=seed + 1)
@@ -119,7 +119,6 @@ def run_trial(
 ) -> dict:
     """Train one chunk-SFT recipe from the toy base and measure it on ``eval_dev`` beside the base
     (both cached under ``runs/<profile>/trials/chunk_sft/``); returns the trial's record."""
-    from ..engines.models import make_generator, release  # lazy: torch
 
     t0 = time.time()
     root = paths.run_dir(profile) / "trials" / "chunk_sft"
@@ -226,7 +225,6 @@ def rsft_trial(
     accuracy on ``eval_dev`` beside the policy's own, paired by problem. ``mix_sft`` adds that
     many times the selected records from notebook 01's SFT set (``sft.jsonl``: the teacher's
     segmentations), so fine-tuning also rehearses the chunk format it was taught. [not in paper]"""
-    from ..engines.models import make_generator, release  # lazy: torch
 
     t0 = time.time()
     root = paths.run_dir(profile) / "trials" / "rsft"
@@ -327,7 +325,6 @@ def judge_rsft_trial(
     (:data:`stepwiser_lib.evals.claims.DEGENERATE_SHARE`: a judge at or above it never left its
     start). Settings left None are the profile's (issue 35: the RS-FT judge of toy-full gave the
     warm-up's verdicts on every test chunk)."""
-    from ..engines.models import release  # lazy: torch
 
     t0 = time.time()
     cfg = config.for_notebook(profile, "04_judge_grpo")
@@ -419,7 +416,6 @@ def judge_trial(
     ``init``: another initial model (default the profile's ``JUDGE_INIT``); ``train_limit``: the
     first N balanced training examples only (a learning curve; 0: all). Models live under
     ``runs/<profile>/trials/judge/``; the test split is never read."""
-    from ..engines.models import release  # lazy: torch
 
     t0 = time.time()
     cfg = config.for_notebook(profile, "04_judge_grpo")
@@ -579,7 +575,6 @@ def reset_trial(
     ``judge_name`` (notebook 04's registry at ``profile``), on common random numbers, and the
     greedy policy once; each arm's accuracy with its 95% interval and the paired differences
     judge - no judge and each arm - greedy (paired bootstrap by problem)."""
-    from ..engines.models import make_generator, release  # lazy: torch
 
     t0 = time.time()
     policy_dir = resolve_model("artifact", profile)
