@@ -139,6 +139,7 @@ def test_a_launch_on_several_nodes_is_one_srun_task_per_node(monkeypatch, tmp_pa
     here is the command; a real multi-node run is not tested (no cluster)."""
     import shlex
 
+    monkeypatch.delenv("SLURM_CPUS_ON_NODE", raising=False)
     cmd = launch.command(str(CONFIGS / "zero2.yaml"), "/shared/runs/job.json", 16, nodes=2, main_address="gpu-001")
     assert cmd[:6] == ["srun", "--nodes=2", "--ntasks-per-node=1", "--gpus-per-task=8", "bash", "-c"]
     inner = shlex.split(cmd[6].replace("$SLURM_NODEID", "NODEID"))
@@ -207,6 +208,49 @@ def test_workers_run_each_generation_stage_and_07_in_two_rounds(monkeypatch, tmp
     assert "FAILED: worker(s) [1]" in capsys.readouterr().err
 
 
+def test_workers_get_a_gpu_each_on_a_box_that_sets_no_visible_devices_N1(monkeypatch, tmp_path):
+    """Real-path reading 3, N1: ``make workers`` passes no ``--gpus`` and an ordinary 8-GPU box
+    leaves ``CUDA_VISIBLE_DEVICES`` unset; each worker must still see a device of its own (a TP-1
+    vLLM engine takes the first visible device, so eight workers that see all eight share GPU 0
+    and seven fail at start). A scheduler's binding (the variable set) is kept as it is."""
+    import subprocess
+
+    import torch
+
+    from stepwiser_lib.core import paths
+    from stepwiser_lib.tools import workers
+
+    monkeypatch.setattr(paths, "run_dir", lambda p: tmp_path / p)
+    seen = []
+
+    class Proc:
+        returncode = 0
+
+        def __init__(self, cmd, env=None, **kw):
+            seen.append(env.get("CUDA_VISIBLE_DEVICES"))
+
+        def wait(self):
+            return 0
+
+    monkeypatch.setattr(subprocess, "Popen", Proc)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert workers.main(["--stage", "05", "--profile", "smoke", "--workers", "2"]) == 0
+    assert seen == ["0", "1"]  # distinct devices
+    with pytest.raises(SystemExit, match="3 workers but only GPUs"):
+        workers.main(["--stage", "05", "--profile", "smoke", "--workers", "3"])
+    seen.clear()
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")  # SLURM's --gpus-per-task binding, or a user's
+    assert workers.main(["--stage", "05", "--profile", "smoke", "--workers", "2"]) == 0
+    assert seen == ["3", "5"]
+    seen.clear()
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # a CPU machine: a share of the cores each
+    assert workers.main(["--stage", "05", "--profile", "smoke", "--workers", "2"]) == 0
+    assert seen == [None, None]
+
+
 def test_the_slurm_script_is_bash_and_names_what_exists():
     """``configs/slurm/reproduce.sbatch`` cannot run here (no cluster): it parses as bash, every
     module it starts is a worker CLI of :data:`stepwiser_lib.tools.workers.STAGES` (or the runner
@@ -242,3 +286,77 @@ def test_set_threads_keeps_a_workers_share(monkeypatch):
         assert models.set_threads() == (os.cpu_count() or 1)
     finally:
         torch.set_num_threads(before)
+
+
+def test_check_divides_every_batch_by_the_world_the_launch_will_have_1_to_8_nodes_N2(monkeypatch):
+    """Issue 48 (N2): ``--check`` and the dry run divided the batches for one process, so at 3, 5,
+    6 or 7 nodes of 8 GPUs every GRPO and SFT run of the paper profile failed when it started,
+    about a day into the SLURM job. The check now divides by the launch's own world size
+    (``launch.world_size``), and names the setting and the world. The table: the paper's GRPO
+    update (1,024 prompts x 4 / 4 updates = 1,024 completions) divides by 8N GPUs at N = 1, 2, 4,
+    8; its SFT global batch of 32 at N = 1, 2, 4."""
+    from stepwiser_lib.core import config
+    from stepwiser_lib.engines import launch
+    from stepwiser_lib.tools import crosscheck
+
+    nbs = config.list_notebooks()
+    params = config.with_defaults(nbs, config.checked_parameters("paper", nbs))
+    monkeypatch.delenv(launch.ENV_PROCS, raising=False)
+    table = {}
+    for nodes in range(1, 9):
+        monkeypatch.setenv(launch.ENV_CONFIG, "zero2_multinode.yaml" if nodes > 1 else "zero2.yaml")
+        monkeypatch.setenv(launch.ENV_NODES, str(nodes))
+        world = crosscheck.training_world()
+        assert world[0] == 8 * nodes  # one machine's 8 processes times the nodes, as the launch counts them
+        found = crosscheck.problems(params, world)
+        table[nodes] = (
+            not any("04_judge_grpo" in f and "PROMPTS_PER_STEP or the number of GPUs" in f for f in found),
+            not any("SFT_BATCH or the number of GPUs" in f for f in found),
+        )
+        assert all(f"at {8 * nodes} processes" in f for f in found)  # the world it failed at, named
+        if nodes == 3:
+            with pytest.raises(config.ConfigError, match=r"01_self_segmentation: SFT_BATCH / processes: 32 is not divisible by 24"):
+                crosscheck.check(params)
+    assert table == {
+        1: (True, True),
+        2: (True, True),
+        3: (False, False),
+        4: (True, True),
+        5: (False, False),
+        6: (False, False),
+        7: (False, False),
+        8: (True, False),
+    }
+    monkeypatch.delenv(launch.ENV_CONFIG)  # in-process: one process, whatever NODES says
+    assert crosscheck.training_world() == (1, "in-process")
+    assert crosscheck.problems(params, crosscheck.training_world()) == []
+
+
+def test_slurm_single_node_phases_run_as_their_own_jobs_and_training_gets_the_nodes_cpus_N3_N13(monkeypatch):
+    """Issue 48 (N3, N13). The job log goes to the folder sbatch runs from (SLURM does not create
+    a missing log folder, and ``runs/`` is not in a fresh clone). ``submit.sh`` chains five jobs,
+    each after the last succeeded, with the one-node phases (01, final) on one node, so no job
+    holds N nodes idle for a day; every phase it names is one the batch script runs. The
+    training ``srun`` (one task per node that starts every rank of the node) asks for the node's
+    CPUs, not the job's per-GPU-worker share."""
+    import re
+    import subprocess
+
+    slurm = CONFIGS.parents[1] / "configs" / "slurm"
+    sbatch, submit = (slurm / "reproduce.sbatch").read_text(), (slurm / "submit.sh").read_text()
+    log = re.search(r"^#SBATCH --output=(\S+)$", sbatch, re.M).group(1)
+    assert "/" not in log  # the submit folder, which exists
+    subprocess.run(["bash", "-n", str(slurm / "submit.sh")], check=True)
+    phases = re.search(r"for spec in ([^;]+); do", submit).group(1).split()
+    assert [p.split(":") for p in phases] == [["01", "1"], ["label", "$N"], ["train", "$N"], ["generate", "$N"], ["final", "1"]]
+    assert "--dependency=afterok:" in submit
+    runs = set(re.findall(r"if run (\w+); then", sbatch))
+    assert runs == {"01", "label", "train", "generate", "final"}
+    # an unknown phase is refused, not skipped silently (a bash run of the script's phase guard)
+    guard = sbatch[sbatch.index("phase=${PHASE:-all}") : sbatch.index("run() {")]
+    bad = subprocess.run(["bash", "-c", guard], env={"PHASE": "lable", "PATH": os.environ["PATH"]}, capture_output=True, text=True)
+    assert bad.returncode == 2 and "PHASE=lable" in bad.stderr
+
+    monkeypatch.setenv("SLURM_CPUS_ON_NODE", "64")
+    cmd = launch.command(str(CONFIGS / "zero2.yaml"), "/shared/runs/job.json", 16, nodes=2, main_address="gpu-001")
+    assert cmd[:5] == ["srun", "--nodes=2", "--ntasks-per-node=1", "--gpus-per-task=8", "--cpus-per-task=64"]

@@ -98,6 +98,11 @@ def command(
         per_node = (
             [f"--gpus-per-task={int(num_processes) // nodes}"] if num_processes else []
         )  # each task: its node's GPUs
+        # and its node's CPUs: the one task per node starts every rank of that node (with their
+        # dataloaders and colocated engines), and srun would otherwise give it the job's
+        # --cpus-per-task, one GPU worker's share (issue 48)
+        cpus = os.environ.get("SLURM_CPUS_ON_NODE", "").strip()
+        per_node += [f"--cpus-per-task={int(cpus)}"] if cpus.isdigit() else []
         return ["srun", f"--nodes={nodes}", "--ntasks-per-node=1", *per_node, "bash", "-c", inner]
     return cmd + ["-m", "stepwiser_lib.engines.launch", str(job_file)]
 
@@ -109,6 +114,22 @@ def per_node_processes(config_file: str) -> int:
 
     c = yaml.safe_load(Path(config_file).read_text())
     return int(c.get("num_processes", 1)) // max(1, int(c.get("num_machines", 1)))
+
+
+def world_size(config_file: str) -> int:
+    """The processes a launch with ``config_file`` starts, every node's together, as the trainers
+    divide their batches by them: ``STEPWISER_NUM_PROCESSES`` when set; on ``STEPWISER_NODES`` > 1
+    nodes, one machine's processes (:func:`per_node_processes`) times the nodes; else the config's
+    ``num_processes``. One function for the launch and for the checks made before it (issue 48),
+    so that ``--check`` divides by the number the run will divide by."""
+    import yaml
+
+    if os.environ.get(ENV_PROCS):
+        return int(os.environ[ENV_PROCS])
+    nodes = int(os.environ.get(ENV_NODES, "1") or 1)
+    if nodes > 1:  # the config's num_processes is one machine's share times its num_machines
+        return per_node_processes(config_file) * nodes
+    return int((yaml.safe_load(Path(config_file).read_text()) or {}).get("num_processes", 1))
 
 
 def main_address() -> str:
@@ -198,14 +219,12 @@ def run_launched(target: str, args, kw, config_file: str, out_dir: Path) -> dict
             }
         )
     )
-    n = os.environ.get(ENV_PROCS)
     nodes = int(os.environ.get(ENV_NODES, "1") or 1)
-    if nodes > 1 and not n:  # the config's num_processes is one machine's; accelerate wants every machine's
-        n = per_node_processes(config_file) * nodes
+    n = world_size(config_file) if (nodes > 1 or os.environ.get(ENV_PROCS)) else None
     cmd = command(
         config_file,
         job,
-        int(n) if n else None,
+        n,
         nodes=nodes,
         main_address=main_address() if nodes > 1 else "",
         main_port=int(os.environ.get(ENV_MAIN_PORT, 29500)),

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 from ..core import paths
 from ..core.checks import ConfigError
-from ..core.vocab import STYLE, WARMUP_NAME, parse_variant
+from ..core.vocab import JUDGE_KINDS, STYLE, WARMUP_NAME, parse_variant
 from ..engines.trainers import GRPOSettings, SFTSettings, report_to
 from ..method.tasks import TASKS, reference_problem
 
@@ -21,24 +21,63 @@ def _cfg(params: dict):
     return SimpleNamespace(**params, as_dict=lambda: dict(params))
 
 
-def problems(params: dict[str, dict]) -> list[str]:
-    """What does not fit, per notebook (``params``: notebook -> every parameter with its default)."""
+def training_world() -> tuple[int, str]:
+    """(processes, in words) that training will divide its batches by: those of the launch that
+    ``STEPWISER_LAUNCHER``, ``STEPWISER_NODES`` and ``STEPWISER_NUM_PROCESSES`` make
+    (:func:`stepwiser_lib.engines.launch.world_size`, the launch's own count), or 1 in-process."""
+    from ..engines.launch import ENV_NODES, launcher, world_size
+
+    try:
+        cfg = launcher()
+    except FileNotFoundError as e:
+        raise ConfigError(str(e)) from None
+    if cfg is None:
+        return 1, "in-process"
+    import os
+
+    nodes = int(os.environ.get(ENV_NODES, "1") or 1)
+    n = world_size(cfg)
+    return n, f"{n} processes ({Path(cfg).name}{f' on {nodes} nodes' if nodes > 1 else ''})"
+
+
+def _trainings(p: dict) -> set[str]:
+    """The batch-setting prefixes of the trainings a notebook with parameters ``p`` runs: notebook
+    04's follow its ``VARIANTS`` (GRPO, DISC, RSFT) and ``WARMUP``; a notebook without variants
+    runs its one SFT. A setting no training reads cannot fail a run."""
+    if "VARIANTS" not in p:
+        return {"GRPO", "SFT"}
+    out = set()
+    for v in p["VARIANTS"]:
+        try:
+            out.add(JUDGE_KINDS[parse_variant(v)[0]].trainer.upper())  # GRPO, DISC, RSFT
+        except (ValueError, KeyError):  # a bad name fails in the parameters cell's own check
+            continue
+    return out | ({"WARMUP"} if p.get("WARMUP", True) else set())
+
+
+def problems(params: dict[str, dict], world: tuple[int, str] = (1, "in-process")) -> list[str]:
+    """What does not fit, per notebook (``params``: notebook -> every parameter with its default),
+    with training launched on ``world`` (processes, in words; :func:`training_world`)."""
     out = []
+    n, how = world
+    at = f" at {how}" if n > 1 else ""
     for nb, p in params.items():
-        # A01/A02: batch divisions, checked as the trainers will do them (one process; a launcher
-        # with more processes is checked again at training time)
-        if {"PROMPTS_PER_STEP", "GROUP_SIZE", "UPDATES_PER_STEP"} <= set(p):
+        # A01/A02 and issue 48: batch divisions, checked as the trainers will do them, at the
+        # world size the launch will have (a batch that divides on 8 GPUs can fail on 24, after
+        # a day of sampling)
+        trains = _trainings(p)
+        if {"PROMPTS_PER_STEP", "GROUP_SIZE", "UPDATES_PER_STEP"} <= set(p) and "GRPO" in trains:
             try:
-                GRPOSettings.from_config(_cfg(p)).batches(1)
+                GRPOSettings.from_config(_cfg(p)).batches(n)
             except ConfigError as e:
-                out.append(f"{nb}: {e}")
+                out.append(f"{nb}: {e}{at}")
         for key in sorted(k for k in p if k.endswith("_MICRO_BATCH") and k != "GRPO_MICRO_BATCH"):
             prefix = key[: -len("_MICRO_BATCH")]
-            if f"{prefix}_BATCH" in p:
+            if f"{prefix}_BATCH" in p and prefix in trains:
                 try:
-                    SFTSettings(global_batch=p[f"{prefix}_BATCH"], micro_batch=p[key], name=prefix).batches(1)
+                    SFTSettings(global_batch=p[f"{prefix}_BATCH"], micro_batch=p[key], name=prefix).batches(n)
                 except ConfigError as e:
-                    out.append(f"{nb}: {e}")
+                    out.append(f"{nb}: {e}{at}")
         # A08: 0 is neither "epochs" (-1) nor any training: TRL would run one step
         out += [
             f"{nb}: {k} = 0 would train one step (TRL); use -1 for the epochs setting or a count >= 1"
@@ -130,6 +169,6 @@ def read_tasks(p: dict) -> set[str]:
 
 def check(params: dict[str, dict]) -> None:
     """Raise :class:`ConfigError` listing every problem of :func:`problems`."""
-    found = problems(params)
+    found = problems(params, training_world())
     if found:
         raise ConfigError("settings that do not fit together:\n  " + "\n  ".join(found))

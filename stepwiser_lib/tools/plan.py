@@ -25,7 +25,7 @@ from ..core.config import ConfigError
 from ..core.paths import ROOT, model_complete
 from ..core.vocab import RL_KINDS, parse_variant
 from ..engines import memory, standin
-from ..engines.launch import ENV_NODES, ENV_PROCS, command, launcher
+from ..engines.launch import ENV_NODES, command, launcher, world_size
 from ..method.segmentation import teacher_budget
 from .crosscheck import data_file
 
@@ -166,7 +166,7 @@ def launch_layout() -> tuple[int, int, str]:
         return 1, 0, "in-process on one device (set STEPWISER_LAUNCHER / make LAUNCHER=... for accelerate)"
     y = yaml.safe_load(Path(cfg).read_text()) or {}
     nodes = scale()[1]
-    n = int(os.environ.get(ENV_PROCS) or int(y.get("num_processes", 1)) * nodes)
+    n = world_size(cfg)  # as the launch counts them (the multi-node config's num_processes is every machine's)
     zero = (
         int((y.get("deepspeed_config") or {}).get("zero_stage", 0)) if y.get("distributed_type") == "DEEPSPEED" else 0
     )

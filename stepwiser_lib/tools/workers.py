@@ -116,15 +116,31 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--gpus",
         default="",
-        help="comma-separated GPU ids, one per worker (default: CUDA_VISIBLE_DEVICES split, or none on a CPU machine)",
+        help="comma-separated GPU ids, one per worker (default: CUDA_VISIBLE_DEVICES split, else every CUDA device here, else none: a CPU machine)",
     )
     ap.add_argument("--out", default=None, help="stage 02 only: output folder (default: notebook 02's artifact folder)")
     a = ap.parse_args(argv)
     if a.workers < 1:
         print("[workers] --workers must be at least 1", file=sys.stderr)
         return 2
-    gpus = [g for g in (a.gpus or os.environ.get("CUDA_VISIBLE_DEVICES", "")).split(",") if g.strip()]
+    gpus = visible_gpus(a.gpus)
     return run_workers(a.profile, a.workers, gpus[: a.workers] if gpus else None, a.out, a.stage)
+
+
+def visible_gpus(given: str = "") -> list[str]:
+    """The GPUs the workers are placed on, one each (issue 48): ``--gpus`` when
+    given; else ``CUDA_VISIBLE_DEVICES`` split (a scheduler's binding, kept as it is); else every
+    device CUDA counts on this machine (an ordinary 8-GPU box leaves the variable unset, and a
+    worker that sees all eight puts its engine on the first). Empty on a machine without CUDA:
+    each worker then gets a share of the cores instead."""
+    listed = given or os.environ.get("CUDA_VISIBLE_DEVICES")
+    if listed is not None:
+        return [g.strip() for g in listed.split(",") if g.strip()]
+    try:
+        import torch
+    except ImportError:  # a machine without torch has no CUDA device for the workers either
+        return []
+    return [str(i) for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
 
 
 if __name__ == "__main__":
