@@ -381,6 +381,24 @@ def test_workers_label_their_shards_and_the_merge_equals_one_process(tmp_path, n
         L.label_prompts(FakeToyPolicy(), items, TEMPLATE, _cfg(), tmp_path / "bad", "m", worker=2, workers=2)
 
 
+def test_a_slow_run_prints_its_rate_not_zero_per_second():
+    """Issue 48 (the third real-path reading's A4, regressed): a real model on a CPU labels about
+    0.1 rollouts per second; the stats line printed 0."""
+    st = {
+        "prompts": 2,
+        "kept_prompts": 1,
+        "trajectories": 2,
+        "prefixes": 4,
+        "rollouts": 12,
+        "rollouts_full": 16,
+        "seconds": 130.0,
+        "prefilter_seconds": 10.0,
+    }
+    s = {"chunks": 4, "problems": 1, "mean_q": 0.5, **{f"positive_{r}": 50.0 for r in L.RULES}}
+    assert "0.1 per second" in L.stats_lines(st, s)[1]
+    assert [L.per_second(x) for x in (0.1234, 5.0, 52.4, 1234.5)] == ["0.123", "5", "52.4", "1,234"]
+
+
 def test_stats_lines_say_the_run_in_words():
     st = {
         "prompts": 112,
@@ -406,7 +424,7 @@ def test_stats_lines_say_the_run_in_words():
         and "96 kept by the pre-filter" in lines[0]
         and "1101 chunks labelled on 96 problems" in lines[0]
     )
-    assert "7,450 of the 13,008" in lines[1] and "(57%)" in lines[1] and "98 per second" in lines[1]  # 7450 / 75.8 s
+    assert "7,450 of the 13,008" in lines[1] and "(57%)" in lines[1] and "98.3 per second" in lines[1]  # 7450 / 75.8 s
     assert lines[2] == "Positive labels: Abs-Q 68.9%, Rel-Effective 67.6%, Rel-Ratio 63.1%; mean Q 0.55"
 
 
@@ -539,7 +557,9 @@ def test_disagreement_lines_show_chunks_abs_q_keeps_and_rel_ratio_drops():
     assert L.disagreement_lines([]) == []
 
 
-def test_labelling_on_k_workers_with_n_kept_labels_about_the_needed_shards_in_1_over_k_the_time_N10(tmp_path, monkeypatch):
+def test_labelling_on_k_workers_with_n_kept_labels_about_the_needed_shards_in_1_over_k_the_time_N10(
+    tmp_path, monkeypatch
+):
     """Issue 48 (N10): with ``N_KEPT`` a worker decided once, from what was finished when it passed
     a shard, and stopped on its own view: 4 workers labelled 2.9x the needed shards and took as
     long as one. The real driver (``label_prompts``) on K threads, each shard a fake that sleeps
@@ -566,7 +586,9 @@ def test_labelling_on_k_workers_with_n_kept_labels_about_the_needed_shards_in_1_
         t0 = _time.time()
         threads = [
             threading.Thread(
-                target=L.label_prompts, args=(None, items, TEMPLATE, cfg, out, "m"), kwargs=dict(progress=False, worker=w, workers=k)
+                target=L.label_prompts,
+                args=(None, items, TEMPLATE, cfg, out, "m"),
+                kwargs=dict(progress=False, worker=w, workers=k),
             )
             for w in range(k)
         ]

@@ -315,7 +315,9 @@ def test_check_divides_every_batch_by_the_world_the_launch_will_have_1_to_8_node
         )
         assert all(f"at {8 * nodes} processes" in f for f in found)  # the world it failed at, named
         if nodes == 3:
-            with pytest.raises(config.ConfigError, match=r"01_self_segmentation: SFT_BATCH / processes: 32 is not divisible by 24"):
+            with pytest.raises(
+                config.ConfigError, match=r"01_self_segmentation: SFT_BATCH / processes: 32 is not divisible by 24"
+            ):
                 crosscheck.check(params)
     assert table == {
         1: (True, True),
@@ -348,13 +350,21 @@ def test_slurm_single_node_phases_run_as_their_own_jobs_and_training_gets_the_no
     assert "/" not in log  # the submit folder, which exists
     subprocess.run(["bash", "-n", str(slurm / "submit.sh")], check=True)
     phases = re.search(r"for spec in ([^;]+); do", submit).group(1).split()
-    assert [p.split(":") for p in phases] == [["01", "1"], ["label", "$N"], ["train", "$N"], ["generate", "$N"], ["final", "1"]]
+    assert [p.split(":") for p in phases] == [
+        ["01", "1"],
+        ["label", "$N"],
+        ["train", "$N"],
+        ["generate", "$N"],
+        ["final", "1"],
+    ]
     assert "--dependency=afterok:" in submit
     runs = set(re.findall(r"if run (\w+); then", sbatch))
     assert runs == {"01", "label", "train", "generate", "final"}
     # an unknown phase is refused, not skipped silently (a bash run of the script's phase guard)
     guard = sbatch[sbatch.index("phase=${PHASE:-all}") : sbatch.index("run() {")]
-    bad = subprocess.run(["bash", "-c", guard], env={"PHASE": "lable", "PATH": os.environ["PATH"]}, capture_output=True, text=True)
+    bad = subprocess.run(
+        ["bash", "-c", guard], env={"PHASE": "lable", "PATH": os.environ["PATH"]}, capture_output=True, text=True
+    )
     assert bad.returncode == 2 and "PHASE=lable" in bad.stderr
 
     monkeypatch.setenv("SLURM_CPUS_ON_NODE", "64")

@@ -37,6 +37,23 @@ def test_the_pin_set_satisfies_the_ranges():
     assert set(reqs) - gpu_only <= set(pins), sorted(set(reqs) - gpu_only - set(pins))
 
 
+def test_the_torch_floor_is_what_the_code_and_transformers_need():
+    """Issue 48 (N16): the sampling loop passes SDPA's ``enable_gqa`` (torch 2.5), and the pinned
+    transformers asks for torch 2.5 itself; a range from 2.4 let the Colab bootstrap keep a 2.4
+    runtime that fails at the first sample."""
+    import importlib.metadata as md
+
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    ours = Requirement(_requirements()["torch"][0]).specifier
+    floor = lambda spec: max(Version(s.version) for s in spec if s.operator == ">=")  # noqa: E731
+    theirs = [Requirement(r).specifier for r in md.requires("transformers") if r.startswith("torch>=")]
+    assert theirs and floor(ours) >= max(floor(t) for t in theirs)
+    assert floor(ours) >= Version("2.5")
+    assert "enable_gqa" in (Path(__file__).parents[1] / "stepwiser_lib" / "engines" / "decoding.py").read_text()
+
+
 def test_python_3_11_to_3_13_and_notebook_tooling_is_an_extra():
     from packaging.specifiers import SpecifierSet
 

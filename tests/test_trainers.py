@@ -1,6 +1,8 @@
 """Our training settings meet TRL's names in one place (stepwiser_lib.engines.trainers): every field
 reaches GRPOConfig/SFTConfig, and the batch semantics hold for the colab and paper profiles."""
 
+import os
+
 import pytest
 
 from stepwiser_lib.core import config
@@ -300,3 +302,30 @@ def test_report_to_needs_its_package_before_any_training(tmp_path, monkeypatch):
     args = SFTSettings(save_every=5).sft_args(tmp_path, precision={"bf16": False, "fp16": False}, run_key="k")
     assert (args.save_strategy, args.save_steps, args.save_total_limit, args.report_to) == ("steps", 5, 2, [])
     assert args.output_dir == str(tmp_path / "trainer" / "k")
+
+
+def test_report_to_wandb_without_a_login_stops_check_N8(tmp_path, monkeypatch):
+    """Issue 48 (N8): ``REPORT_TO: wandb`` passed ``--check`` with the package installed and no
+    login; in a kernel, a launched process or a SLURM task wandb cannot ask for one, and the first
+    trainer failed, at paper after notebook 01's sampling. The check names both ways out."""
+    import importlib.util
+
+    import yaml
+
+    from stepwiser_lib.core.config import ConfigError
+    from stepwiser_lib.engines import trainers
+    from stepwiser_lib.tools import runner
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "wandb" else real(name, *a))
+    for k in ("WANDB_API_KEY", "WANDB_MODE", "WANDB_PROJECT"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("NETRC", str(tmp_path / "netrc"))  # no login file
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump({"shared": {"REPORT_TO": "wandb"}, "notebooks": {}}))
+    with pytest.raises(ConfigError, match=r"set WANDB_API_KEY, or WANDB_MODE=offline"):
+        runner.run("r", check_only=True, profiles_dir=tmp_path)
+    (tmp_path / "netrc").write_text("machine api.wandb.ai\n  login user\n  password k\n")  # `wandb login`
+    assert trainers.report_to("wandb") == ["wandb"] and os.environ["WANDB_PROJECT"] == "stepwiser-companion"
+    (tmp_path / "netrc").unlink()
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    assert trainers.report_to("wandb") == ["wandb"]

@@ -48,7 +48,27 @@ def report_to(name: str) -> list[str]:
             f"REPORT_TO = {name!r} needs the {REPORTERS[name]!r} package: pip install {REPORTERS[name]}, "
             "or set REPORT_TO: none"
         )
+    if name == "wandb":
+        if not wandb_logged_in():
+            raise ConfigError(
+                "REPORT_TO = 'wandb' needs a login where the notebooks run, and a kernel, a launched "
+                "process or a SLURM task has no terminal to ask for one: set WANDB_API_KEY, or "
+                "WANDB_MODE=offline (logs to disk; `wandb sync` later), or run `wandb login` once on this machine"
+            )
+        os.environ.setdefault("WANDB_PROJECT", "stepwiser-companion")  # not wandb's catch-all default project
     return [name]
+
+
+def wandb_logged_in() -> bool:
+    """Whether wandb can log without asking (issue 48): an API key in the environment, an offline or
+    disabled mode, or the netrc entry that ``wandb login`` writes."""
+    if os.environ.get("WANDB_API_KEY") or os.environ.get("WANDB_MODE", "").lower() in {"offline", "disabled", "dryrun"}:
+        return True
+    netrc = Path(os.environ.get("NETRC") or Path.home() / ".netrc")
+    try:
+        return "api.wandb.ai" in netrc.read_text()
+    except OSError:
+        return False
 
 
 def checkpointing(every: int) -> dict:

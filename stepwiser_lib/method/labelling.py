@@ -792,6 +792,12 @@ def label_summary(records: list[dict]) -> dict:
     }
 
 
+def per_second(rate: float) -> str:
+    """A rate in three significant figures, whole from 100 up: a real model on a CPU labels 0.10
+    rollouts per second, which a whole number prints as 0 (issue 48: regressed once already)."""
+    return f"{rate:,.0f}" if rate >= 100 else f"{rate:.3g}"
+
+
 def stats_lines(st: dict, summary: dict) -> list[str]:
     """Notebook 02's labelling run in three lines a reader can take in (the stats and the label
     summary as words, not two JSON dumps: issue 36)."""
@@ -801,7 +807,7 @@ def stats_lines(st: dict, summary: dict) -> list[str]:
         f"prompts: {st['prompts']} asked, {st['kept_prompts']} kept by the pre-filter -> {st['trajectories']} trajectories, "
         f"{st['prefixes']} chunk prefixes rolled out, {summary['chunks']} chunks labelled on {summary['problems']} problems",
         f"rollouts: {st['rollouts']:,} of the {st['rollouts_full']:,} a full M per prefix would take ({100 * frac:.0f}%), "
-        f"{rate:.0f} per second in the run that computed them ({st['seconds']:.0f} s, {st['prefilter_seconds']:.0f} s of it "
+        f"{per_second(rate)} per second in the run that computed them ({st['seconds']:.0f} s, {st['prefilter_seconds']:.0f} s of it "
         f"the pre-filter)",
         "Positive labels: "
         + ", ".join(f"{RULE_NAMES.get(r, r)} {summary[f'positive_{r}']:.1f}%" for r in RULES)
