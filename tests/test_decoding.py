@@ -115,14 +115,21 @@ def test_the_loops_sdpa_calls_follow_the_cuda_rule(qwen_standin, monkeypatch):
     calls, sdpa = [], torch.nn.functional.scaled_dot_product_attention
 
     def record(q, k, v, attn_mask=None, enable_gqa=False, **a):
-        calls.append((q.shape[1], k.shape[1], attn_mask is not None, enable_gqa))
+        calls.append((q.shape[1], k.shape[1], attn_mask is not None, enable_gqa, q.shape[2]))
         return sdpa(q, k, v, attn_mask=attn_mask, enable_gqa=enable_gqa, **a)
 
     monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", record)
     monkeypatch.setattr(decoding, "gqa_in_kernel", lambda device_type, masked: not masked)  # CUDA's branch
     cuda_rule = [[r.tokens for r in s] for s in decoding.sample(model, seqs, 2, **kw)]
-    assert calls and all(m for _, _, m, _ in calls)  # the loop always passes its padding mask
-    assert all(not gqa and kh == qh for qh, kh, _, gqa in calls)
+    assert calls and all(m for _, _, m, _, _ in calls)  # the loop always passes its padding mask
+    assert all(not gqa and kh == qh for qh, kh, _, gqa, _ in calls)
+    heads, kv = model.config.num_attention_heads, model.config.num_key_value_heads
+    groups = heads // kv
+    # issue 48: decode steps read the cache as it is, Hkv key heads, each with its G query heads as
+    # G query rows; only the prefill (one pass per batch) repeats the heads
+    decode = [c for c in calls if c[1] == kv]
+    assert decode and all(rows == groups for *_, rows in decode)
+    assert len(decode) > len(calls) - len(decode) and all(kh == heads for _, kh, *_ in calls if kh != kv)
     assert cuda_rule == cpu
 
 
@@ -135,3 +142,27 @@ def test_non_finite_logits_fail_loudly_instead_of_decoding_token_zero():
     with pytest.raises(FloatingPointError, match="1 of 2 rows"):
         decoding._choose(logits, 0.0, 1.0, torch.Generator())
     assert decoding._choose(logits[:1], 0.0, 1.0, torch.Generator()).tolist() == [1]
+
+
+def test_the_grouped_decode_view_equals_repeating_the_heads():
+    """Issue 48 (N12): a masked decode step on CUDA's rule reads the cache as Hkv heads with G query
+    rows each instead of copying it G times; the attention output is the same."""
+    import torch
+
+    torch.manual_seed(0)
+    b, kv, g, length, d = 3, 2, 4, 7, 8
+    q, k, v = torch.randn(b, kv * g, 1, d), torch.randn(b, kv, length, d), torch.randn(b, kv, length, d)
+    mask = torch.ones(b, 1, 1, length, dtype=torch.bool)
+    mask[0, ..., :3] = False  # left padding of the first row
+    module = type("M", (), {"num_key_value_groups": g, "is_causal": True})()
+    cuda = decoding.gqa_in_kernel
+    try:
+        decoding.gqa_in_kernel = lambda device_type, masked: not masked
+        grouped, _ = decoding._sdpa_gqa(module, q, k, v, mask)
+    finally:
+        decoding.gqa_in_kernel = cuda
+    ref = torch.nn.functional.scaled_dot_product_attention(
+        q, k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1), attn_mask=mask
+    )
+    assert grouped.shape == (b, 1, kv * g, d)
+    assert torch.allclose(grouped, ref.transpose(1, 2), atol=1e-6)
