@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import pytest
 
@@ -168,3 +169,63 @@ def test_cached_jsonl_keeps_rows_beside_their_key(tmp_path):
     (tmp_path / "samples.meta.json").write_text("{not json")  # a damaged key recomputes too
     io.cached_jsonl(p, "k2", compute)
     assert len(calls) == 3
+
+
+def test_a_filesystem_without_locks_writes_unlocked_and_workers_merge_a_lora_judge_once_N7(tmp_path, monkeypatch, capsys):
+    """Issue 48 (N7): on Lustre mounted ``noflock`` ``flock`` fails with ENOSYS, and every model
+    save failed; the block now runs unlocked, saying so once. K workers that need the same merged
+    LoRA judge at once: one merges, the others wait and reuse it (no ArtifactBusy, no second merge)."""
+    import errno
+    import threading
+    import time
+
+    from stepwiser_lib.core import io
+    from stepwiser_lib.engines import models
+
+    real_flock = io.fcntl.flock
+
+    def no_locks(f, op):
+        raise OSError(errno.ENOSYS, "Function not implemented")
+
+    monkeypatch.setattr(io.fcntl, "flock", no_locks)
+    with io.artifact_lock(tmp_path / "a"):
+        (tmp_path / "a").write_text("x")
+    with io.artifact_lock(tmp_path / "b"):
+        pass
+    assert capsys.readouterr().err.count("this filesystem has no file locks (ENOSYS)") == 1
+    monkeypatch.setattr(io.fcntl, "flock", real_flock)
+    with pytest.raises(OSError, match="denied"):  # any other error still fails
+        monkeypatch.setattr(io.fcntl, "flock", lambda f, op: (_ for _ in ()).throw(OSError(errno.EACCES, "denied")))
+        with io.artifact_lock(tmp_path / "c"):
+            pass
+    monkeypatch.setattr(io.fcntl, "flock", real_flock)
+
+    merges = []
+
+    class Model:
+        def merge_and_unload(self):
+            merges.append(1)
+            time.sleep(0.2)  # long enough for the other workers to arrive during the merge
+            return self
+
+        def save_pretrained(self, d):
+            (Path(d) / "model.safetensors").write_text("w")
+
+    adapter = tmp_path / "judge"
+    adapter.mkdir()
+    monkeypatch.setattr(models, "load_model", lambda *a, **k: (Model(), None))
+    monkeypatch.setattr(models, "model_fingerprint", lambda p: "f1")
+    got, errors = [], []
+
+    def worker():
+        try:
+            got.append(models.merged_model_dir("base", str(adapter)))
+        except Exception as e:  # noqa: BLE001 - the test reports any
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and len(merges) == 1 and got == [str(adapter / "merged")] * 3

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
 import socket
+import sys
 import tempfile
 import warnings
 from collections.abc import Iterable
@@ -56,22 +58,30 @@ class ArtifactBusy(RuntimeError):
     """Another process is writing the same artifact right now."""
 
 
+#: ``flock`` errors that mean "this filesystem has no locks" (Lustre mounted ``noflock``, some NFS
+#: setups), not "someone else holds it": the block then runs unlocked, as on Windows (issue 48).
+NO_LOCKS = {errno.ENOSYS, errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP}
+_warned_no_locks: set[str] = set()
+
+
 @contextlib.contextmanager
-def artifact_lock(path: str | Path):
+def artifact_lock(path: str | Path, wait: bool = False):
     """Hold an exclusive lock on artifact ``path`` (a file ``.<name>.lock`` beside it) for a block.
 
     Two runs of one profile (a terminal ``make reproduce`` and the same notebook in JupyterLab)
     must not write one model folder at once: the second gets :class:`ArtifactBusy`, naming the
     folder and the other process, instead of racing. The lock is advisory (``flock``) and goes with
-    its process, so a killed run never leaves it held. Where ``fcntl`` is missing (Windows) the
-    block runs unlocked."""
+    its process, so a killed run never leaves it held. ``wait``: block until the holder is done
+    instead (for work that the second process should reuse, not redo). Where ``fcntl`` is missing
+    (Windows) or the filesystem has no locks (:data:`NO_LOCKS`), the block runs unlocked."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = path.with_name(f".{path.name}.lock")
     with open(lock, "a+", encoding="utf-8") as f:
-        if fcntl is not None:
+        locked = fcntl is not None
+        if locked:
             try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(f, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
             except BlockingIOError:
                 f.seek(0)
                 other = f.read().strip() or "another process"
@@ -80,6 +90,17 @@ def artifact_lock(path: str | Path):
                     "run one copy of a stage at a time, or give the second its own "
                     "STEPWISER_OUTPUT_ROOT"
                 ) from None
+            except OSError as e:
+                if e.errno not in NO_LOCKS:
+                    raise
+                locked = False
+                if str(lock.parent) not in _warned_no_locks:
+                    _warned_no_locks.add(str(lock.parent))
+                    print(
+                        f"[io] {lock.parent}: this filesystem has no file locks ({errno.errorcode.get(e.errno, e.errno)}); "
+                        "artifacts are written unlocked: run one copy of a stage at a time",
+                        file=sys.stderr,
+                    )
         f.seek(0)
         f.truncate()
         f.write(f"process {os.getpid()} on {socket.gethostname()}")
@@ -87,7 +108,7 @@ def artifact_lock(path: str | Path):
         try:
             yield
         finally:
-            if fcntl is not None:
+            if locked:
                 fcntl.flock(f, fcntl.LOCK_UN)
 
 

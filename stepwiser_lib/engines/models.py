@@ -714,11 +714,15 @@ def merged_model_dir(base: str, adapter: str) -> str:
     and reused while the adapter is unchanged), for engines that load plain checkpoints (vLLM)."""
     out = Path(adapter) / "merged"
     stamp = {"base": str(base), "adapter": model_fingerprint(adapter)}
-    if (out / "merged_from.json").exists() and json.loads((out / "merged_from.json").read_text()) == stamp:
-        return str(out)
-    model, tok = load_model(base, adapter=adapter, device="cpu", dtype="float32")
-    model = model.merge_and_unload()
-    save_atomically(model, tok, out, marker=("merged_from.json", json.dumps(stamp)))
+    # K data-parallel workers (05-07 with vLLM judges) ask at once: the first merges, the others
+    # wait for it and reuse its folder, instead of failing on the save's lock or renaming the
+    # folder away under an engine that is loading it (issue 48)
+    with io.artifact_lock(Path(adapter) / "merge", wait=True):
+        if (out / "merged_from.json").exists() and json.loads((out / "merged_from.json").read_text()) == stamp:
+            return str(out)
+        model, tok = load_model(base, adapter=adapter, device="cpu", dtype="float32")
+        model = model.merge_and_unload()
+        save_atomically(model, tok, out, marker=("merged_from.json", json.dumps(stamp)))
     return str(out)
 
 
