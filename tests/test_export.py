@@ -135,3 +135,34 @@ def test_the_committed_toy_processbench_carries_its_card():
     """`load_dataset("data/toy_processbench")` reads the four splits (it mixed in manifest.json before)."""
     d = paths.ROOT / "data" / "toy_processbench"
     assert (d / "README.md").read_text() == ex.toy_processbench_card(d)
+
+
+def test_cards_carry_the_segmentation_teachers_licence_and_pushes_are_private_N15(tmp_path):
+    """Issue 48 (N15): every exported model and data set said Apache-2.0. At colab and paper the chunk
+    policy, and every judge from it, is trained on a teacher's segmentations: Qwen2.5-3B-Instruct
+    (Qwen Research License) and Llama-3.1-70B-Instruct (whose licence asks for "Llama" first in the
+    name and "Built with Llama"). The toy world stays Apache-2.0; pushes are private by default."""
+    import yaml
+
+    from stepwiser_lib.core import cards
+    from stepwiser_lib.tools import export as ex
+
+    def meta(card):
+        return yaml.safe_load(card.split("---\n")[1])
+
+    assert ex.teacher_licence("tiny")["meta"] == {"license": "apache-2.0"}
+    colab, paper = ex.teacher_licence("colab"), ex.teacher_licence("paper")
+    assert colab["meta"]["license_name"] == "qwen-research" and "Qwen Research License" in colab["note"]
+    assert (
+        paper["meta"] == {"license": "llama3.1"} and paper["prefix"] == "Llama-" and "Built with Llama" in paper["note"]
+    )
+    card = cards.model_card("t", base_model="Qwen/Qwen2.5-1.5B", body="b", license=colab["meta"])
+    assert meta(card)["license"] == "other" and meta(card)["license_link"].endswith("/LICENSE")
+    assert "Built with Llama" in ex._licence("paper") and ex._licence("tiny").startswith("Licence: Apache-2.0")
+    assert cards.teacher_licence("someone/Other-7B")["meta"] == {"license": "other"}
+    d = tmp_path / "judges" / "stepwiser-rel_ratio"
+    d.mkdir(parents=True)
+    (d / "README.md").write_text("x")
+    plan = ex.push([d], "org", "paper", dry_run=True, out=tmp_path / "exp")
+    assert plan[0]["repo_id"] == "org/Llama-stepwiser-paper-stepwiser-rel-ratio" and plan[0]["private"] is True
+    assert ex.push([d], "org", "tiny", dry_run=True, out=tmp_path / "exp", public=True)[0]["private"] is False

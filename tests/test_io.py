@@ -171,7 +171,9 @@ def test_cached_jsonl_keeps_rows_beside_their_key(tmp_path):
     assert len(calls) == 3
 
 
-def test_a_filesystem_without_locks_writes_unlocked_and_workers_merge_a_lora_judge_once_N7(tmp_path, monkeypatch, capsys):
+def test_a_filesystem_without_locks_writes_unlocked_and_workers_merge_a_lora_judge_once_N7(
+    tmp_path, monkeypatch, capsys
+):
     """Issue 48 (N7): on Lustre mounted ``noflock`` ``flock`` fails with ENOSYS, and every model
     save failed; the block now runs unlocked, saying so once. K workers that need the same merged
     LoRA judge at once: one merges, the others wait and reuse it (no ArtifactBusy, no second merge)."""

@@ -95,7 +95,11 @@ def export_labels(profile: str, out: Path) -> Path | None:
         '(Abs-Q, Rel-Effective, Rel-Ratio; the paper\'s §3.2, Eq. 2). Schema: `data/README.md`, "Stage 02". '
         + _licence(profile)
     )
-    (d / "README.md").write_text(cards.dataset_card(f"StepWiser step labels ({profile})", configs, body))
+    (d / "README.md").write_text(
+        cards.dataset_card(
+            f"StepWiser step labels ({profile})", configs, body, license=teacher_licence(profile)["meta"]
+        )
+    )
     return d
 
 
@@ -119,7 +123,11 @@ def export_judge_splits(profile: str, out: Path) -> Path | None:
         "hold as many Positive as Negative examples (the paper's §3.3), `unbalanced` ones every example. "
         'Schema: `data/README.md`, "Stage 03". ' + _licence(profile)
     )
-    (d / "README.md").write_text(cards.dataset_card(f"StepWiser judge splits ({profile})", configs, body))
+    (d / "README.md").write_text(
+        cards.dataset_card(
+            f"StepWiser judge splits ({profile})", configs, body, license=teacher_licence(profile)["meta"]
+        )
+    )
     return d
 
 
@@ -144,17 +152,33 @@ def export_predictions(profile: str, out: Path) -> Path | None:
         f"(`results/{profile}/claims.json`) is recomputed from them.\n\n{lines}\n\nSchemas: `data/README.md`. "
         + _licence(profile)
     )
-    (d / "README.md").write_text(cards.dataset_card(f"StepWiser predictions ({profile})", configs, body))
+    (d / "README.md").write_text(
+        cards.dataset_card(
+            f"StepWiser predictions ({profile})", configs, body, license=teacher_licence(profile)["meta"]
+        )
+    )
     return d
 
 
 def _licence(profile: str) -> str:
+    note = teacher_licence(profile)["note"]
     if profile in ("colab", "paper", "colab-smoke", "real-smoke"):
         return (
             "Licence: derived from the profile's problems (NuminaMath-CoT, MATH-500, GSM8K): see `data/README.md`, "
-            '"Licences of the data", before redistributing.'
+            '"Licences of the data", before redistributing.' + (f" {note}" if note else "")
         )
-    return "Licence: Apache-2.0 (toy problems made by this repository's code)."
+    return "Licence: Apache-2.0 (toy problems made by this repository's code)." + (f" {note}" if note else "")
+
+
+def teacher_licence(profile: str) -> dict:
+    """:func:`stepwiser_lib.core.cards.teacher_licence` of the profile's segmentation teacher
+    (notebook 01's ``TEACHER``): the licence that follows the teacher's output into every model and
+    data set the profile trains (issue 48)."""
+    try:
+        teacher = for_notebook(profile, "01_self_segmentation").TEACHER
+    except ConfigError:
+        teacher = None
+    return cards.teacher_licence(teacher)
 
 
 #: The notebook 04 settings a judge card lists as its recipe, by how the judge was trained.
@@ -248,6 +272,7 @@ def judge_card(
         f"StepWiser judge: {entry['name']} ({profile})",
         base_model=base_model,
         body="\n".join(lines),
+        license=teacher_licence(profile)["meta"],
         tags=[entry["kind"], entry["rule"]],
     )
 
@@ -322,18 +347,22 @@ def export(profile: str, to: str | Path, judges: bool = True) -> list[Path]:
     return folders
 
 
-def push(folders: list[Path], org: str, profile: str, dry_run: bool, out: Path) -> list[dict]:
-    """Upload each folder to ``org/stepwiser-<profile>-<name>`` (a dataset, or a model under judges/);
-    with ``dry_run`` write the plan and copy each folder under ``out/.hub-dry-run/`` instead."""
+def push(folders: list[Path], org: str, profile: str, dry_run: bool, out: Path, public: bool = False) -> list[dict]:
+    """Upload each folder to ``org/stepwiser-<profile>-<name>`` (a dataset, or a model under judges/;
+    with the teacher's name prefix where its licence asks for one), private unless ``public``
+    (issue 48: a teacher's licence may not allow what a public repo offers); with ``dry_run`` write
+    the plan and copy each folder under ``out/.hub-dry-run/`` instead."""
     plan = []
+    prefix = teacher_licence(profile)["prefix"]
     for d in folders:
         is_model = d.parent.name == "judges"
         repo = f"{org}/" + re.sub(
-            r"[^A-Za-z0-9.]+", "-", f"stepwiser-{profile}-{d.name}"
+            r"[^A-Za-z0-9.]+", "-", f"{prefix}stepwiser-{profile}-{d.name}"
         )  # hub ids: letters, digits, - .
         plan.append(
             {
                 "repo_id": repo,
+                "private": not public,
                 "repo_type": "model" if is_model else "dataset",
                 "folder": str(d),
                 "files": sorted(str(p.relative_to(d)) for p in d.rglob("*") if p.is_file()),
@@ -352,7 +381,7 @@ def push(folders: list[Path], org: str, profile: str, dry_run: bool, out: Path) 
 
     api = HfApi()
     for p in plan:
-        api.create_repo(p["repo_id"], repo_type=p["repo_type"], exist_ok=True)
+        api.create_repo(p["repo_id"], repo_type=p["repo_type"], private=p["private"], exist_ok=True)
         api.upload_folder(repo_id=p["repo_id"], repo_type=p["repo_type"], folder_path=p["folder"])
     return plan
 
@@ -368,6 +397,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--push-to-hub", metavar="ORG", help="upload each folder to ORG/stepwiser-<profile>-<name>")
     ap.add_argument("--dry-run", action="store_true", help="with --push-to-hub: upload nothing, write the plan")
+    ap.add_argument(
+        "--public", action="store_true", help="with --push-to-hub: public repos (default: private; check the licences)"
+    )
     ap.add_argument("--no-judges", action="store_true", help="data sets only (no torch needed)")
     a = ap.parse_args(argv)
     if a.toy_processbench_card:
@@ -379,7 +411,7 @@ def main(argv: list[str] | None = None) -> int:
     for d in folders:
         print(f"[export] {d}")
     if a.push_to_hub:
-        for p in push(folders, a.push_to_hub, a.profile, a.dry_run, Path(a.to)):
+        for p in push(folders, a.push_to_hub, a.profile, a.dry_run, Path(a.to), public=a.public):
             print(
                 f"[export] {'would push' if a.dry_run else 'pushed'} {p['repo_type']} {p['repo_id']} ({len(p['files'])} files)"
             )
