@@ -75,10 +75,32 @@ def fake_colab(tmp_path, monkeypatch):
     monkeypatch.setattr(colab, "DRIVE_MOUNT", str(tmp_path / "drive"))
     # unset, and unset again after the test although the bootstrap sets it (setenv records the
     # original state; a delenv of an absent variable alone would record nothing and leak it)
-    monkeypatch.setenv(paths.OUTPUT_ROOT_ENV, "")
-    monkeypatch.delenv(paths.OUTPUT_ROOT_ENV)
+    for name in (paths.OUTPUT_ROOT_ENV, colab.ENV_CHECKPOINT_GB, colab.ENV_LOCAL_CHECKPOINTS):
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
     monkeypatch.setattr(colab, "_installed_from", lambda repo: False)  # a fresh VM
     return drive
+
+
+def test_on_drive_full_fine_tuning_checkpoints_go_to_the_vm_and_lora_ones_stay_N4(fake_colab, tmp_path):
+    """Issue 48 (N4): with outputs on Drive, a fully fine-tuned 0.5B run's checkpoints (about 5.9 GB
+    each, three at once) filled a free 15 GB Drive; they now go to the VM's disk, while LoRA runs
+    (adapter checkpoints) keep resuming from Drive. Without the bootstrap nothing moves."""
+    import os
+
+    from stepwiser_lib.engines import trainers
+
+    assert (colab.ENV_CHECKPOINT_GB, colab.ENV_LOCAL_CHECKPOINTS) == (
+        trainers.ENV_CHECKPOINT_GB,
+        trainers.ENV_LOCAL_CHECKPOINTS,
+    )
+    out = tmp_path / "drive" / "runs" / "colab" / "artifacts" / "04_judge_grpo"
+    size = 12 * 494_000_000  # Qwen2.5-0.5B: fp32 weights + AdamW's two states
+    assert trainers.checkpoint_dir(out, "k", size) == out / "trainer" / "k"  # no bootstrap: where it was
+    colab.outputs(tmp_path, True, lambda: tmp_path / "drive", lambda s: None)  # the bootstrap's Drive step
+    assert float(os.environ[colab.ENV_CHECKPOINT_GB]) == colab.DRIVE_CHECKPOINT_GB
+    assert trainers.checkpoint_dir(out, "k", size) == Path(colab.LOCAL_CHECKPOINTS) / out.name / "trainer" / "k"
+    assert trainers.checkpoint_dir(out, "k", 0) == out / "trainer" / "k"  # LoRA: on Drive, resumable
 
 
 def test_install_plan_keeps_what_satisfies_the_ranges_and_never_touches_torch():

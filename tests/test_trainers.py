@@ -329,3 +329,27 @@ def test_report_to_wandb_without_a_login_stops_check_N8(tmp_path, monkeypatch):
     (tmp_path / "netrc").unlink()
     monkeypatch.setenv("WANDB_MODE", "offline")
     assert trainers.report_to("wandb") == ["wandb"]
+
+
+def test_a_runs_checkpoints_go_where_its_size_fits_N4(tmp_path, monkeypatch):
+    """Issue 48 (N4): both trainers' output folders follow ``checkpoint_dir``'s budget (the Colab
+    bootstrap sets it when outputs go to Drive), only when the run checkpoints at all."""
+    from stepwiser_lib.engines import trainers
+
+    monkeypatch.setenv(trainers.ENV_CHECKPOINT_GB, "3")
+    monkeypatch.setenv(trainers.ENV_LOCAL_CHECKPOINTS, str(tmp_path / "vm"))
+    cpu = {"bf16": False, "fp16": False}
+    big = 12 * 494_000_000
+    sft = SFTSettings(save_every=5).sft_args(tmp_path / "04", precision=cpu, run_key="k", checkpoint_size=big)
+    grpo = GRPOSettings(save_every=5).grpo_args(tmp_path / "04", precision=cpu, run_key="k", checkpoint_size=big)
+    assert sft.output_dir == grpo.output_dir == str(tmp_path / "vm" / "04" / "trainer" / "k")
+    none = SFTSettings(save_every=0).sft_args(tmp_path / "04", precision=cpu, run_key="k", checkpoint_size=big)
+    assert none.output_dir == str(tmp_path / "04" / "trainer" / "k")  # no checkpoints: logs stay with the run
+
+    class M:
+        def parameters(self):
+            import torch
+
+            return [torch.zeros(10, 10), torch.zeros(5)]
+
+    assert trainers.checkpoint_bytes(M(), use_lora=False) == 12 * 105 and trainers.checkpoint_bytes(M(), True) == 0

@@ -9,7 +9,15 @@ from pathlib import Path
 from ..core import io
 from ..core.paths import model_fingerprint
 from .launch import launchable
-from .trainers import SFTSettings, check_lengths, drop_checkpoints, last_checkpoint, seeded_sampler_trainer, world_size
+from .trainers import (
+    SFTSettings,
+    check_lengths,
+    checkpoint_bytes,
+    drop_checkpoints,
+    last_checkpoint,
+    seeded_sampler_trainer,
+    world_size,
+)
 
 
 def _lengths(tok, dataset) -> list[int]:
@@ -53,7 +61,9 @@ def train_sft(
         model_fingerprint(base_model),
         io.records_digest(dataset),
     )
-    args = s.sft_args(out_dir, world_size(), progress=progress, run_key=run_key)
+    args = s.sft_args(
+        out_dir, world_size(), progress=progress, run_key=run_key, checkpoint_size=checkpoint_bytes(model, s.use_lora)
+    )
     trainer = seeded_sampler_trainer(SFTTrainer)(
         model=model,
         args=args,

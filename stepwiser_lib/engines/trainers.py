@@ -79,9 +79,33 @@ def checkpointing(every: int) -> dict:
     return {"save_strategy": "steps", "save_steps": every, "save_total_limit": 2}
 
 
-def checkpoint_dir(out_dir: str | Path, run_key: str = "") -> Path:
-    """The trainer's output folder: ``out_dir/trainer/<run_key>`` (checkpoints, logs)."""
-    return Path(out_dir) / "trainer" / run_key if run_key else Path(out_dir) / "trainer"
+#: Where checkpoints too large for the output root go, and what "too large" is (issue 48). The
+#: Colab bootstrap sets both when outputs go to Drive: a free Drive holds 15 GB, and one checkpoint
+#: of a fully fine-tuned Qwen2.5-0.5B (fp32 weights and AdamW's two states) is about 5.9 GB, of
+#: which transformers keeps three at its peak (it drops the oldest after writing the newest).
+ENV_CHECKPOINT_GB = "STEPWISER_CHECKPOINT_GB"
+ENV_LOCAL_CHECKPOINTS = "STEPWISER_LOCAL_CHECKPOINTS"
+#: Checkpoints transformers holds at once with ``save_total_limit`` 2 (:func:`checkpointing`).
+CHECKPOINTS_AT_PEAK = 3
+
+
+def checkpoint_bytes(model, use_lora: bool) -> int:
+    """One checkpoint of a run: fp32 weights and AdamW's two fp32 states of what it trains (a
+    LoRA run saves its adapter only: small next to any budget, so counted as 0)."""
+    return 0 if use_lora else 12 * sum(p.numel() for p in model.parameters())
+
+
+def checkpoint_dir(out_dir: str | Path, run_key: str = "", size: int = 0) -> Path:
+    """The trainer's output folder: ``out_dir/trainer/<run_key>`` (checkpoints, logs); or, when
+    :data:`CHECKPOINTS_AT_PEAK` checkpoints of ``size`` bytes would pass ``$STEPWISER_CHECKPOINT_GB``,
+    the same path under ``$STEPWISER_LOCAL_CHECKPOINTS`` (Colab: the VM's disk, not Drive; a
+    session that ends mid-run then restarts that run, while LoRA runs still resume from Drive)."""
+    sub = Path("trainer") / run_key if run_key else Path("trainer")
+    budget = float(os.environ.get(ENV_CHECKPOINT_GB) or 0)
+    local = os.environ.get(ENV_LOCAL_CHECKPOINTS)
+    if budget and local and size * CHECKPOINTS_AT_PEAK > budget * 1e9:
+        return Path(local) / Path(out_dir).name / sub
+    return Path(out_dir) / sub
 
 
 def last_checkpoint(folder: str | Path) -> str | None:
@@ -253,6 +277,7 @@ class GRPOSettings:
         precision: dict | None = None,
         progress: bool = True,
         run_key: str = "",
+        checkpoint_size: int = 0,
     ):
         """``trl.GRPOConfig``: one line per setting, and nothing else sets these names. Checkpoints
         go to ``out_dir/trainer/<run_key>`` (:func:`checkpoint_dir`), so only a run of the same
@@ -264,7 +289,7 @@ class GRPOSettings:
         prec = precision or device_precision()
         b = self.batches(world)
         return GRPOConfig(
-            output_dir=str(checkpoint_dir(out_dir, run_key)),
+            output_dir=str(checkpoint_dir(out_dir, run_key, checkpoint_size if self.save_every else 0)),
             seed=self.seed,
             data_seed=self.seed,
             max_steps=b["max_steps"],
@@ -423,6 +448,7 @@ class SFTSettings:
         precision: dict | None = None,
         progress: bool = True,
         run_key: str = "",
+        checkpoint_size: int = 0,
     ):
         """``trl.SFTConfig``: one line per setting, and nothing else sets these names (checkpoints:
         as :meth:`GRPOSettings.grpo_args`)."""
@@ -433,7 +459,7 @@ class SFTSettings:
         prec = precision or device_precision()
         b = self.batches(world)
         return SFTConfig(
-            output_dir=str(checkpoint_dir(out_dir, run_key)),
+            output_dir=str(checkpoint_dir(out_dir, run_key, checkpoint_size if self.save_every else 0)),
             num_train_epochs=self.epochs,
             max_steps=self.max_steps,
             learning_rate=self.lr,

@@ -21,7 +21,14 @@ from ..core.verdicts import VERDICTS, parse_verdict
 from ..core.vocab import JUDGE_KINDS, KINDS, STYLE, WARMUP_OF, parse_variant
 from ..engines.launch import launchable
 from ..engines.sft import sft
-from ..engines.trainers import GRPOSettings, SFTSettings, drop_checkpoints, last_checkpoint, world_size
+from ..engines.trainers import (
+    GRPOSettings,
+    SFTSettings,
+    checkpoint_bytes,
+    drop_checkpoints,
+    last_checkpoint,
+    world_size,
+)
 from . import tasks
 from .discriminative import train_disc_judge
 from .judge import Judge, judge_prompt_of, make_direct_reward, step_accuracy, triple, verdict_reward
@@ -329,7 +336,9 @@ def train_grpo_judge(
         format_penalty,
         [getattr(f, "__name__", str(f)) for f in reward_funcs or []],
     )
-    args = s.grpo_args(out_dir, world, progress=progress, run_key=run_key)
+    args = s.grpo_args(
+        out_dir, world, progress=progress, run_key=run_key, checkpoint_size=checkpoint_bytes(model, s.use_lora)
+    )
     if s.balanced_steps:
         train = balanced_order(train, s.prompts_per_step, s.seed)
     val = (val or [])[: s.val_limit or None] if world == 1 else []

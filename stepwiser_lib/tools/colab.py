@@ -47,6 +47,13 @@ COLAB_REPO_DIR = "/content/stepwiser-companion"
 DRIVE_MOUNT = "/content/drive"
 #: The Drive folder that holds runs/, results/ and figures/ across VMs.
 DRIVE_FOLDER = "MyDrive/stepwiser-companion"
+#: Drive space a run's checkpoints may take at once (of a free Drive's 15 GB, which also holds the
+#: profile's models and data); larger ones go to :data:`LOCAL_CHECKPOINTS` on the VM.
+DRIVE_CHECKPOINT_GB = 3.0
+LOCAL_CHECKPOINTS = "/content/stepwiser-checkpoints"
+#: stepwiser_lib.engines.trainers' names for them (this module runs before the project's
+#: dependencies are installed, so it imports nothing of the library's; a test ties the two)
+ENV_CHECKPOINT_GB, ENV_LOCAL_CHECKPOINTS = "STEPWISER_CHECKPOINT_GB", "STEPWISER_LOCAL_CHECKPOINTS"
 OUTPUT_ROOT_ENV = "STEPWISER_OUTPUT_ROOT"  # the same name as paths.OUTPUT_ROOT_ENV (a test checks)
 #: What the Colab runtime itself runs on: kept at their installed versions, never replaced (a new
 #: torch is a multi-GB download that breaks torchvision/torchaudio; a new Jupyter stack breaks the
@@ -354,7 +361,14 @@ def outputs(repo: Path, use_drive: bool, mount: Callable[[], Path], say: Callabl
         try:
             root = mount()
             os.environ[OUTPUT_ROOT_ENV] = str(root)
-            say(f"[bootstrap] runs/, results/ and figures/ are kept on Google Drive: {root}")
+            # full fine-tuning checkpoints (about 5.9 GB each for 0.5B, three at once) would fill a
+            # free 15 GB Drive: those go to the VM's disk, LoRA ones stay on Drive (issue 48)
+            os.environ.setdefault(ENV_CHECKPOINT_GB, str(DRIVE_CHECKPOINT_GB))
+            os.environ.setdefault(ENV_LOCAL_CHECKPOINTS, str(LOCAL_CHECKPOINTS))
+            say(
+                f"[bootstrap] runs/, results/ and figures/ are kept on Google Drive: {root} (checkpoints over "
+                f"{DRIVE_CHECKPOINT_GB} GB at once go to {LOCAL_CHECKPOINTS}, on this VM)"
+            )
             return root
         except Exception as e:  # noqa: BLE001 - refused permission, no Drive: explained below
             why = f"Google Drive could not be mounted ({type(e).__name__}: {e})"
