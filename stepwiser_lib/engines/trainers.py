@@ -108,12 +108,56 @@ def checkpoint_dir(out_dir: str | Path, run_key: str = "", size: int = 0) -> Pat
     return Path(out_dir) / sub
 
 
+def checkpoint_problem(c: Path) -> str | None:
+    """Why checkpoint folder ``c`` cannot be resumed from, or None when it is whole (issue 48, N6
+    and CK01): the trainer state transformers writes last must parse, and every weight and
+    optimizer file in it must be complete. A killed save leaves no trainer state; a synced copy
+    (Google Drive's mount uploads files in no set order) can hold the state beside a cut
+    ``optimizer.pt``, or a state cut mid-write. Checked cheaply, whatever the model's size: a
+    safetensors file's header and length, a torch zip's central directory (at its end)."""
+    import json
+    import struct
+    import zipfile
+
+    state = c / "trainer_state.json"
+    if not state.exists():
+        return "no trainer_state.json (the save did not finish)"
+    try:
+        json.loads(state.read_text())
+    except (ValueError, OSError) as e:
+        return f"trainer_state.json does not parse ({type(e).__name__}: cut mid-write?)"
+    for f in sorted(c.iterdir()):
+        try:
+            if f.suffix == ".safetensors":
+                with open(f, "rb") as fh:
+                    n = struct.unpack("<Q", fh.read(8))[0]
+                    header = json.loads(fh.read(n))
+                end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
+                if f.stat().st_size < 8 + n + end:
+                    return f"{f.name} is cut short ({f.stat().st_size} of {8 + n + end} bytes)"
+            elif f.suffix in (".pt", ".pth", ".bin") and not zipfile.is_zipfile(f):
+                return f"{f.name} is not a whole torch file (cut short?)"
+        except (OSError, ValueError, struct.error, KeyError, TypeError) as e:
+            return f"{f.name} is unreadable ({type(e).__name__})"
+    return None
+
+
 def last_checkpoint(folder: str | Path) -> str | None:
-    """The newest whole checkpoint in ``folder`` (``checkpoint-<step>`` holding the trainer state
-    transformers writes last), or None: what a rerun resumes from."""
+    """The newest whole checkpoint in ``folder`` (``checkpoint-<step>``, whole by
+    :func:`checkpoint_problem`), or None: what a rerun resumes from. A newer broken one is named
+    and passed over, so the older checkpoint that ``save_total_limit`` 2 keeps is used."""
     folder = Path(folder)
-    whole = [c for c in folder.glob("checkpoint-*") if c.name[11:].isdigit() and (c / "trainer_state.json").exists()]
-    return str(max(whole, key=lambda c: int(c.name[11:]))) if whole else None
+    found = sorted(
+        (c for c in folder.glob("checkpoint-*") if c.name[11:].isdigit() and c.is_dir()),
+        key=lambda c: int(c.name[11:]),
+        reverse=True,
+    )
+    for c in found:
+        why = checkpoint_problem(c)
+        if why is None:
+            return str(c)
+        print(f"[checkpoints] not resuming from {c.name}: {why}; trying an older one", flush=True)
+    return None
 
 
 def drop_checkpoints(folder: str | Path) -> None:
