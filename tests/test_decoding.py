@@ -166,3 +166,43 @@ def test_the_grouped_decode_view_equals_repeating_the_heads():
     )
     assert grouped.shape == (b, 1, kv * g, d)
     assert torch.allclose(grouped, ref.transpose(1, 2), atol=1e-6)
+
+
+def test_a_dtype_can_be_chosen_and_every_logit_reader_refuses_nan_W6(monkeypatch):
+    """Issue 48 (W6, fixed superficially before): the error told the user to load the model in
+    bfloat16 or float32, but nothing chose a dtype (a T4 always got fp16); and the scoring forward
+    (the discriminative judge's p(+)) let a NaN through, which ``>= threshold`` read as Negative."""
+    import torch
+
+    from stepwiser_lib.engines import models
+
+    monkeypatch.delenv(models.ENV_DTYPE, raising=False)
+    assert models.precision(capability=(7, 5))["inference"] == "float16"  # a T4
+    monkeypatch.setenv(models.ENV_DTYPE, "float32")
+    assert models.precision(capability=(7, 5)) == {
+        "inference": "float32",
+        "train_load": "float32",
+        "bf16": False,
+        "fp16": False,
+    }
+    monkeypatch.setenv(models.ENV_DTYPE, "bfloat16")
+    assert models.precision(capability=(7, 5))["bf16"] is True
+    monkeypatch.setenv(models.ENV_DTYPE, "fp8")
+    with pytest.raises(ValueError, match="STEPWISER_DTYPE='fp8': use one of float32, bfloat16, float16"):
+        models.precision(capability=(8, 0))
+    monkeypatch.delenv(models.ENV_DTYPE)
+
+    class NaNModel(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.zeros(1))
+
+        def forward(self, input_ids, **kw):
+            logits = torch.zeros(input_ids.shape[0], 1, 4)
+            logits[0] = float("nan")
+            return type("O", (), {"logits": logits})()
+
+    with pytest.raises(FloatingPointError, match="1 of 2 rows .* run with STEPWISER_DTYPE=float32"):
+        models.last_token_rows(NaNModel(), [[1, 2], [3]], 0, 8, lambda lg: lg.tolist())
+    with pytest.raises(FloatingPointError, match="STEPWISER_DTYPE=float32"):
+        decoding._choose(torch.tensor([[float("nan"), 0.0]]), 0.0, 1.0, torch.Generator())

@@ -229,11 +229,9 @@ def _choose(
     an error: greedy decoding would pick token 0 for NaN without a word (the "!!!!" of Qwen2 run
     in fp16 on a T4, whose activations overflow: real_path_review_2.md W6)."""
     if not torch.isfinite(logits).all():
-        bad = int((~torch.isfinite(logits)).any(-1).sum())
-        raise FloatingPointError(
-            f"{bad} of {logits.shape[0]} rows have non-finite logits ({logits.dtype}): a half-precision "
-            "overflow (Qwen2 in fp16 on a T4 is a known case); load the model in bfloat16 or float32"
-        )
+        from .models import non_finite_message  # models imports this module
+
+        raise FloatingPointError(non_finite_message(logits))
     if temperature <= 0:
         return logits.argmax(-1)
     probs = torch.softmax(logits.float() / temperature, -1)
