@@ -605,3 +605,39 @@ def test_labelling_on_k_workers_with_n_kept_labels_about_the_needed_shards_in_1_
         assert used == needed and labelled <= needed + k and extra <= 1
         assert wall < (needed / k + 2) * tick * 1.8 + 0.2  # about needed / K shards each, not needed
     assert rows[4][1] < rows[1][1] / 2  # 4 workers: less than half one worker's time (was about the same)
+
+
+def test_the_plan_divides_labelling_by_the_measured_speed_up_not_k(tmp_path):
+    """Issue 48 (N10): the paper plan's wall time for 02 on K workers uses the speed-up measured by
+    ``python -m stepwiser_lib.tools.scaling`` (efficiency at the most workers that had a core each),
+    never more than K; without a measurement, K."""
+    import json
+
+    from stepwiser_lib.tools.plan import labelling_speedup
+
+    f = tmp_path / "s.json"
+    assert labelling_speedup(8, f) == 8.0 and labelling_speedup(1, f) == 1.0
+    rows = [{"workers": 1, "speedup": 1.0}, {"workers": 2, "speedup": 1.8}, {"workers": 4, "speedup": 1.9}]
+    f.write_text(json.dumps({"cpus": 2, "rows": rows}))
+    assert labelling_speedup(8, f) == pytest.approx(8 * 0.9)  # K = 4 shared 2 cores: not an efficiency
+    f.write_text(json.dumps({"cpus": 2, "rows": [{"workers": 2, "speedup": 2.3}]}))
+    assert labelling_speedup(8, f) == 8.0  # never above K
+
+
+def test_the_scaling_measurement_labels_with_a_copy_of_the_profile_and_the_workers_cli(tmp_path):
+    """``python -m stepwiser_lib.tools.scaling`` (issue 48): the profile it labels with is the base
+    profile plus ``N_KEPT``, the shard size and the base's chunk policy, checked like any profile;
+    each process is notebook 02's worker CLI."""
+    from stepwiser_lib.core import config, paths
+    from stepwiser_lib.tools import scaling
+
+    name = scaling.profile_with(
+        "smoke", tmp_path, N_KEPT=7, SHARD_SIZE=2, POLICY_MODEL=str(paths.chunk_policy("smoke"))
+    )
+    p = config.checked_parameters(name, config.list_notebooks(only=["02"]), tmp_path)["02_rollout_labelling"]
+    assert (p["N_KEPT"], p["SHARD_SIZE"], p["N_PROMPTS"]) == (7, 2, 24)  # smoke's pool stays
+    cmd = scaling._child(name, tmp_path, tmp_path / "o", 1, 2)
+    assert (
+        "labelling.main(['--profile', 'smoke-scaling', '--out'" in cmd[-1]
+        and "'--worker', '1', '--workers', '2'" in cmd[-1]
+    )

@@ -151,6 +151,24 @@ def _launch_gpus(training: bool, gpus: int, launched: int) -> int:
     return launched if training else 1
 
 
+def labelling_speedup(workers: int, measured: Path | None = None) -> float:
+    """How much faster ``workers`` labelling processes are than one under ``N_KEPT`` (issue 48):
+    the efficiency measured at the most workers in ``results/bench/labelling_scaling.json``
+    (``python -m stepwiser_lib.tools.scaling``: speed-up / K), times ``workers``, at most
+    ``workers``. Without a measurement, ``workers``: the split gives each worker 1/K of the shards
+    plus at most one round (``labelling.may_be_needed``)."""
+    f = measured or ROOT / "results" / "bench" / "labelling_scaling.json"
+    if workers <= 1 or not f.exists():
+        return float(max(1, workers))
+    m = json.loads(f.read_text())
+    # rows where each process had a core of its own (more processes than cores measure the split only)
+    rows = [r for r in m["rows"] if 1 < r["workers"] <= m.get("cpus", r["workers"])]
+    if not rows:
+        return float(workers)
+    top = max(rows, key=lambda r: r["workers"])
+    return min(float(workers), workers * top["speedup"] / top["workers"])
+
+
 def launch_layout() -> tuple[int, int, str]:
     """How ``make reproduce`` will run training: (processes, ZeRO stage, in words), from
     ``STEPWISER_LAUNCHER`` (an accelerate config; ``STEPWISER_NUM_PROCESSES`` overrides its
@@ -256,13 +274,16 @@ def dry_run(profile: str, params: dict[str, dict]) -> dict:
             pre = drawn * p["N_PREFILTER"]
             gen_h = _cost(pre + rollouts, policy_b)
             gen_gpus = scale()[0] * scale()[1]  # data-parallel labelling workers (tools/workers.py)
+            speedup = labelling_speedup(gen_gpus) if p.get("N_KEPT") else gen_gpus
             st.update(
+                labelling_speedup=round(speedup, 2),
                 kept_prompts=int(kept),
                 prefilter_samples=int(pre),
                 rollouts=int(rollouts),
                 adaptive_fraction=frac if p.get("ADAPTIVE") else None,
                 labelling_gpus=gen_gpus,
             )
+            gen_gpus = speedup  # the wall time below: the measured speed-up, not K (issue 48)
         elif stem.startswith("04"):
             models.append(describe_model(p.get("JUDGE_INIT", "chunk_policy"), "judge initialisation (04)"))
             kinds = [parse_variant(v)[0] for v in p["VARIANTS"]]
