@@ -75,7 +75,7 @@ def fake_colab(tmp_path, monkeypatch):
     monkeypatch.setattr(colab, "DRIVE_MOUNT", str(tmp_path / "drive"))
     # unset, and unset again after the test although the bootstrap sets it (setenv records the
     # original state; a delenv of an absent variable alone would record nothing and leak it)
-    for name in (paths.OUTPUT_ROOT_ENV, colab.ENV_CHECKPOINT_GB, colab.ENV_LOCAL_CHECKPOINTS):
+    for name in (paths.OUTPUT_ROOT_ENV, colab.ENV_CHECKPOINT_GB, colab.ENV_LOCAL_CHECKPOINTS, colab.ENV_SAVE_DTYPE):
         monkeypatch.setenv(name, "")
         monkeypatch.delenv(name)
     monkeypatch.setattr(colab, "_installed_from", lambda repo: False)  # a fresh VM
@@ -88,17 +88,19 @@ def test_on_drive_full_fine_tuning_checkpoints_go_to_the_vm_and_lora_ones_stay_N
     (adapter checkpoints) keep resuming from Drive. Without the bootstrap nothing moves."""
     import os
 
-    from stepwiser_lib.engines import trainers
+    from stepwiser_lib.engines import models, trainers
 
-    assert (colab.ENV_CHECKPOINT_GB, colab.ENV_LOCAL_CHECKPOINTS) == (
+    assert (colab.ENV_CHECKPOINT_GB, colab.ENV_LOCAL_CHECKPOINTS, colab.ENV_SAVE_DTYPE) == (
         trainers.ENV_CHECKPOINT_GB,
         trainers.ENV_LOCAL_CHECKPOINTS,
+        models.ENV_SAVE_DTYPE,
     )
     out = tmp_path / "drive" / "runs" / "colab" / "artifacts" / "04_judge_grpo"
     size = 12 * 494_000_000  # Qwen2.5-0.5B: fp32 weights + AdamW's two states
     assert trainers.checkpoint_dir(out, "k", size) == out / "trainer" / "k"  # no bootstrap: where it was
     colab.outputs(tmp_path, True, lambda: tmp_path / "drive", lambda s: None)  # the bootstrap's Drive step
     assert float(os.environ[colab.ENV_CHECKPOINT_GB]) == colab.DRIVE_CHECKPOINT_GB
+    assert os.environ[colab.ENV_SAVE_DTYPE] == "float16"  # S7: saved models at half the size on Drive
     assert trainers.checkpoint_dir(out, "k", size) == Path(colab.LOCAL_CHECKPOINTS) / out.name / "trainer" / "k"
     assert trainers.checkpoint_dir(out, "k", 0) == out / "trainer" / "k"  # LoRA: on Drive, resumable
 

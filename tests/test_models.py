@@ -113,3 +113,41 @@ def test_next_token_probs_match_an_unpadded_forward_pass(gen):
         assert abs(sum(row) - 1) < 1e-3
     with pytest.raises(ValueError, match="one to one"):
         gen.next_token_probs(ps, prefixes[:1], vocab)
+
+
+def test_models_can_be_saved_in_half_precision_and_train_again_in_fp32_S7(tmp_path, monkeypatch):
+    """Issue 48 (S7): on Drive the profile's fp32 models took about 12 GB of a free 15; with
+    ``STEPWISER_SAVE_DTYPE=float16`` (the Colab bootstrap's, outputs on Drive) a saved model is half
+    the size, its config says so, and it loads back in fp32 for training. The model in memory
+    keeps its fp32 master weights."""
+    import torch
+    from safetensors import safe_open
+    from transformers import AutoModelForCausalLM, Qwen2Config, Qwen2ForCausalLM
+
+    from stepwiser_lib.engines import models
+
+    torch.manual_seed(0)
+    m = Qwen2ForCausalLM(
+        Qwen2Config(
+            vocab_size=64,
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=1,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+        )
+    )
+    models.save_atomically(m, None, tmp_path / "fp32")
+    monkeypatch.setenv(models.ENV_SAVE_DTYPE, "float16")
+    models.save_atomically(m, None, tmp_path / "fp16")
+    assert next(m.parameters()).dtype == torch.float32
+    full, half = ((tmp_path / d / "model.safetensors").stat().st_size for d in ("fp32", "fp16"))
+    assert half < 0.6 * full
+    with safe_open(str(tmp_path / "fp16" / "model.safetensors"), "pt") as f:
+        assert {f.get_tensor(k).dtype for k in f.keys()} == {torch.float16}
+    back = AutoModelForCausalLM.from_pretrained(tmp_path / "fp16", dtype=torch.float32)
+    w = dict(m.named_parameters())["model.embed_tokens.weight"]
+    assert torch.allclose(dict(back.named_parameters())["model.embed_tokens.weight"], w, atol=1e-3)
+    monkeypatch.setenv(models.ENV_SAVE_DTYPE, "int8")
+    with pytest.raises(ValueError, match="use float16 or bfloat16"):
+        models.save_atomically(m, None, tmp_path / "bad")

@@ -762,7 +762,7 @@ def save_atomically(model, tok, dest, marker: tuple[str, str] | None = None) -> 
     with io.artifact_lock(dest):
         tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".partial"))
         try:
-            model.save_pretrained(tmp)
+            _save_weights(model, tmp)
             if tok is not None:
                 tok.save_pretrained(tmp)
             if marker:
@@ -779,6 +779,30 @@ def save_atomically(model, tok, dest, marker: tuple[str, str] | None = None) -> 
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
+
+
+#: The dtype saved models are written in, when set (``float16`` or ``bfloat16``; issue 48): the
+#: Colab bootstrap sets float16 when outputs go to Drive, where the profile's fp32 models took about
+#: 12 GB of a free Drive's 15. Training loads them back in fp32 (``train_load``), inference in its
+#: own type. Unset: the weights' own dtype (fp32 master weights after training).
+ENV_SAVE_DTYPE = "STEPWISER_SAVE_DTYPE"
+
+
+def _save_weights(model, folder: Path) -> None:
+    half = os.environ.get(ENV_SAVE_DTYPE, "").strip()
+    if not half or not hasattr(model, "state_dict"):
+        model.save_pretrained(folder)
+        return
+    if half not in ("float16", "bfloat16"):
+        raise ValueError(f"{ENV_SAVE_DTYPE}={half!r}: use float16 or bfloat16 (or unset it)")
+    dtype = getattr(torch, half)
+    state = {k: (v.to(dtype) if v.is_floating_point() else v) for k, v in model.state_dict().items()}
+    before = getattr(model.config, "dtype", None)
+    model.config.dtype = dtype  # what config.json says the files hold
+    try:
+        model.save_pretrained(folder, state_dict=state)
+    finally:
+        model.config.dtype = before
 
 
 def lora_config(r: int = 16, alpha: int = 32):

@@ -54,6 +54,7 @@ LOCAL_CHECKPOINTS = "/content/stepwiser-checkpoints"
 #: stepwiser_lib.engines.trainers' names for them (this module runs before the project's
 #: dependencies are installed, so it imports nothing of the library's; a test ties the two)
 ENV_CHECKPOINT_GB, ENV_LOCAL_CHECKPOINTS = "STEPWISER_CHECKPOINT_GB", "STEPWISER_LOCAL_CHECKPOINTS"
+ENV_SAVE_DTYPE = "STEPWISER_SAVE_DTYPE"  # stepwiser_lib.engines.models' (a test ties them)
 OUTPUT_ROOT_ENV = "STEPWISER_OUTPUT_ROOT"  # the same name as paths.OUTPUT_ROOT_ENV (a test checks)
 #: What the Colab runtime itself runs on: kept at their installed versions, never replaced (a new
 #: torch is a multi-GB download that breaks torchvision/torchaudio; a new Jupyter stack breaks the
@@ -365,9 +366,10 @@ def outputs(repo: Path, use_drive: bool, mount: Callable[[], Path], say: Callabl
             # free 15 GB Drive: those go to the VM's disk, LoRA ones stay on Drive (issue 48)
             os.environ.setdefault(ENV_CHECKPOINT_GB, str(DRIVE_CHECKPOINT_GB))
             os.environ.setdefault(ENV_LOCAL_CHECKPOINTS, str(LOCAL_CHECKPOINTS))
+            os.environ.setdefault(ENV_SAVE_DTYPE, "float16")  # saved models at half the size of fp32
             say(
-                f"[bootstrap] runs/, results/ and figures/ are kept on Google Drive: {root} (checkpoints over "
-                f"{DRIVE_CHECKPOINT_GB} GB at once go to {LOCAL_CHECKPOINTS}, on this VM)"
+                f"[bootstrap] runs/, results/ and figures/ are kept on Google Drive: {root} (models saved in "
+                f"float16; checkpoints over {DRIVE_CHECKPOINT_GB} GB at once go to {LOCAL_CHECKPOINTS}, on this VM)"
             )
             return root
         except Exception as e:  # noqa: BLE001 - refused permission, no Drive: explained below
