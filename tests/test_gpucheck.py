@@ -54,3 +54,13 @@ def test_the_gpu_probes_run_their_code_paths_on_the_cpu(tmp_path):
         "trl_colocate": None,
     }, {k: v["detail"] for k, v in rep["probes"].items()}
     assert "decode steps on the cache's 2 heads" in rep["probes"]["sampling_loop"]["detail"]
+
+
+@pytest.mark.real
+def test_the_vllm_seeds_probe_runs_on_the_cpu_engine():
+    """Issue 48 (N11): the probe that times vLLM's per-request seeds, run on the CPU build (``make
+    test-real``), so it is not first run on a lent GPU. The timing itself is the GPU's question."""
+    from stepwiser_lib.tools import gpuprobe
+
+    res = gpuprobe.probe_vllm_seeds("cpu")
+    assert res["held"] is True and res["unseeded_s"] > 0 and res["seeded_s"] > 0, res

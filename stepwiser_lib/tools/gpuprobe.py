@@ -14,8 +14,9 @@ The CPU cannot show these, because each depends on a CUDA kernel, a GPU's dtype 
 * ``workers``: ``make workers`` places one worker per GPU when ``CUDA_VISIBLE_DEVICES`` is unset:
   each child process sees a different device (by its UUID);
 * ``reward``: ``StepwiserReward`` with a judge loaded on the GPU scores completions;
-* ``vllm_seeds``, ``trl_colocate``: vLLM's per-request seeds against none (sampler time), and TRL's
-  colocated weight sync: only where vllm and trl are installed (``null`` with the reason otherwise).
+* ``vllm_seeds``: vLLM's per-request seeds against none, timed (where vllm is installed);
+* ``trl_colocate``: two GRPO steps on TRL's colocated vLLM engine, and whether the engine then
+  serves the trained weights (where trl, vllm and datasets are installed; on a GPU only).
 
 Each probe returns ``{"held": true | false | null, "detail": ..., "seconds": ...}``; ``null`` means
 not run here. On a CPU (``--cpu``, the tests) the probes run their code paths with CUDA's rule
@@ -54,14 +55,14 @@ def cuda_rule(device: str):
         decoding.gqa_in_kernel = real
 
 
-def random_qwen2(device: str, dtype, layers: int = 2, hidden: int = 256, heads: int = 8, kv: int = 2):
+def random_qwen2(device: str, dtype, layers: int = 2, hidden: int = 256, heads: int = 8, kv: int = 2, vocab: int = 512):
     """A small random-weight Qwen2 with grouped-query attention (``heads`` / ``kv`` groups)."""
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     torch.manual_seed(0)
     cfg = Qwen2Config(
-        vocab_size=512,
+        vocab_size=vocab,
         hidden_size=hidden,
         intermediate_size=2 * hidden,
         num_hidden_layers=layers,
@@ -222,15 +223,113 @@ def probe_reward(device: str) -> dict:
     }
 
 
-def probe_optional(name: str) -> dict:
+def _missing(*modules: str) -> dict | None:
     import importlib.util
 
-    missing = [
-        m for m in {"vllm_seeds": ["vllm"], "trl_colocate": ["trl", "vllm"]}[name] if not importlib.util.find_spec(m)
-    ]
-    if missing:
-        return {"held": None, "detail": f"not installed here: {', '.join(missing)} (carry the wheels to run it)"}
-    return {"held": None, "detail": "installed, but this probe is not written yet (issue 48: the next GPU session)"}
+    gone = [m for m in modules if importlib.util.find_spec(m) is None]
+    return (
+        {"held": None, "detail": f"not installed here: {', '.join(gone)} (carry the wheels to run it)"}
+        if gone
+        else None
+    )
+
+
+def save_random_model(folder: Path) -> None:
+    """A random-weight Qwen2 with the toy base's tokenizer (committed), for engines that load a
+    folder: no hub, no tokenizer package."""
+    import torch
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(paths.ROOT / "data" / "toy_base")
+    random_qwen2("cpu", torch.float32, vocab=len(tok)).save_pretrained(folder)
+    tok.save_pretrained(folder)
+
+
+def probe_vllm_seeds(device: str) -> dict:
+    """N11: every request seeded (per-sample streams, models.VLLMGenerator) makes vLLM's sampler
+    loop over the running requests in Python at each decode step; timed against unseeded ones."""
+    if gone := _missing("vllm"):
+        return gone
+    import tempfile
+
+    from vllm import LLM, SamplingParams
+
+    from ..engines.models import vllm_engine_kwargs
+
+    cpu = device == "cpu"
+    n, new = (16, 8) if cpu else (512, 64)
+    with tempfile.TemporaryDirectory() as d:
+        save_random_model(Path(d))
+        llm = LLM(**vllm_engine_kwargs(d, 1, 0.3, 256, 0, 1.0 if cpu else 0.0, True, cpu=cpu))
+        prompts = [{"prompt_token_ids": [3 + i % 20, 4, 5]} for i in range(n)]
+
+        def go(seeded: bool) -> float:
+            params = [
+                SamplingParams(max_tokens=new, temperature=1.0, ignore_eos=True, seed=i if seeded else None)
+                for i in range(n)
+            ]
+            t0 = time.perf_counter()
+            llm.generate(prompts, params, use_tqdm=False)
+            return time.perf_counter() - t0
+
+        go(False)  # warm-up
+        plain, seeded = go(False), go(True)
+        core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
+        if core is not None and hasattr(core, "shutdown"):
+            core.shutdown()
+    return {
+        "held": True,
+        "detail": f"{n} requests x {new} tokens: unseeded {plain:.2f} s, each seeded {seeded:.2f} s "
+        f"({100 * (seeded / plain - 1):+.0f}%)",
+        "unseeded_s": round(plain, 3),
+        "seeded_s": round(seeded, 3),
+    }
+
+
+def probe_trl_colocate(device: str) -> dict:
+    """S5: two GRPO steps with TRL's colocated vLLM engine (the paper path, ``GRPO_VLLM``), then
+    the engine's weights: TRL copies the trained weights into the engine before it samples again
+    (on the CPU build vLLM repacks linear weights at load, so that copy cannot work there; the
+    question is the GPU's)."""
+    if gone := _missing("trl", "vllm", "datasets"):
+        return gone
+    if device == "cpu":
+        return {"held": None, "detail": "the CPU build of vLLM repacks weights at load: TRL's sync is a GPU question"}
+    import tempfile
+
+    import torch
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    with tempfile.TemporaryDirectory() as d:
+        save_random_model(Path(d) / "m")
+        args = GRPOConfig(
+            output_dir=str(Path(d) / "out"),
+            max_steps=2,
+            per_device_train_batch_size=4,
+            num_generations=4,
+            max_completion_length=16,
+            learning_rate=1e-2,  # large, so the weights visibly move
+            use_vllm=True,
+            vllm_mode="colocate",
+            vllm_gpu_memory_utilization=0.3,
+            report_to=[],
+            logging_steps=1,
+        )
+        ds = Dataset.from_list([{"prompt": f"a = {i}. Find a."} for i in range(8)])
+        trainer = GRPOTrainer(
+            model=str(Path(d) / "m"),
+            reward_funcs=lambda completions, **kw: [float(len(c)) for c in completions],
+            args=args,
+            train_dataset=ds,
+        )
+        trainer.train()
+        trained = next(p for n, p in trainer.model.named_parameters() if n.endswith("embed_tokens.weight"))
+        engine = trainer.vllm_generation.llm if hasattr(trainer, "vllm_generation") else trainer.llm
+        served = dict(engine.llm_engine.model_executor.driver_worker.model_runner.model.named_parameters())
+        key = next(k for k in served if k.endswith("embed_tokens.weight"))
+        same = torch.allclose(served[key].float().cpu(), trained.detach().float().cpu(), atol=1e-2)
+    return {"held": bool(same), "detail": f"after 2 GRPO steps on the colocated engine, {key} served = trained: {same}"}
 
 
 PROBES = {
@@ -239,6 +338,8 @@ PROBES = {
     "half_precision": probe_half_precision,
     "workers": probe_workers,
     "reward": probe_reward,
+    "vllm_seeds": probe_vllm_seeds,
+    "trl_colocate": probe_trl_colocate,
 }
 
 
@@ -257,9 +358,6 @@ def run(out: Path | None = None, cpu: bool = False) -> dict:
         res["seconds"] = round(time.time() - t0, 2)
         probes[name] = res
         print(f"[gpu-probe] {name:15s} {str(res['held']):5s} {res['detail']}", flush=True)
-    for name in ("vllm_seeds", "trl_colocate"):
-        probes[name] = {**probe_optional(name), "seconds": 0.0}
-        print(f"[gpu-probe] {name:15s} {str(probes[name]['held']):5s} {probes[name]['detail']}", flush=True)
     report["probes"] = probes
     out = Path(out or paths.run_dir("gpu-check") / "gpu_probes.json")
     out.parent.mkdir(parents=True, exist_ok=True)
