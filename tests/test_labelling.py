@@ -641,3 +641,26 @@ def test_the_scaling_measurement_labels_with_a_copy_of_the_profile_and_the_worke
         "labelling.main(['--profile', 'smoke-scaling', '--out'" in cmd[-1]
         and "'--worker', '1', '--workers', '2'" in cmd[-1]
     )
+
+
+def test_a_shard_whose_text_holds_unicode_line_separators_resumes_DF01(tmp_path):
+    """Issue 49 (review 3, DF01): a problem holding U+2028 (valid inside a JSON string) made
+    ``str.splitlines`` break a record in two, so the shard was set aside and labelled again on
+    every resume. Records end in "\\n" only; every reader of JSONL now splits there."""
+    from stepwiser_lib.core import io
+    from stepwiser_lib.method import tasks
+
+    items = fake_items(8)
+    items[5]["problem"] = "fake problem 5\u2028with a line separator\u0085and a next-line"
+    first = L.label_prompts(FakeToyPolicy(), items, TEMPLATE, _cfg(shard_size=4), tmp_path, "m", progress=False)
+    again = L.label_prompts(FakeToyPolicy(), items, TEMPLATE, _cfg(shard_size=4), tmp_path, "m", progress=False)
+    assert (
+        first["written"] == 2
+        and again["resumed"] == 2
+        and again["redone"] == []
+        and again["records"] == first["records"]
+    )
+    assert not list((tmp_path / "shards").glob("*.corrupt*"))
+    f = tmp_path / "data.jsonl"
+    io.write_jsonl(f, items)
+    assert tasks.read_records(f) == items

@@ -51,3 +51,8 @@ def test_processbench_record_validation_names_split_line_and_field():
         schemas.validate_record({k: v for k, v in ok.items() if k != "label"}, "gsm8k", 3)
     with pytest.raises(schemas.ProcessBenchError, match="field 'label' should be int, got bool"):
         schemas.validate_record({**ok, "label": True}, "math", 1)
+    # issue 49 (review 3, DF03): a lone surrogate is valid JSON but no text; it failed inside the tokenizer
+    with pytest.raises(schemas.ProcessBenchError, match=r"gsm8k, line 4: field 'steps\[0\]' is not valid Unicode"):
+        schemas.validate_record({**ok, "steps": ["x \ud835", "s2"]}, "gsm8k", 4)
+    with pytest.raises(schemas.ProcessBenchError, match="field 'problem' is not valid Unicode"):
+        schemas.validate_record({**ok, "problem": "\udc80"}, "gsm8k", 4)

@@ -56,6 +56,15 @@ def validate_record(rec, split: str, line: int) -> dict:
             raise ProcessBenchError(f"{where}: field {k!r} should be {t.__name__}, got {type(v).__name__}")
     if not rec["steps"] or not all(isinstance(s, str) for s in rec["steps"]):
         raise ProcessBenchError(f"{where}: field 'steps' must be a non-empty list of strings")
+    for k, v in [(k, rec[k]) for k, t in PROCESSBENCH_FIELDS.items() if t is str] + [
+        (f"steps[{i}]", x) for i, x in enumerate(rec["steps"])
+    ]:
+        try:  # a lone surrogate (the JSON escape \ud835 alone) is valid JSON, not text a tokenizer takes
+            v.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise ProcessBenchError(
+                f"{where}: field {k!r} is not valid Unicode ({e.reason} at character {e.start})"
+            ) from None
     blank = [i for i, s in enumerate(rec["steps"]) if not s.strip()]
     if blank:  # a judge would be asked about nothing; the real data has none
         raise ProcessBenchError(f"{where}: step(s) {blank} are blank")

@@ -252,7 +252,7 @@ def _read(results_dir: Path, stem: str) -> list[dict] | None:
     path = results_dir / f"{stem}_predictions.jsonl"
     if not path.exists():
         return None
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [rec for _, rec in io.iter_jsonl(path)]  # a cut last line: file and line named (issue 49)
 
 
 def _runs(names, variant: str) -> list[str]:

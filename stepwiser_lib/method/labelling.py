@@ -267,9 +267,11 @@ def read_shard(path: Path, config_hash: str | None = None) -> tuple[list[dict], 
         raise ShardError(f"{path.name}: not UTF-8 at byte {e.start} (corrupt)") from None
     except OSError as e:
         raise ShardError(f"{path.name}: unreadable ({e.strerror})") from None
-    lines = text.splitlines(keepends=True)
-    if not lines or not text.endswith("\n"):
+    if not text.endswith("\n"):
         raise ShardError(f"{path.name}: truncated (no complete footer)")
+    # records end in "\n" only: str.splitlines would also break inside a JSON string holding
+    # U+2028 or U+0085 (valid there), and set a whole shard aside on every resume (issue 49)
+    lines = [ln + "\n" for ln in text[:-1].split("\n")]
     try:
         footer = io.loads_strict(lines[-1])["_footer"]
     except (ValueError, KeyError, TypeError):

@@ -245,7 +245,7 @@ def read_records(path: str | Path) -> list[dict]:
     text = path.read_text()
     if text.lstrip().startswith("["):
         return json.loads(text)
-    return [json.loads(x) for x in text.splitlines() if x.strip()]
+    return [rec for _, rec in io.iter_jsonl(path)]  # lines end in "\n" only (issue 49), errors name the line
 
 
 def _hub_rows(task: str, revision: str | None = None) -> list[dict]:  # pragma: no cover - needs the hub

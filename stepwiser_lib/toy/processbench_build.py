@@ -15,7 +15,7 @@ import time
 import warnings
 from pathlib import Path
 
-from ..core import prompts
+from ..core import io, prompts
 from ..core.io import write_jsonl, write_result
 from ..core.paths import TOY_BASE_DIR
 from ..core.schemas import TOY_DEV_SPLIT, TOY_DIR_DEFAULT, TOY_SPLITS, validate_record
@@ -208,7 +208,7 @@ def build_dev(
 
 
 def _read(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [rec for _, rec in io.iter_jsonl(path)]
 
 
 def main(argv: list[str] | None = None) -> None:
