@@ -397,3 +397,44 @@ def test_a_p_value_below_what_is_stored_is_not_printed_as_zero():
     assert claims._fmt_p(0.00004) == "<0.0001"
     assert claims._fmt_p(0.0404) == "0.0404"
     assert claims._fmt_p(1.0) == "1"
+
+
+def test_undefined_statistics_and_unequal_seed_sets_decide_nothing_CL01_CL03_CL05(tmp_path):
+    """Issue 49 (reliability review 3): CL01, a balanced accuracy on test chunks that are all
+    Positive is undefined; it became an interval of NaN with p 0.001 and "opposite direction".
+    CL03, chunk-reset arms on seeds {0, 1} and {7, 8} were paired as shared sampling seeds. CL05,
+    a cut predictions line named neither file nor line."""
+    import pytest
+
+    from stepwiser_lib.core import io
+
+    problems = [f"label-0-{i // 4}" for i in range(80)]
+    labels = [True] * 80  # no Negative chunk: balanced accuracy has no value
+    preds = _judge_preds("warm-up (before RL)", [False] * 80, labels, problems)
+    for run in ["", "@seed1"]:
+        preds += _judge_preds(f"stepwiser:rel_ratio{run}", [i % 3 > 0 for i in range(80)], labels, problems)
+        preds += _judge_preds(f"disc_sft:rel_ratio{run}", [i % 2 > 0 for i in range(80)], labels, problems)
+    _write(tmp_path / "judge_predictions.jsonl", preds)
+    doc = claims.write(tmp_path, "unit", n_boot=200)
+    rows = doc["claims"]
+    assert rows and all(r["verdict"] == "undefined" and r["p"] is None and r["p_holm"] is None for r in rows)
+    assert all(r["direction"] == "–" and r["size"] == "–" and r["estimate"] is None for r in rows)
+    assert all("| undefined |" in line for line in claims.table_markdown(doc)[4:])
+    assert np.isnan(seeds.p_two_sided(np.array([0.1, np.nan, 0.2])))
+
+    recs = [
+        {"method": m, "task": "toy", "seed": s, "problem_id": f"toy/eval-0-{q}", "correct": (q + s) % 3 != 0}
+        for m, ss in (("chunk policy (no judge)", (0, 1)), ("stepwiser:rel_ratio", (7, 8)))
+        for s in ss
+        for q in range(64)
+    ]
+    cr = tmp_path / "cr"
+    cr.mkdir()
+    _write(cr / "chunk_reset_predictions.jsonl", recs)
+    (row,) = claims.table(cr, n_boot=200)
+    assert set(row["seed_units"].values()) == {"seeds"}  # unpaired: not the same seeds
+    (cr / "chunk_reset_predictions.jsonl").write_text(
+        (cr / "chunk_reset_predictions.jsonl").read_text() + '{"method": "x", "seed": 0, "problem_id'
+    )
+    with pytest.raises(io.RecordError, match=r"chunk_reset_predictions.jsonl, line 257"):
+        claims.table(cr, n_boot=200)

@@ -721,7 +721,9 @@ def specs(results_dir: str | Path) -> list[dict]:
             (ca, ua), (cb, ub) = rate_arm(rp, a, problems), rate_arm(rp, b, problems)
             # chunk-reset's arms share their sampling seeds (common random numbers): when both arms'
             # units are those seeds, one seed draw serves both, which keeps the pairing
-            crn = stem == "chunk_reset" and ua == ub == "seeds" and ca.shape[0] == cb.shape[0]
+            # (the same seeds, not as many: two runs' files joined can hold other seeds; issue 49)
+            same_seeds = {p["seed"] for p in rp if p["method"] == a} == {p["seed"] for p in rp if p["method"] == b}
+            crn = stem == "chunk_reset" and ua == ub == "seeds" and same_seeds
             out.append(
                 _spec(
                     text,
@@ -773,6 +775,7 @@ def table(results_dir: str | Path, n_boot: int = seeds.N_BOOT, seed: int = 0) ->
     effect? one-sided p, Holm over the rows that ask it; only where both are in the same units)
     and ``verdict``:
 
+    - *undefined*: the statistic has no value on these items (e.g. a class missing); decides nothing;
     - *uninformative*: an arm never left its start (:func:`uninformative_arms`); decides nothing;
     - *equivalent* / *not shown equivalent*: a "keeps" claim, by its Holm-adjusted TOST p;
     - *no paper effect*: the paper's own difference is inside its noise (``paper_significant``
@@ -821,13 +824,20 @@ def table(results_dir: str | Path, n_boot: int = seeds.N_BOOT, seed: int = 0) ->
             "same_units": s["same_units"],
             "uninformative": s["uninformative"],
         }
-        if s["equivalence"]:
+        if not (np.isfinite(d["estimate"]) and np.isfinite(c["se"])):
+            # a statistic undefined on these items (balanced accuracy with a class absent from the
+            # test chunks, an F1 with no erroneous solution): no interval, no p, no verdict (issue 49)
+            rec.update(
+                estimate=None, ci_low=None, ci_high=None, se=None, p=None, boot_ci=[None, None],
+                undefined="the statistic is undefined on these items (a class missing from them?)",
+            )
+        elif s["equivalence"]:
             e = seeds.tost_t(d["estimate"], c["se"], c["df"], KEEPS_MARGIN)
             rec.update(p=e["p"], test=f"TOST within ±{KEEPS_MARGIN:g} on the {rec['test']}", equivalence=e)
         elif s["same_units"] and sign and rec["paper_significant"] is not False:
             rec["p_smaller"] = seeds.smaller_p(d["estimate"], c["se"], c["df"], s["paper"]["paper_diff"])
         out.append(rec)
-    family = [i for i, r in enumerate(out) if not r["uninformative"]]
+    family = [i for i, r in enumerate(out) if not r["uninformative"] and not r.get("undefined")]
     adj = seeds.holm([out[i]["p"] for i in family]) if family else []
     for r in out:
         r["p_holm"] = None
@@ -847,7 +857,7 @@ def direction(r: dict) -> str:
     """The Holm-adjusted result against the paper's sign: *same* / *opposite* when ``p_holm`` is
     below :data:`ALPHA`, else *undetermined*; "–" for an equivalence claim, an uninformative row or
     a row the paper has no number for."""
-    if r["uninformative"] or "equivalence" in r or r["p_holm"] is None or r["paper_diff"] is None:
+    if r["uninformative"] or r.get("undefined") or "equivalence" in r or r["p_holm"] is None or r["paper_diff"] is None:
         return "–"
     if r["p_holm"] >= ALPHA or not r["paper_diff"]:
         return "undetermined"
@@ -859,6 +869,8 @@ def size(r: dict) -> str:
     (``p_smaller_holm``) is below :data:`ALPHA`, *not shown smaller* otherwise, *units differ*
     where the two metrics are not the same, "–" where nothing is asked (no paper effect,
     equivalence, uninformative)."""
+    if r.get("undefined"):
+        return "–"
     if "p_smaller_holm" in r:
         return "smaller" if r["p_smaller_holm"] < ALPHA else "not shown smaller"
     if not r.get("same_units", True) and not r["uninformative"] and r["paper_significant"] is not False:
@@ -868,6 +880,8 @@ def size(r: dict) -> str:
 
 def verdict(r: dict) -> str:
     """A claim record's verdict (see :func:`table`)."""
+    if r.get("undefined"):
+        return "undefined"
     if r["uninformative"]:
         return "uninformative"
     if "equivalence" in r:
@@ -1008,11 +1022,12 @@ def table_markdown(doc: dict | None) -> list[str]:
         sig = {True: "yes", False: "no", None: "?"}[r["paper_significant"]]
         seeds_ = " / ".join(str(v) for v in r["seeds"].values())
         ph = "–" if r["p_holm"] is None else _fmt_p(r["p_holm"])
+        ours = "undefined" if r["estimate"] is None else f"{r['estimate']:+.1f} [{r['ci_low']:+.1f}, {r['ci_high']:+.1f}]"
         paper = "–" if r["paper_diff"] is None else f"{r['paper_diff']:+.1f} ({z}; {sig})"
         lines.append(
             f"| {r['claim']} | {paper} | {r['paper_source']}; ours: {r['metric']} | "
-            f"{r['estimate']:+.1f} [{r['ci_low']:+.1f}, {r['ci_high']:+.1f}] | {seeds_} | {_degen(r)} | "
-            f"{_fmt_p(r['p'])} | {ph} | {r.get('direction', '–')} | {r.get('size', '–')} | **{r['verdict']}** |"
+            f"{ours} | {seeds_} | {_degen(r)} | "
+            f"{'–' if r['p'] is None else _fmt_p(r['p'])} | {ph} | {r.get('direction', '–')} | {r.get('size', '–')} | **{r['verdict']}** |"
         )
     return lines
 
@@ -1029,7 +1044,8 @@ def main(argv: list[str] | None = None) -> int:
     res = Path(a.results) if a.results else paths.output_root() / "results" / a.profile
     doc = write(res, a.profile, a.n_boot)
     for r in doc["claims"]:
-        print(f"{r['verdict']:22s} {r['estimate']:+6.1f} [{r['ci_low']:+6.1f}, {r['ci_high']:+6.1f}]  {r['claim']}")
+        ours = "undefined" if r["estimate"] is None else f"{r['estimate']:+6.1f} [{r['ci_low']:+6.1f}, {r['ci_high']:+6.1f}]"
+        print(f"{r['verdict']:22s} {ours}  {r['claim']}")
     return 0
 
 

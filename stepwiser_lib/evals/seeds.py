@@ -126,6 +126,9 @@ def replicates(
 def p_two_sided(reps: np.ndarray, null: float = 0.0) -> float:
     """Bootstrap p of a difference: twice the smaller share of replicates on either side of
     ``null`` (each share counted as (k + 1) / (B + 1)), at most 1."""
+    reps = np.asarray(reps)
+    if not np.isfinite(reps).all():  # a NaN replicate is on neither side: p would shrink to 2/(B+1)
+        return float("nan")
     b = len(reps)
     lo, hi = (np.sum(reps <= null) + 1) / (b + 1), (np.sum(reps >= null) + 1) / (b + 1)
     return float(min(1.0, 2 * min(lo, hi)))
