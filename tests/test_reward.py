@@ -97,3 +97,67 @@ def test_a_toy_policy_trains_a_few_grpo_steps_with_the_judge_as_its_reward(tmp_p
     logs = [h for h in trainer.state.log_history if "reward" in h or "rewards/stepwiser_mean/mean" in h]
     assert trainer.state.global_step == 2 and logs
     assert any("rewards/stepwiser_mean/mean" in h for h in trainer.state.log_history)
+
+
+class _Unread(_Judge):
+    """As _Judge, but no verdict (what an unparsable or cut output gives) on chunks holding 'garbage'."""
+
+    def judge(self, triples, k=1, seed=0):
+        out = super().judge(triples, k, seed)
+        return [
+            {"verdict": None, "analysis": "", "score": 0.0} if "garbage" in c else r
+            for r, (_, _, c) in zip(out, triples)
+        ]
+
+
+def test_chunks_the_judge_could_not_read_cost_reward_and_bad_inputs_are_named_RW02_to_RW05():
+    """Issue 49 (reliability review 3, RW02-RW05; the real-path reading's N9): a completion whose
+    wrong steps the judge could not read scored 1.0 under every aggregate, above one whose wrong
+    step was judged Negative. An unjudged chunk now scores 0 and stops ``first_negative``; k, the
+    judge and the problems are checked before the judge runs."""
+    import pathlib
+
+    read, unread = "b = 5\n\nc = 6 wrong", "b = 5\n\ngarbage c = 6 wrong\n\ngarbage d = 1 wrong"
+    for how, want in (("min", [0.0, 0.0]), ("mean", [0.5, 1 / 3]), ("first_negative", [0.5, 1 / 3])):
+        got = StepwiserReward(_Unread(), aggregate=how)(completions=[read, unread], problem=["p", "p"])
+        assert got == pytest.approx(want), how
+        assert got[1] <= got[0]  # never more reward for steps the judge could not read
+    for k in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="at least 1"):
+            StepwiserReward(_Judge(), k=k)
+    with pytest.raises(TypeError, match="not a int"):
+        StepwiserReward(3)
+    with pytest.raises(ValueError, match=r"row\(s\) \[1\] of column 'problem' hold no problem text \(None\)"):
+        StepwiserReward(_Judge())(completions=["a", "b"], problem=["p", None])
+    with pytest.raises(ValueError, match="TRL passes prompts=, or give the dataset a 'problem' column"):
+        StepwiserReward(_Judge())(completions=["a", "b"])
+    r = StepwiserReward(pathlib.Path("data/toy_base"))  # a Path loads like a str
+    assert callable(r.judge.judge)
+
+
+def test_judge_load_names_a_missing_folder_and_a_broken_export_and_warns_past_the_context_EX10_RW06(tmp_path):
+    """Issue 49 (EX10, RW06): Judge.load on a missing folder spoke of hub repo ids, on a cut or
+    incomplete ``stepwiser_judge.json`` raised a bare JSONDecodeError or KeyError; a prompt past the
+    judge's context (the toy base has 512 positions) was judged without a word."""
+    import json
+    import warnings
+
+    from stepwiser_lib.method.judge import Judge
+
+    with pytest.raises(FileNotFoundError, match="no such model folder: ../nope/judge"):
+        Judge.load("../nope/judge")
+    (tmp_path / "j").mkdir()
+    (tmp_path / "j" / "stepwiser_judge.json").write_text('{"style": "cot", "prompt_fam')
+    with pytest.raises(ValueError, match="stepwiser_judge.json: not a whole JSON file"):
+        Judge.load(str(tmp_path / "j"))
+    (tmp_path / "j" / "stepwiser_judge.json").write_text(json.dumps({"prompt_family": "toy", "max_new_tokens": 8}))
+    with pytest.raises(ValueError, match="stepwiser_judge.json: missing style"):
+        Judge.load(str(tmp_path / "j"))
+    j = Judge.load("data/toy_base", max_new_tokens=4)
+    with pytest.raises(ValueError, match="at least 1"):
+        j.judge([("a = 2. Find a.", [], "a = 2")], k=0)
+    long = ("a = 2. b = a + 3. Find b.", ["b = a + 3 = 5"] * 80, "b = 5")
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        j.judge([("a = 2. Find a.", [], "a = 2"), long])
+    assert any("1 of 2 judge prompts" in str(x.message) and "512 positions" in str(x.message) for x in w)

@@ -149,6 +149,13 @@ def sampling_half(model) -> torch.dtype | None:
     return getattr(torch, half) if half else None
 
 
+def looks_local(name: str) -> bool:
+    """Whether ``name`` is a path, not a hub id: it starts with ``.``, ``/`` or ``~``, or has more
+    than one ``/`` (a hub id is ``owner/name``). A missing folder is then named as one instead of
+    the hub's "repo id must be in the form ..." (issue 49)."""
+    return name.startswith((".", "/", "~")) or name.count("/") > 1 or os.sep != "/" and os.sep in name
+
+
 def load_tokenizer(name_or_path: str):
     from transformers import AutoTokenizer
 
@@ -174,6 +181,8 @@ def load_model(
     torch_dtype = getattr(torch, precision(device)["inference"] if dtype == "auto" else dtype)
     if not (os.path.isdir(name_or_path) or "/" in name_or_path):
         raise FileNotFoundError(f"model {name_or_path!r} is neither a local directory nor a hub id (owner/name)")
+    if not os.path.isdir(name_or_path) and looks_local(name_or_path):
+        raise FileNotFoundError(f"no such model folder: {name_or_path} (from {os.getcwd()})")
     where = name_or_path
     try:
         tok = load_tokenizer(name_or_path)

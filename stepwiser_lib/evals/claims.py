@@ -828,7 +828,12 @@ def table(results_dir: str | Path, n_boot: int = seeds.N_BOOT, seed: int = 0) ->
             # a statistic undefined on these items (balanced accuracy with a class absent from the
             # test chunks, an F1 with no erroneous solution): no interval, no p, no verdict (issue 49)
             rec.update(
-                estimate=None, ci_low=None, ci_high=None, se=None, p=None, boot_ci=[None, None],
+                estimate=None,
+                ci_low=None,
+                ci_high=None,
+                se=None,
+                p=None,
+                boot_ci=[None, None],
                 undefined="the statistic is undefined on these items (a class missing from them?)",
             )
         elif s["equivalence"]:
@@ -1022,7 +1027,9 @@ def table_markdown(doc: dict | None) -> list[str]:
         sig = {True: "yes", False: "no", None: "?"}[r["paper_significant"]]
         seeds_ = " / ".join(str(v) for v in r["seeds"].values())
         ph = "–" if r["p_holm"] is None else _fmt_p(r["p_holm"])
-        ours = "undefined" if r["estimate"] is None else f"{r['estimate']:+.1f} [{r['ci_low']:+.1f}, {r['ci_high']:+.1f}]"
+        ours = (
+            "undefined" if r["estimate"] is None else f"{r['estimate']:+.1f} [{r['ci_low']:+.1f}, {r['ci_high']:+.1f}]"
+        )
         paper = "–" if r["paper_diff"] is None else f"{r['paper_diff']:+.1f} ({z}; {sig})"
         lines.append(
             f"| {r['claim']} | {paper} | {r['paper_source']}; ours: {r['metric']} | "
@@ -1044,7 +1051,11 @@ def main(argv: list[str] | None = None) -> int:
     res = Path(a.results) if a.results else paths.output_root() / "results" / a.profile
     doc = write(res, a.profile, a.n_boot)
     for r in doc["claims"]:
-        ours = "undefined" if r["estimate"] is None else f"{r['estimate']:+6.1f} [{r['ci_low']:+6.1f}, {r['ci_high']:+6.1f}]"
+        ours = (
+            "undefined"
+            if r["estimate"] is None
+            else f"{r['estimate']:+6.1f} [{r['ci_low']:+6.1f}, {r['ci_high']:+6.1f}]"
+        )
         print(f"{r['verdict']:22s} {ours}  {r['claim']}")
     return 0
 

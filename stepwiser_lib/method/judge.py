@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 
 from ..core import paths
 from ..core.chunks import parse_chunks
@@ -184,9 +185,14 @@ class Judge:
         progress: bool | str = False,
         seeds: list[int] | None = None,
     ) -> list[dict]:
-        """``seeds``: one per triple instead of ``seed`` (each triple's samples then depend on it alone)."""
+        """``seeds``: one per triple instead of ``seed`` (each triple's samples then depend on it alone).
+        Prompts longer than the judge's context (its ``max_position_embeddings`` less the output
+        limit) are judged, with a warning that says how many: their verdicts are unreliable."""
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise ValueError(f"k = {k!r}: the samples per chunk, at least 1")
         temperature = (0.0 if k == 1 else 1.0) if temperature is None else temperature
         ps = [judge_prompt(self.family, p, h, c, self.style) for p, h, c in triples]
+        self._warn_context(ps)
         with _eval_mode(getattr(self.gen, "model", None)):
             outs = self.gen.generate(
                 ps,
@@ -217,6 +223,23 @@ class Judge:
                 }
             )
         return res
+
+    def _warn_context(self, prompts: list[str]) -> None:
+        """Warn, with the count, when prompts (plus the output limit) pass the judge's context
+        (issue 49: a 60-chunk completion was judged silently past a 512-position model)."""
+        model, tok = getattr(self.gen, "model", None), getattr(self.gen, "tok", None)
+        limit = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+        if not limit or tok is None or not prompts:
+            return
+        lengths = [len(x) for x in tok(prompts, add_special_tokens=False)["input_ids"]]
+        over = sum(n + self.max_new_tokens > limit for n in lengths)
+        if over:
+            warnings.warn(
+                f"{over} of {len(prompts)} judge prompts (longest {max(lengths)} tokens) plus the output limit "
+                f"({self.max_new_tokens}) pass the judge's context of {limit} positions: their verdicts are "
+                "unreliable (long histories: judge shorter solutions, or a judge with a longer context)",
+                stacklevel=3,
+            )
 
     def verdict_probs(self, triples: list[tuple[str, list[str], str]], outputs: list[str]) -> list[float | None]:
         """For each judge output, p(Positive) / (p(Positive) + p(Negative)) of the verdict's first
@@ -379,6 +402,8 @@ def evaluate_judge(
 
 #: The file an exported judge carries (:mod:`stepwiser_lib.tools.export`): how to prompt and read it.
 EXPORTED_JUDGE = "stepwiser_judge.json"
+#: What :meth:`Judge.load` reads from it.
+EXPORTED_FIELDS = ("style", "prompt_family", "max_new_tokens")
 
 
 def exported_judge(path: str) -> dict | None:
@@ -387,8 +412,15 @@ def exported_judge(path: str) -> dict | None:
 
     local = os.path.join(path, EXPORTED_JUDGE)
     if os.path.isfile(local):
-        with open(local) as f:
-            return json.load(f)
+        try:
+            with open(local) as f:
+                meta = json.load(f)
+        except (ValueError, OSError) as e:
+            raise ValueError(f"{local}: not a whole JSON file ({e}); export the judge again") from None
+        missing = [k for k in EXPORTED_FIELDS if not isinstance(meta, dict) or k not in meta]
+        if missing:
+            raise ValueError(f"{local}: missing {', '.join(missing)}; export the judge again")
+        return meta
     if os.path.isdir(path) or path.count("/") != 1:
         return None
     try:

@@ -17,6 +17,11 @@ reward; how to aggregate chunk scores into a reward is ``[not in paper]``:
 * ``mean``: the average chunk score (the paper's RS-FT selection score);
 * ``first_negative``: the share of chunks before the first Negative verdict (1.0 when none).
 
+A chunk the judge gave no verdict on (no sample parsed: an output cut at the judge's token limit,
+or text it cannot read) scores 0 and counts as a Negative for ``first_negative``, as everywhere in
+this library (``stepwiser_lib.core.verdicts``): a policy must not gain by writing steps its judge
+cannot read.
+
 A chunk's score is the judge's ``score``: the share of ``k`` sampled verdicts that are Positive
 (a generative judge; 0 or 1 at ``k = 1``), or p(+) (a discriminative judge). A completion with no
 chunk, or whose chunks no sample judged, gets 0.0. Judging every chunk of every completion costs
@@ -24,6 +29,8 @@ one judge generation per chunk: at real scale use the vLLM backend (``Judge.load
 """
 
 from __future__ import annotations
+
+import os
 
 from ..core.chunks import parse_chunks, split_paragraphs
 from .judge import Judge
@@ -50,14 +57,14 @@ def aggregate(scores: list[float | None], verdicts: list[str | None], how: str) 
     """One completion's reward from its chunks' scores and verdicts (see the module docstring)."""
     if how not in AGGREGATES:
         raise ValueError(f"aggregate must be one of {AGGREGATES}, not {how!r}")
-    judged = [s for s in scores if s is not None]
-    if not judged:
+    if not scores:
         return 0.0
+    judged = [0.0 if s is None else s for s in scores]  # no verdict earns nothing (issue 49)
     if how == "min":
         return float(min(judged))
     if how == "mean":
         return float(sum(judged) / len(judged))
-    first = next((i for i, v in enumerate(verdicts) if v == "Negative"), len(verdicts))
+    first = next((i for i, v in enumerate(verdicts) if v != "Positive"), len(verdicts))
     return first / len(verdicts)
 
 
@@ -74,7 +81,16 @@ class StepwiserReward:
     def __init__(self, judge, aggregate: str = "min", k: int = 1, problem_column: str = "problem", seed: int = 0):
         if aggregate not in AGGREGATES:
             raise ValueError(f"aggregate must be one of {AGGREGATES}, not {aggregate!r}")
-        self.judge = Judge.load(judge) if isinstance(judge, str) else judge
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise ValueError(f"k = {k!r}: the verdicts sampled per chunk, at least 1")
+        if isinstance(judge, (str, os.PathLike)):
+            judge = Judge.load(os.fspath(judge))
+        elif not callable(getattr(judge, "judge", None)):
+            raise TypeError(
+                f"judge: a path or hub id of a judge, or a loaded one (with a judge(triples, k=...) method), "
+                f"not a {type(judge).__name__}"
+            )
+        self.judge = judge
         self.how, self.k, self.problem_column, self.seed = aggregate, k, problem_column, seed
         self.__name__ = f"stepwiser_{aggregate}"  # TRL logs each reward function by its __name__
 
@@ -82,8 +98,19 @@ class StepwiserReward:
         if completions is None:
             raise TypeError("StepwiserReward needs completions (TRL passes prompts=, completions=)")
         problems = kwargs.get(self.problem_column) or [text_of(p) for p in (prompts or [])]
+        if not problems and completions:
+            raise ValueError(
+                f"no problems for {len(completions)} completions: TRL passes prompts=, or give the dataset a "
+                f"{self.problem_column!r} column (problem_column= names another)"
+            )
         if len(problems) != len(completions):
             raise ValueError(f"{len(problems)} problems for {len(completions)} completions")
+        bad = [i for i, p in enumerate(problems) if not isinstance(p, str) or not p.strip()]
+        if bad:
+            raise ValueError(
+                f"row(s) {bad[:5]} of column {self.problem_column!r} hold no problem text "
+                f"({problems[bad[0]]!r}): the judge would be asked about nothing"
+            )
         steps = [chunks_of(text_of(c)) for c in completions]
         triples = [(p, ch[:i], ch[i]) for p, ch in zip(problems, steps) for i in range(len(ch))]
         judged = self.judge.judge(triples, k=self.k, seed=self.seed) if triples else []
@@ -91,6 +118,6 @@ class StepwiserReward:
         for ch in steps:
             res = judged[at : at + len(ch)]
             at += len(ch)
-            scores = [None if r["verdict"] is None and not r.get("score") else r["score"] for r in res]
+            scores = [None if r["verdict"] is None else r["score"] for r in res]
             out.append(aggregate(scores, [r["verdict"] for r in res], self.how))
         return out
