@@ -128,7 +128,8 @@ def test_the_hub_push_runs_dry_against_a_local_folder(tmp_path, monkeypatch):
     ]
     hub = tmp_path / "exp" / ".hub-dry-run"
     assert (hub / "dataset" / "my-org" / "stepwiser-x-labels" / "README.md").exists()
-    assert json.loads((hub / "plan.json").read_text())[1]["files"] == ["README.md", "labels.jsonl"]
+    files = json.loads((hub / "plan.json").read_text())[1]["files"]
+    assert files[0] == "README.md" and files[1].startswith("labels-") and len(files) == 2
 
 
 def test_the_committed_toy_processbench_carries_its_card():
@@ -166,3 +167,61 @@ def test_cards_carry_the_segmentation_teachers_licence_and_pushes_are_private_N1
     plan = ex.push([d], "org", "paper", dry_run=True, out=tmp_path / "exp")
     assert plan[0]["repo_id"] == "org/Llama-stepwiser-paper-stepwiser-rel-ratio" and plan[0]["private"] is True
     assert ex.push([d], "org", "tiny", dry_run=True, out=tmp_path / "exp", public=True)[0]["private"] is False
+
+
+def test_a_rewritten_export_loads_its_new_rows_and_a_broken_judge_is_refused_EX07_EX09(tmp_path, monkeypatch):
+    """Issue 49 (reliability review 3): EX07, labels rewritten and exported again to the same folder
+    loaded the old rows from the datasets cache (the card named the same path); EX09, a judge whose
+    weights were lost was exported without them."""
+    datasets = pytest.importorskip("datasets")
+    monkeypatch.setenv(paths.OUTPUT_ROOT_ENV, str(tmp_path / "out"))
+    _profile(tmp_path / "out")
+    cache = str(tmp_path / "hf-cache")
+    datasets.disable_progress_bars()
+    ex.export("x", tmp_path / "exp", judges=False)
+    assert len(datasets.load_dataset(str(tmp_path / "exp" / "labels"), cache_dir=cache)["train"]) == 2
+    labels = tmp_path / "out" / "runs" / "x" / "artifacts" / "02_rollout_labelling" / "labels.jsonl"
+    rec = io.read_jsonl(labels)[0]
+    io.write_jsonl(labels, [{**rec, "chunk_index": i} for i in range(5)])  # a rerun of 02
+    ex.export("x", tmp_path / "exp", judges=False)
+    assert len(datasets.load_dataset(str(tmp_path / "exp" / "labels"), cache_dir=cache)["train"]) == 5
+    assert len(list((tmp_path / "exp" / "labels").glob("labels-*.jsonl"))) == 1  # the old copy is gone
+    (tmp_path / "out" / "runs" / "x" / "artifacts" / "04_judge_grpo" / "judge" / "model" / "model.safetensors").unlink()
+    with pytest.raises(ex.ExportError, match="judge stepwiser:rel_ratio: its model in .* is incomplete"):
+        ex.export("x", tmp_path / "exp2")
+
+
+def test_the_export_cli_checks_its_profile_flags_and_hub_ids_and_says_what_is_missing_EX01_EX04_EX05_EX06(
+    tmp_path, monkeypatch, capsys
+):
+    """Issue 49: EX01, a misspelt profile exported toy-ProcessBench and exit 0, and a profile that
+    had not run said nothing of what was missing (and a results folder was created by reading);
+    EX04, --dry-run without --push-to-hub wrote a full export; EX05, an org the hub refuses passed
+    the dry run; EX06, a push without hub access ended in a 34-line traceback."""
+    monkeypatch.setenv(paths.OUTPUT_ROOT_ENV, str(tmp_path / "out"))
+    assert ex.main(["--profile", "smokey", "--to", str(tmp_path / "e"), "--no-judges"]) == 2
+    assert "unknown profile 'smokey'" in capsys.readouterr().err and not (tmp_path / "e").exists()
+    assert ex.main(["--profile", "tiny", "--to", str(tmp_path / "e"), "--no-judges"]) == 0
+    err = capsys.readouterr().err
+    assert "has not made them yet: labels (notebook 02), judge-splits (notebook 03), predictions" in err
+    assert not (tmp_path / "out" / "results" / "tiny").exists()  # reading made no folder
+    with pytest.raises(SystemExit):
+        ex.main(["--profile", "tiny", "--to", str(tmp_path / "e"), "--dry-run"])
+    assert "--dry-run is for --push-to-hub" in capsys.readouterr().err
+    assert ex.main(["--profile", "tiny", "--to", str(tmp_path / "e"), "--push-to-hub", "my org/", "--dry-run"]) == 2
+    assert "is not a hub repo id" in capsys.readouterr().err
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    import huggingface_hub
+
+    def offline(*a, **k):
+        raise huggingface_hub.errors.OfflineModeIsEnabled(
+            "Cannot reach https://huggingface.co/api/repos/create: offline mode is enabled."
+        )
+
+    monkeypatch.setattr(huggingface_hub.HfApi, "create_repo", offline)
+    assert ex.main(["--profile", "tiny", "--to", str(tmp_path / "e"), "--no-judges", "--push-to-hub", "my-org"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(
+        "[export] the push of my-org/stepwiser-tiny-toy-processbench failed (OfflineModeIsEnabled"
+    )
+    assert err[-1].endswith(f"the export is in {tmp_path / 'e'}")

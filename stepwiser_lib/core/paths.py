@@ -119,9 +119,11 @@ def artifacts(profile: str, stage: str) -> Path:
     return p
 
 
-def results_dir(profile: str) -> Path:
+def results_dir(profile: str, create: bool = True) -> Path:
+    """``<output root>/results/<profile>``, made unless ``create`` is false (a reader: issue 49)."""
     p = output_root() / "results" / profile
-    p.mkdir(parents=True, exist_ok=True)
+    if create:
+        p.mkdir(parents=True, exist_ok=True)
     return p
 
 

@@ -10,7 +10,9 @@ of truth) with a card (:mod:`stepwiser_lib.core.cards`):
   config, the dev split; ``labels/``: notebook 02's labelled chunks; ``judge-splits/``: notebook
   03's train / dev / test sets, one config per rule and balancing; ``predictions/``: the per-item
   predictions behind every reported number, one config per stage. Each loads with
-  ``datasets.load_dataset(<folder>)`` (or ``load_dataset(<folder>, "<config>")``).
+  ``datasets.load_dataset(<folder>)`` (or ``load_dataset(<folder>, "<config>")``). Their files are
+  named with their content's hash (``labels-<sha8>.jsonl``), so an export rewritten in the same
+  folder is never served from the datasets cache of an earlier one.
 * ``judges/<name>/``: every trained judge of notebook 04 as a full model (a LoRA adapter merged
   into its base), with ``stepwiser_judge.json`` (style, prompt family, output limit) and a model
   card with its test numbers and their 95% intervals. ``Judge.load(<folder>)`` reads it back.
@@ -29,7 +31,7 @@ import sys
 from pathlib import Path
 
 from ..core import cards, io, paths
-from ..core.config import ConfigError, for_notebook
+from ..core.config import ConfigError, check_profile_name, for_notebook
 from ..core.vocab import RULES, variant_slug
 
 #: The stages whose per-item predictions ``results/<profile>/`` holds, by file stem.
@@ -43,10 +45,22 @@ PREDICTIONS = {
 SPLITS = ("train", "dev", "test")
 
 
-def _copy(src: Path, dest: Path) -> str:
+def _copy(src: Path, dest: Path, hashed: bool = False) -> str:
+    """Copy ``src`` to ``dest``; ``hashed``: as ``<stem>-<sha8><suffix>``, so that the card's
+    ``data_files`` change with the data and ``datasets.load_dataset`` cannot serve the rows an
+    earlier export left in its cache (issue 49). Returns the name written."""
+    if hashed:
+        dest = dest.with_name(f"{dest.stem}-{io.file_sha256(src)[:8]}{dest.suffix}")
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(src, dest)
     return dest.name
+
+
+def _fresh(d: Path) -> Path:
+    """An export folder emptied of an earlier export's files (whose hashed names would linger)."""
+    if d.exists():
+        shutil.rmtree(d)
+    return d
 
 
 def toy_processbench_card(folder: Path) -> str:
@@ -87,8 +101,8 @@ def export_labels(profile: str, out: Path) -> Path | None:
     src = paths.run_dir(profile) / "artifacts" / "02_rollout_labelling" / "labels.jsonl"
     if not src.exists():
         return None
-    d = out / "labels"
-    configs = {"default": {"train": _copy(src, d / "labels.jsonl")}}
+    d = _fresh(out / "labels")
+    configs = {"default": {"train": _copy(src, d / "labels.jsonl", hashed=True)}}
     body = (
         f"Monte-Carlo step labels of the `{profile}` profile (notebook 02): one record per chunk of each "
         "labelled trajectory, with Q after the chunk, Q before it, and the three rules' labels "
@@ -106,15 +120,15 @@ def export_labels(profile: str, out: Path) -> Path | None:
 def export_judge_splits(profile: str, out: Path) -> Path | None:
     """Notebook 03's judge sets: one config per rule and balancing (``rel_ratio-balanced``, ...)."""
     src = paths.run_dir(profile) / "artifacts" / "03_balancing"
-    d = out / "judge-splits"
+    d = _fresh(out / "judge-splits")
     configs = {}
     for rule in RULES:
         for kind in ("balanced", "unbalanced"):
             files = {s: src / rule / f"{s}_{kind}.jsonl" for s in SPLITS}
             if all(f.exists() for f in files.values()):
-                for f in files.values():
-                    _copy(f, d / rule / f.name)
-                configs[f"{rule}-{kind}"] = {s: f"{rule}/{f.name}" for s, f in files.items()}
+                configs[f"{rule}-{kind}"] = {
+                    s: f"{rule}/{_copy(f, d / rule / f.name, hashed=True)}" for s, f in files.items()
+                }
     if not configs:
         return None
     body = (
@@ -133,10 +147,10 @@ def export_judge_splits(profile: str, out: Path) -> Path | None:
 
 def export_predictions(profile: str, out: Path) -> Path | None:
     """The per-item predictions of ``results/<profile>/``: one config per stage."""
-    src = paths.results_dir(profile)
-    d = out / "predictions"
+    src = paths.results_dir(profile, create=False)
+    d = _fresh(out / "predictions")
     configs = {
-        stem.removesuffix("_predictions"): {"records": _copy(src / f"{stem}.jsonl", d / f"{stem}.jsonl")}
+        stem.removesuffix("_predictions"): {"records": _copy(src / f"{stem}.jsonl", d / f"{stem}.jsonl", hashed=True)}
         for stem in PREDICTIONS
         if (src / f"{stem}.jsonl").exists()
     }
@@ -296,8 +310,8 @@ def export_judges(profile: str, out: Path) -> list[Path]:
     if not reg_path.exists():
         return []
     metrics = (
-        io.read_json(paths.results_dir(profile) / "judges.json")
-        if (paths.results_dir(profile) / "judges.json").exists()
+        io.read_json(paths.results_dir(profile, create=False) / "judges.json")
+        if (paths.results_dir(profile, create=False) / "judges.json").exists()
         else {}
     )
     results, config = metrics.get("variants", {}), metrics.get("config")
@@ -310,6 +324,11 @@ def export_judges(profile: str, out: Path) -> list[Path]:
         adapter = entry.get("adapter") and (
             str(root / entry["adapter"]) if not Path(entry["adapter"]).is_absolute() else entry["adapter"]
         )
+        if not paths.model_complete(Path(base)) or (adapter and not Path(adapter).is_dir()):
+            raise ExportError(
+                f"judge {entry['name']}: its model in {adapter or base} is incomplete (a save killed, a partial "
+                f"copy): run notebook 04 at profile {profile!r} again before exporting"
+            )
         src = Path(merged_model_dir(base, adapter) if adapter else base)
         d = out / "judges" / variant_slug(entry["name"])
         if d.exists():
@@ -347,18 +366,41 @@ def export(profile: str, to: str | Path, judges: bool = True) -> list[Path]:
     return folders
 
 
+class ExportError(RuntimeError):
+    """What the export cannot write whole or current; the CLI prints it in one line."""
+
+
+#: What each export folder needs, for the line that says what a profile has not made yet.
+NEEDS = {
+    "labels": "notebook 02",
+    "judge-splits": "notebook 03",
+    "predictions": "notebooks 01-07's results",
+    "judges": "notebook 04",
+}
+
+
+def repo_ids(folders: list[Path], org: str, profile: str) -> list[str]:
+    """The hub id of each folder, checked as the hub checks them (before any upload or dry run)."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    prefix = teacher_licence(profile)["prefix"]
+    ids = [f"{org}/" + re.sub(r"[^A-Za-z0-9.]+", "-", f"{prefix}stepwiser-{profile}-{d.name}") for d in folders]
+    for i in ids:
+        try:
+            validate_repo_id(i)
+        except HFValidationError as e:
+            raise ExportError(f"--push-to-hub {org!r}: {i!r} is not a hub repo id ({str(e).split('.')[0]})") from None
+    return ids
+
+
 def push(folders: list[Path], org: str, profile: str, dry_run: bool, out: Path, public: bool = False) -> list[dict]:
     """Upload each folder to ``org/stepwiser-<profile>-<name>`` (a dataset, or a model under judges/;
     with the teacher's name prefix where its licence asks for one), private unless ``public``
     (issue 48: a teacher's licence may not allow what a public repo offers); with ``dry_run`` write
     the plan and copy each folder under ``out/.hub-dry-run/`` instead."""
     plan = []
-    prefix = teacher_licence(profile)["prefix"]
-    for d in folders:
+    for d, repo in zip(folders, repo_ids(folders, org, profile)):
         is_model = d.parent.name == "judges"
-        repo = f"{org}/" + re.sub(
-            r"[^A-Za-z0-9.]+", "-", f"{prefix}stepwiser-{profile}-{d.name}"
-        )  # hub ids: letters, digits, - .
         plan.append(
             {
                 "repo_id": repo,
@@ -381,8 +423,14 @@ def push(folders: list[Path], org: str, profile: str, dry_run: bool, out: Path, 
 
     api = HfApi()
     for p in plan:
-        api.create_repo(p["repo_id"], repo_type=p["repo_type"], private=p["private"], exist_ok=True)
-        api.upload_folder(repo_id=p["repo_id"], repo_type=p["repo_type"], folder_path=p["folder"])
+        try:
+            api.create_repo(p["repo_id"], repo_type=p["repo_type"], private=p["private"], exist_ok=True)
+            api.upload_folder(repo_id=p["repo_id"], repo_type=p["repo_type"], folder_path=p["folder"])
+        except Exception as e:  # offline, no token, no rights: one line, the export stays on disk
+            first = (str(e).strip().splitlines() or [""])[0][:200]
+            raise ExportError(
+                f"the push of {p['repo_id']} failed ({type(e).__name__}: {first}); the export is in {out}"
+            ) from None
     return plan
 
 
@@ -407,11 +455,32 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not (a.profile and a.to):
         ap.error("--profile and --to are required")
-    folders = export(a.profile, a.to, judges=not a.no_judges)
+    if a.dry_run and not a.push_to_hub:
+        ap.error("--dry-run is for --push-to-hub (a plain export writes its files; it has nothing to dry-run)")
+    try:
+        check_profile_name(a.profile)
+        if a.push_to_hub:
+            repo_ids([Path("x")], a.push_to_hub, a.profile)  # the org, before minutes of export
+        folders = export(a.profile, a.to, judges=not a.no_judges)
+    except (ConfigError, ExportError) as e:
+        print(f"[export] {e}", file=sys.stderr)
+        return 2
     for d in folders:
         print(f"[export] {d}")
+    made = {d.name for d in folders} | ({"judges"} if any(d.parent.name == "judges" for d in folders) else set())
+    missing = [f"{k} ({v})" for k, v in NEEDS.items() if k not in made and not (k == "judges" and a.no_judges)]
+    if missing:
+        print(
+            f"[export] not exported, because profile {a.profile!r} has not made them yet: {', '.join(missing)}",
+            file=sys.stderr,
+        )
     if a.push_to_hub:
-        for p in push(folders, a.push_to_hub, a.profile, a.dry_run, Path(a.to), public=a.public):
+        try:
+            plan = push(folders, a.push_to_hub, a.profile, a.dry_run, Path(a.to), public=a.public)
+        except ExportError as e:
+            print(f"[export] {e}", file=sys.stderr)
+            return 1
+        for p in plan:
             print(
                 f"[export] {'would push' if a.dry_run else 'pushed'} {p['repo_type']} {p['repo_id']} ({len(p['files'])} files)"
             )
