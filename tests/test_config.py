@@ -130,7 +130,7 @@ def test_notebooks_follow_the_skeleton():
         src = "".join(cells[i]["source"])
         for line in src.strip().splitlines():
             assert "#" in line, f"{path.name}: parameter without a comment: {line}"
-        assert "config.resolve(globals()" in "".join(cells[i + 1]["source"])
+        assert "crosscheck.resolve(globals()" in "".join(cells[i + 1]["source"])  # issue 49: the runner's checks too
         assert all(not c.get("outputs") for c in cells if c["cell_type"] == "code"), (
             f"{path.name} is committed with outputs"
         )
@@ -265,3 +265,34 @@ def test_papermill_sees_every_parameter_with_what_it_allows():
             if " in " in t:  # "int in [1, inf)" -> "in [1, inf)"; "list[str in {a}]" -> "each in {a}"
                 want = "each " + t[t.index(" in ") + 1 : -1] if t.startswith("list[") else t.split(" ", 1)[1]
                 assert seen[name]["help"].startswith(want), (path.name, name)
+
+
+def test_a_value_set_for_this_run_wins_and_the_runners_checks_run_in_the_notebook_PF01_PF03_RT01(tmp_path, capsys):
+    """Issue 49 (reliability review 3): PF01, ``papermill -p SEED 3`` (or an edited cell) was replaced
+    by the profile's value, the message calling it the cell's, and ``-p SEED abc`` never reported;
+    PF03, a seed of 2**32 passed --check and failed after notebook 01 sampled; RT01, the settings
+    that must fit together were checked by the runner only, not in a notebook run on its own."""
+    from stepwiser_lib.tools import crosscheck
+
+    def cell_ns(nb, **over):  # a kernel's globals after the parameters cell (and papermill's values)
+        params = C.notebook_parameters(C.NOTEBOOKS_DIR / f"{nb}.ipynb")
+        ns = {"__annotations__": {k: p.type for k, p in params.items()}}
+        ns.update({k: p.default for k, p in params.items()})
+        ns.update(over)
+        return ns
+
+    nb = "03_balancing"
+    cfg = C.resolve(cell_ns(nb, PROFILE="smoke", SEED=3), nb)
+    assert cfg.SEED == 3 and cfg.DEV_FRACTION == 0.25  # set for this run: kept over smoke's SEED 0; the rest smoke's
+    out = capsys.readouterr().out
+    assert "SEED = 3, set for this run (profile smoke has 0; the saved cell 0)" in out
+    with pytest.raises(C.ConfigError, match="SEED = 'abc' is not a int"):
+        C.resolve(cell_ns(nb, PROFILE="smoke", SEED="abc"), nb)
+    with pytest.raises(C.ConfigError, match=r"SEED = 4294967296 .*4294967295"):
+        C.resolve(cell_ns(nb, PROFILE="smoke", SEED=2**32), nb)
+    # RT01: notebook 04 run alone with a micro-batch that does not divide its batch stops in its config cell
+    ns = cell_ns("04_judge_grpo", PROFILE="tiny", WARMUP_BATCH=12, WARMUP_MICRO_BATCH=8)
+    with pytest.raises(
+        C.ConfigError, match="04_judge_grpo: per-device batch / WARMUP_MICRO_BATCH: 12 is not divisible by 8"
+    ):
+        crosscheck.resolve(ns, "04_judge_grpo", verbose=False)

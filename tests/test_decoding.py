@@ -176,21 +176,21 @@ def test_a_dtype_can_be_chosen_and_every_logit_reader_refuses_nan_W6(monkeypatch
 
     from stepwiser_lib.engines import models
 
-    monkeypatch.delenv(models.ENV_DTYPE, raising=False)
+    monkeypatch.delenv(decoding.ENV_DTYPE, raising=False)
     assert models.precision(capability=(7, 5))["inference"] == "float16"  # a T4
-    monkeypatch.setenv(models.ENV_DTYPE, "float32")
+    monkeypatch.setenv(decoding.ENV_DTYPE, "float32")
     assert models.precision(capability=(7, 5)) == {
         "inference": "float32",
         "train_load": "float32",
         "bf16": False,
         "fp16": False,
     }
-    monkeypatch.setenv(models.ENV_DTYPE, "bfloat16")
+    monkeypatch.setenv(decoding.ENV_DTYPE, "bfloat16")
     assert models.precision(capability=(7, 5))["bf16"] is True
-    monkeypatch.setenv(models.ENV_DTYPE, "fp8")
+    monkeypatch.setenv(decoding.ENV_DTYPE, "fp8")
     with pytest.raises(ValueError, match="STEPWISER_DTYPE='fp8': use one of float32, bfloat16, float16"):
         models.precision(capability=(8, 0))
-    monkeypatch.delenv(models.ENV_DTYPE)
+    monkeypatch.delenv(decoding.ENV_DTYPE)
 
     class NaNModel(torch.nn.Module):
         def __init__(self):

@@ -21,7 +21,15 @@ RANK = {"core": 0, "evals": 1, "engines": 1, "toy": 2, "method": 3, "tools": 4}
 #: The one door from the method to the toy world: its world queries (step truth, analysis verdicts).
 TOY_ADAPTER = "stepwiser_lib.method.tasks"
 #: Modules that import torch or matplotlib at their top; everything else must import without them.
-HEAVY = {"engines.models", "engines.decoding", "toy.toybase", "tools.plotting", "tools.bench", "tools.toy_trials"}
+HEAVY = {
+    "engines.models",
+    "engines.decoding",
+    "toy.toybase",
+    "tools.plotting",
+    "tools.bench",
+    "tools.toy_trials",
+    "tools.gpuprobe",
+}
 #: At most this many imports of the library stay inside functions (issue 32: fewer than 40).
 MAX_LAZY = 39
 

@@ -356,9 +356,10 @@ def resolve(namespace: dict, notebook: str, profiles_dir: Path = PROFILES_DIR, v
 
     ``namespace`` is the kernel's ``globals()``; the declared parameters are the names annotated
     in the parameters cell. Values set by the profile named in ``PROFILE`` are applied (the runner
-    also injects them, so this only matters when a notebook is run by hand with another profile).
-    Unknown upper-case names injected by papermill and wrongly typed values raise
-    :class:`ConfigError`.
+    also injects them, so this only matters when a notebook is run by hand with another profile),
+    except where this run set a value of its own (one that differs from the saved cell's: papermill
+    ``-p`` or an edited cell), which wins and is printed. Unknown upper-case names injected by
+    papermill and wrongly typed values raise :class:`ConfigError`.
     """
     ann = namespace.get("__annotations__", {})
     declared = {k: _param(k, _annotation_text(v)) for k, v in ann.items() if k.isupper()}
@@ -377,7 +378,17 @@ def resolve(namespace: dict, notebook: str, profiles_dir: Path = PROFILES_DIR, v
     profile = values["PROFILE"]
     check_profile_name(profile, profiles_dir)
     for k, v in profile_values(profile, notebook, declared, profiles_dir).items():
-        if values[k] != v and verbose:
+        if values[k] == v:
+            continue
+        if k in cell and values[k] != cell[k].default:
+            # set for this run (papermill -p, or the cell edited in JupyterLab): it wins over the
+            # profile, and says so (issue 49: it was replaced silently, and called the cell's value)
+            if verbose:
+                print(
+                    f"{k} = {values[k]!r}, set for this run (profile {profile} has {v!r}; the saved cell {cell[k].default!r})"
+                )
+            continue
+        if verbose:
             print(f"profile {profile}: {k} = {v!r} (cell had {values[k]!r})")
         values[k] = v
     for k, v in values.items():

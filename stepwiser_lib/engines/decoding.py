@@ -59,6 +59,21 @@ def prompt_seed(call_seed: int, index: int) -> int:
     return sample_seed(call_seed, index)
 
 
+#: Overrides the half-precision type on a GPU (issue 48; read by ``models.half_dtype``):
+#: ``float32`` where a model overflows in fp16 on a T4 (its activations pass 65,504; sampling then
+#: stops with ``FloatingPointError``), ``bfloat16`` or ``float16`` to choose one.
+ENV_DTYPE = "STEPWISER_DTYPE"
+
+
+def non_finite_message(logits) -> str:
+    """What to do about non-finite logits (rows of one forward), for every place that reads them."""
+    bad = int((~torch.isfinite(logits)).any(-1).sum())
+    return (
+        f"{bad} of {logits.shape[0]} rows have non-finite logits ({logits.dtype}): a half-precision overflow "
+        f"(Qwen2 in fp16 on a T4 is a known case); run with {ENV_DTYPE}=float32 (or bfloat16 on a GPU that has it)"
+    )
+
+
 #: The attention the loop runs with: transformers' SDPA path, except that on the CPU grouped-query
 #: attention is left to the kernel (``enable_gqa``) instead of copying every key/value head per
 #: query group at every step. transformers does that only without a padding mask; with one (always,
@@ -229,8 +244,6 @@ def _choose(
     an error: greedy decoding would pick token 0 for NaN without a word (the "!!!!" of Qwen2 run
     in fp16 on a T4, whose activations overflow: real_path_review_2.md W6)."""
     if not torch.isfinite(logits).all():
-        from .models import non_finite_message  # models imports this module
-
         raise FloatingPointError(non_finite_message(logits))
     if temperature <= 0:
         return logits.argmax(-1)

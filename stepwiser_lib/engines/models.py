@@ -96,10 +96,7 @@ def pick_device(device: str = "auto") -> str:
     return device
 
 
-#: Overrides the half-precision type on a GPU (issue 48): ``float32`` where a model overflows in
-#: fp16 on a T4 (its activations pass 65,504; sampling then stops with ``FloatingPointError``),
-#: ``bfloat16`` or ``float16`` to choose one. Unset: by compute capability (:func:`half_dtype`).
-ENV_DTYPE = "STEPWISER_DTYPE"
+#: The dtypes ``$STEPWISER_DTYPE`` (:data:`stepwiser_lib.engines.decoding.ENV_DTYPE`) may name.
 DTYPES = ("float32", "bfloat16", "float16")
 
 
@@ -109,10 +106,10 @@ def half_dtype(capability: tuple[int, int] | None) -> str | None:
     on any device when ``$STEPWISER_DTYPE`` is ``float32``, which it otherwise overrides."""
     if capability is None:
         return None
-    chosen = os.environ.get(ENV_DTYPE, "").strip()
+    chosen = os.environ.get(decoding.ENV_DTYPE, "").strip()
     if chosen:
         if chosen not in DTYPES:
-            raise ValueError(f"{ENV_DTYPE}={chosen!r}: use one of {', '.join(DTYPES)}")
+            raise ValueError(f"{decoding.ENV_DTYPE}={chosen!r}: use one of {', '.join(DTYPES)}")
         return None if chosen == "float32" else chosen
     return "bfloat16" if tuple(capability) >= (8, 0) else "float16"
 
@@ -485,19 +482,10 @@ def last_token_rows(model, seqs: list[list[int]], pad: int, batch_size: int, rea
                 .float()
             )
         if not torch.isfinite(logits).all():  # a NaN p(+) would fail `>= threshold`: a silent Negative
-            raise FloatingPointError(non_finite_message(logits))
+            raise FloatingPointError(decoding.non_finite_message(logits))
         for i, row in zip(batch, read(logits)):
             out[i] = row
     return out
-
-
-def non_finite_message(logits) -> str:
-    """What to do about non-finite logits (rows of one forward), for every place that reads them."""
-    bad = int((~torch.isfinite(logits)).any(-1).sum())
-    return (
-        f"{bad} of {logits.shape[0]} rows have non-finite logits ({logits.dtype}): a half-precision overflow "
-        f"(Qwen2 in fp16 on a T4 is a known case); run with {ENV_DTYPE}=float32 (or bfloat16 on a GPU that has it)"
-    )
 
 
 def cuts_after_separator(tok) -> bool:

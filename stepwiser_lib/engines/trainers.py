@@ -276,7 +276,7 @@ class GRPOSettings:
         "eval_every": "int in [0, inf)",
         "val_limit": "int in [0, inf)",
         "val_batch": "int in [1, inf)",
-        "seed": "int in [0, inf)",
+        "seed": "int in [0, 4294967295]",  # numpy and torch take 32-bit seeds (issue 49)
         "save_every": "int in [0, inf)",
         "report_to": REPORT_TO_SPEC,
         "top_entropy_quantile": "float in (0, 1]",
@@ -426,7 +426,7 @@ class SFTSettings:
         "lora_alpha": "int in [1, inf)",
         "warmup_ratio": "float in [0, 1)",
         "max_truncated": "float in [0, 1]",
-        "seed": "int in [0, inf)",
+        "seed": "int in [0, 4294967295]",  # numpy and torch take 32-bit seeds (issue 49)
         "train_sampling_strategy": "str in {random, batch_rebalance, group_by_length}",
         "save_every": "int in [0, inf)",
         "report_to": REPORT_TO_SPEC,

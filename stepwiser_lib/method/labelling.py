@@ -181,7 +181,7 @@ class LabelConfig:
         "adaptive_z": "float in [0, inf)",
         "shard_size": "int in [1, inf)",
         "n_kept": "int in [0, inf)",
-        "seed": "int in [0, inf)",
+        "seed": "int in [0, 4294967295]",  # numpy and torch take 32-bit seeds (issue 49)
     }
 
     def __post_init__(self):

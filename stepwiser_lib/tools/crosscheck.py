@@ -6,12 +6,16 @@ notebook, the settings and the fix. The single-value checks live in the paramete
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from types import SimpleNamespace
 
 from ..core import paths
 from ..core.checks import ConfigError
+from ..core.config import checked_parameters, list_notebooks, with_defaults
+from ..core.config import resolve as resolve_one
 from ..core.vocab import JUDGE_KINDS, STYLE, WARMUP_NAME, parse_variant
+from ..engines.launch import ENV_NODES, launcher, world_size
 from ..engines.trainers import GRPOSettings, SFTSettings, report_to
 from ..method.tasks import TASKS, reference_problem
 
@@ -25,16 +29,12 @@ def training_world() -> tuple[int, str]:
     """(processes, in words) that training will divide its batches by: those of the launch that
     ``STEPWISER_LAUNCHER``, ``STEPWISER_NODES`` and ``STEPWISER_NUM_PROCESSES`` make
     (:func:`stepwiser_lib.engines.launch.world_size`, the launch's own count), or 1 in-process."""
-    from ..engines.launch import ENV_NODES, launcher, world_size
-
     try:
         cfg = launcher()
     except FileNotFoundError as e:
         raise ConfigError(str(e)) from None
     if cfg is None:
         return 1, "in-process"
-    import os
-
     nodes = int(os.environ.get(ENV_NODES, "1") or 1)
     n = world_size(cfg)
     return n, f"{n} processes ({Path(cfg).name}{f' on {nodes} nodes' if nodes > 1 else ''})"
@@ -165,6 +165,27 @@ def read_tasks(p: dict) -> set[str]:
     """The tasks a notebook with parameters ``p`` loads problems of (a file for another task is
     never opened, so it need not be there)."""
     return {t for t in (p.get("TASK"), p.get("EVAL_TASK"), *p.get("EVAL_TASKS", [])) if t}
+
+
+def resolve(namespace: dict, notebook: str, **kw):
+    """A notebook's config cell: :func:`stepwiser_lib.core.config.resolve` (types, ranges, the
+    profile), then the checks of settings that must fit together, on this run's own values and
+    the profile's for the other notebooks: the same checks the runner makes before any kernel
+    starts, so a notebook run from JupyterLab or by papermill alone fails here, not after a stage
+    of work (issue 49). Returns the checked :class:`~stepwiser_lib.core.config.Config`."""
+    cfg = resolve_one(namespace, notebook, **kw)
+    every = list_notebooks()
+    params = with_defaults(
+        every,
+        checked_parameters(
+            cfg.PROFILE, every, **({"profiles_dir": kw["profiles_dir"]} if "profiles_dir" in kw else {})
+        ),
+    )
+    params[notebook] = cfg.as_dict()
+    found = [f for f in problems(params, training_world()) if f.startswith(f"{notebook}:")]
+    if found:
+        raise ConfigError("settings that do not fit together:\n  " + "\n  ".join(found))
+    return cfg
 
 
 def check(params: dict[str, dict]) -> None:

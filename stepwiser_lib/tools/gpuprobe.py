@@ -36,16 +36,21 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+import torch
+
 from ..core import paths
 from ..core.io import atomic_write_text
+from ..engines import decoding
+from ..engines.models import precision, vllm_engine_kwargs
+from ..method.judge import Judge
+from ..method.reward import StepwiserReward
+from .workers import visible_gpus
 
 
 @contextmanager
 def cuda_rule(device: str):
     """On a CPU, the attention follows CUDA's grouped-query rule inside the block (the tests); on
     CUDA it is the rule already."""
-    from ..engines import decoding
-
     real = decoding.gqa_in_kernel
     if device == "cpu":
         decoding.gqa_in_kernel = lambda device_type, masked: not masked
@@ -57,7 +62,6 @@ def cuda_rule(device: str):
 
 def random_qwen2(device: str, dtype, layers: int = 2, hidden: int = 256, heads: int = 8, kv: int = 2, vocab: int = 512):
     """A small random-weight Qwen2 with grouped-query attention (``heads`` / ``kv`` groups)."""
-    import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     torch.manual_seed(0)
@@ -74,8 +78,6 @@ def random_qwen2(device: str, dtype, layers: int = 2, hidden: int = 256, heads: 
 
 
 def _timed(fn, reps: int, device: str) -> float:
-    import torch
-
     fn()  # warm-up
     if device == "cuda":
         torch.cuda.synchronize()
@@ -88,10 +90,6 @@ def _timed(fn, reps: int, device: str) -> float:
 
 
 def probe_attention(device: str, small: bool = False) -> dict:
-    import torch
-
-    from ..engines import decoding
-
     b, length, kv, groups, d = (4, 64, 2, 6, 16) if small else (64, 4096, 2, 6, 128)  # Qwen2.5-1.5B: 12 q / 2 kv heads
     dtype = torch.float32 if device == "cpu" else torch.float16
     g = torch.Generator(device=device).manual_seed(0)
@@ -124,10 +122,6 @@ def probe_attention(device: str, small: bool = False) -> dict:
 
 
 def probe_sampling_loop(device: str) -> dict:
-    import torch
-
-    from ..engines import decoding
-
     model = random_qwen2(device, torch.float32)
     heads, kv = model.config.num_attention_heads, model.config.num_key_value_heads
     calls, sdpa = [], torch.nn.functional.scaled_dot_product_attention
@@ -155,11 +149,6 @@ def probe_sampling_loop(device: str) -> dict:
 
 
 def probe_half_precision(device: str) -> dict:
-    import torch
-
-    from ..engines import decoding
-    from ..engines.models import precision
-
     prec = precision(device)
     cap = list(torch.cuda.get_device_capability()) if device == "cuda" else None
     want = None if cap is None else ("bfloat16" if cap[0] >= 8 else "float16")
@@ -179,8 +168,6 @@ def probe_half_precision(device: str) -> dict:
 
 
 def probe_workers(device: str) -> dict:
-    from .workers import visible_gpus
-
     env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}  # an ordinary box: unset
     saved = os.environ.pop("CUDA_VISIBLE_DEVICES", None)
     try:
@@ -206,9 +193,6 @@ def probe_workers(device: str) -> dict:
 
 
 def probe_reward(device: str) -> dict:
-    from ..method.judge import Judge
-    from ..method.reward import StepwiserReward
-
     judge = Judge.load(str(paths.ROOT / "data" / "toy_base"), batch_size=8)
     where = str(next(judge.gen.model.parameters()).device)
     reward = StepwiserReward(judge, aggregate="mean")
@@ -237,7 +221,6 @@ def _missing(*modules: str) -> dict | None:
 def save_random_model(folder: Path) -> None:
     """A random-weight Qwen2 with the toy base's tokenizer (committed), for engines that load a
     folder: no hub, no tokenizer package."""
-    import torch
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(paths.ROOT / "data" / "toy_base")
@@ -253,8 +236,6 @@ def probe_vllm_seeds(device: str) -> dict:
     import tempfile
 
     from vllm import LLM, SamplingParams
-
-    from ..engines.models import vllm_engine_kwargs
 
     cpu = device == "cpu"
     n, new = (16, 8) if cpu else (512, 64)
@@ -297,7 +278,6 @@ def probe_trl_colocate(device: str) -> dict:
         return {"held": None, "detail": "the CPU build of vLLM repacks weights at load: TRL's sync is a GPU question"}
     import tempfile
 
-    import torch
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
@@ -344,8 +324,6 @@ PROBES = {
 
 
 def run(out: Path | None = None, cpu: bool = False) -> dict:
-    import torch
-
     device = "cuda" if torch.cuda.is_available() and not cpu else "cpu"
     report = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "torch": torch.__version__}
     probes = {}
