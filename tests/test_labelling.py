@@ -664,3 +664,24 @@ def test_a_shard_whose_text_holds_unicode_line_separators_resumes_DF01(tmp_path)
     f = tmp_path / "data.jsonl"
     io.write_jsonl(f, items)
     assert tasks.read_records(f) == items
+
+
+def test_the_labelling_cli_checks_its_data_file_and_output_root_before_the_model_A12_E01(tmp_path, monkeypatch, capsys):
+    """Issue 49 (review 2's A12 and E01, left in the labelling CLI that ``make workers STAGE=02``
+    runs): a DATA_FILES entry naming a folder ended in a raw IsADirectoryError; a relative output
+    root was read from the checkout (the "run notebook 01 first" of another folder). Both now stop
+    as configuration errors (exit 2) before any model loads."""
+    import yaml
+
+    from stepwiser_lib.core import paths
+
+    y = yaml.safe_load((paths.ROOT / "configs" / "profiles" / "smoke.yaml").read_text())
+    y["notebooks"]["02_rollout_labelling"].update(TASK="gsm8k", DATA_FILES={"gsm8k": str(tmp_path)})
+    (tmp_path / "dirdata.yaml").write_text(yaml.safe_dump(y))
+    assert L.main(["--profile", "dirdata"], profiles_dir=tmp_path) == 2
+    assert "is a folder" in capsys.readouterr().err
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(paths.OUTPUT_ROOT_ENV, "elsewhere")
+    (tmp_path / "elsewhere").write_text("a file, not a folder")
+    assert L.main(["--profile", "smoke"]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err

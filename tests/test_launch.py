@@ -184,6 +184,8 @@ def test_workers_run_each_generation_stage_and_07_in_two_rounds(monkeypatch, tmp
     started = []
 
     class Proc:
+        pid = 0
+
         def __init__(self, cmd, env=None, **kw):
             started.append((cmd[2], cmd[cmd.index("--worker") + 1], env.get("CUDA_VISIBLE_DEVICES")))
             threads.append(env.get("OMP_NUM_THREADS"))
@@ -224,7 +226,7 @@ def test_workers_get_a_gpu_each_on_a_box_that_sets_no_visible_devices_N1(monkeyp
     seen = []
 
     class Proc:
-        returncode = 0
+        returncode, pid = 0, 0
 
         def __init__(self, cmd, env=None, **kw):
             seen.append(env.get("CUDA_VISIBLE_DEVICES"))
@@ -370,3 +372,56 @@ def test_slurm_single_node_phases_run_as_their_own_jobs_and_training_gets_the_no
     monkeypatch.setenv("SLURM_CPUS_ON_NODE", "64")
     cmd = launch.command(str(CONFIGS / "zero2.yaml"), "/shared/runs/job.json", 16, nodes=2, main_address="gpu-001")
     assert cmd[:5] == ["srun", "--nodes=2", "--ntasks-per-node=1", "--gpus-per-task=8", "--cpus-per-task=64"]
+
+
+def test_a_stopped_launcher_stops_its_workers_and_a_failed_one_says_why_WK06_WK07_WK08(tmp_path, monkeypatch, capsys):
+    """Issue 49 (reliability review 3): WK06, SIGTERM to ``make workers`` left its workers labelling
+    as orphans; WK07, workers that refused their configuration were reported as "run it again",
+    the cause only in their logs; WK08, a relative output root meant the checkout's folder to the
+    workers (they start there) and the caller's to the launcher."""
+    import signal
+    import subprocess
+    import sys
+
+    from stepwiser_lib.core import paths
+    from stepwiser_lib.tools import workers
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(paths.OUTPUT_ROOT_ENV, "out")  # relative: the caller's folder
+    monkeypatch.setattr(workers, "visible_gpus", lambda given="": [])
+    # real processes: each worker prints a configuration error and exits 2
+    script = (
+        "import sys; print('[labelling] configuration error: no chunk policy at X: run notebook 01 first'); sys.exit(2)"
+    )
+    monkeypatch.setattr(workers, "worker_command", lambda *a, **k: [sys.executable, "-c", script])
+    envs = []
+    real = subprocess.Popen
+
+    def popen(cmd, env=None, **kw):
+        envs.append(env[paths.OUTPUT_ROOT_ENV])
+        return real(cmd, env=env, **kw)
+
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    assert workers.main(["--stage", "02", "--profile", "smoke", "--workers", "2"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "run notebook 01 first" in err and "a rerun as it is cannot help" in err and "run the same command" not in err
+    )
+    assert envs == [str(tmp_path / "out")] * 2  # pinned: the workers label where the caller meant
+    # WK06: the launcher's SIGTERM reaches its workers, which would otherwise run on
+    script = "import time; time.sleep(60)"
+    monkeypatch.setattr(workers, "worker_command", lambda *a, **k: [sys.executable, "-c", script])
+    started = []
+
+    def popen_then_stop(cmd, env=None, **kw):
+        p = real(cmd, env=env, **kw)
+        started.append(p)
+        if len(started) == 2:
+            signal.raise_signal(signal.SIGTERM)  # as `kill <launcher>` once both have started
+        return p
+
+    monkeypatch.setattr(subprocess, "Popen", popen_then_stop)
+    t0 = __import__("time").time()
+    assert workers.main(["--stage", "02", "--profile", "smoke", "--workers", "2"]) == 128 + signal.SIGTERM
+    assert __import__("time").time() - t0 < 30 and all(p.poll() is not None for p in started)
+    assert "every worker was stopped too" in capsys.readouterr().err

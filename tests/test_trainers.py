@@ -281,6 +281,8 @@ def test_real_profiles_set_what_the_toy_defaults_would_get_wrong():
 def test_report_to_needs_its_package_before_any_training(tmp_path, monkeypatch):
     """Issue 34: REPORT_TO reaches every trainer; a reporter whose package is missing stops --check."""
     import importlib.util
+    import sys
+    import types
 
     import yaml
 
@@ -288,14 +290,15 @@ def test_report_to_needs_its_package_before_any_training(tmp_path, monkeypatch):
     from stepwiser_lib.engines.trainers import GRPOSettings, SFTSettings
     from stepwiser_lib.tools import runner
 
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "wandb" else real(name, *a))
+    monkeypatch.setitem(sys.modules, "wandb", None)  # not installed: importing it fails
     (tmp_path / "r.yaml").write_text(yaml.safe_dump({"shared": {"REPORT_TO": "wandb"}, "notebooks": {}}))
     with pytest.raises(ConfigError, match=r"REPORT_TO = 'wandb' needs the 'wandb' package: pip install wandb"):
         runner.run("r", check_only=True, profiles_dir=tmp_path)
     from stepwiser_lib.engines import trainers
 
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "trackio" else real(name, *a))
+    fake = types.ModuleType("trackio")
+    fake.__spec__ = importlib.machinery.ModuleSpec("trackio", None)  # libraries that look for it find a spec
+    monkeypatch.setitem(sys.modules, "trackio", fake)
     assert trainers.report_to("none") == [] and trainers.report_to("trackio") == ["trackio"]
     g = GRPOSettings(save_every=3, updates_per_step=2).grpo_args(tmp_path, precision={"bf16": False, "fp16": False})
     assert (g.save_strategy, g.save_steps, g.report_to) == ("steps", 6, [])  # GRPO steps -> TRL's updates
@@ -309,6 +312,8 @@ def test_report_to_wandb_without_a_login_stops_check_N8(tmp_path, monkeypatch):
     login; in a kernel, a launched process or a SLURM task wandb cannot ask for one, and the first
     trainer failed, at paper after notebook 01's sampling. The check names both ways out."""
     import importlib.util
+    import sys
+    import types
 
     import yaml
 
@@ -316,8 +321,9 @@ def test_report_to_wandb_without_a_login_stops_check_N8(tmp_path, monkeypatch):
     from stepwiser_lib.engines import trainers
     from stepwiser_lib.tools import runner
 
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "wandb" else real(name, *a))
+    fake = types.ModuleType("wandb")
+    fake.__spec__ = importlib.machinery.ModuleSpec("wandb", None)
+    monkeypatch.setitem(sys.modules, "wandb", fake)  # installed
     for k in ("WANDB_API_KEY", "WANDB_MODE", "WANDB_PROJECT"):
         monkeypatch.delenv(k, raising=False)
     monkeypatch.setenv("NETRC", str(tmp_path / "netrc"))  # no login file
@@ -353,3 +359,24 @@ def test_a_runs_checkpoints_go_where_its_size_fits_N4(tmp_path, monkeypatch):
             return [torch.zeros(10, 10), torch.zeros(5)]
 
     assert trainers.checkpoint_bytes(M(), use_lora=False) == 12 * 105 and trainers.checkpoint_bytes(M(), True) == 0
+
+
+def test_a_reporter_that_does_not_import_stops_check_with_its_error_RT02(monkeypatch):
+    """Issue 49 (reliability review 3, RT02): a tensorboard that is there but fails to import
+    passed --check (the package was found, not imported), and the SFT failed naming neither."""
+    import importlib
+
+    from stepwiser_lib.engines import trainers
+
+    real = importlib.import_module
+
+    def broken(name, *a, **k):
+        if name == "tensorboard":
+            raise ImportError("protobuf 3.20 needed, 6.31 installed")
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(importlib, "import_module", broken)
+    with pytest.raises(
+        ConfigError, match=r"REPORT_TO = 'tensorboard': the 'tensorboard' package does not import \(protobuf"
+    ):
+        trainers.report_to("tensorboard")

@@ -41,13 +41,21 @@ def report_to(name: str) -> list[str]:
     after checking its package is installed (a clear error before training, not a trainer's)."""
     if name == "none":
         return []
-    import importlib.util
+    import importlib
 
-    if importlib.util.find_spec(REPORTERS[name]) is None:
+    try:  # imported, not only found: a package that is there but fails to import fails the same way later
+        importlib.import_module(REPORTERS[name])
+    except ModuleNotFoundError as e:
+        if e.name != REPORTERS[name]:
+            raise ConfigError(f"REPORT_TO = {name!r}: the {REPORTERS[name]!r} package does not import ({e})") from None
         raise ConfigError(
             f"REPORT_TO = {name!r} needs the {REPORTERS[name]!r} package: pip install {REPORTERS[name]}, "
             "or set REPORT_TO: none"
-        )
+        ) from None
+    except ImportError as e:
+        raise ConfigError(
+            f"REPORT_TO = {name!r}: the {REPORTERS[name]!r} package does not import ({e}); repair it, or set REPORT_TO: none"
+        ) from None
     if name == "wandb":
         if not wandb_logged_in():
             raise ConfigError(

@@ -975,6 +975,9 @@ def main(argv: list[str] | None = None, profiles_dir: str | Path | None = None) 
         cfg = label_config_from_params(p)
         if p["REFERENCE_TRAJECTORIES"] and tasks.reference_problem(p["TASK"]):  # review 2, A03: before the model loads
             raise ConfigError(tasks.reference_problem(p["TASK"]))
+        # (issue 49) the output root the caller meant, and the data files, before the model loads
+        paths.pin_output_root()
+        files = tasks.file_kw(p["DATA_FILES"], p["TASK"])
         policy = resolve_model(p["POLICY_MODEL"], a.profile)
     except (ConfigError, FileNotFoundError) as e:
         print(f"[labelling] configuration error: {e}", file=sys.stderr)
@@ -983,9 +986,7 @@ def main(argv: list[str] | None = None, profiles_dir: str | Path | None = None) 
 
     set_threads()
     gen = make_generator(policy, backend=p["BACKEND"], batch_size=p["GEN_BATCH"], **engine_settings(p))
-    items = tasks.load_problems(
-        p["TASK"], "label", p["N_PROMPTS"], seed=p["SEED"], **tasks.file_kw(p["DATA_FILES"], p["TASK"])
-    )
+    items = tasks.load_problems(p["TASK"], "label", p["N_PROMPTS"], seed=p["SEED"], **files)
     out = Path(a.out or paths.artifacts(a.profile, nb.stem))
     try:
         res = label_prompts(

@@ -109,6 +109,10 @@ def file_kw(files: dict, task: str) -> dict:
         return {}
     p = Path(files[task])
     p = p if p.is_absolute() else paths.ROOT / p
+    if p.is_dir():  # (issue 49: it reached the reader as a raw IsADirectoryError)
+        raise FileNotFoundError(
+            f"DATA_FILES[{task!r}] = {files[task]!r} is a folder ({p}); name the file in the hub's schema"
+        )
     if not p.exists():
         raise FileNotFoundError(f"DATA_FILES[{task!r}] = {files[task]!r}: no such file ({p})")
     return {"path": str(p)}

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 import time
 
 from ..core import paths
+from ..core.config import ConfigError
 
 #: stage -> (its worker CLI module, how many rounds of workers it takes). 07's judges score the
 #: samples of every worker, so its workers run twice: the first round samples, the second scores.
@@ -69,6 +71,12 @@ def run_workers(
     return 0
 
 
+#: Exit status of a worker CLI that refused its configuration before any work (a rerun cannot help).
+CONFIG_ERROR = 2
+#: Lines of a failed worker's log shown on the terminal.
+LOG_TAIL = 6
+
+
 def _round(profile, workers, gpus, out, stage, r) -> int:
     if gpus and len(gpus) < workers:
         raise SystemExit(f"[workers] {workers} workers but only GPUs {gpus}: give one GPU per worker")
@@ -77,27 +85,63 @@ def _round(profile, workers, gpus, out, stage, r) -> int:
     logs.mkdir(parents=True, exist_ok=True)
     procs = []
     t0 = time.time()
-    for i in range(workers):
-        # one GPU each; on a CPU machine a share of the cores each (oversubscribed threads slow all of them)
-        share = {"OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // workers))}
-        env = {**os.environ, **({"CUDA_VISIBLE_DEVICES": gpus[i]} if gpus else share)}
-        log = open(logs / f"{stage}_worker_{i}.log", "a" if r else "w")  # noqa: SIM115 - closed below
-        procs.append((i, subprocess.Popen(cmds[i], cwd=paths.ROOT, env=env, stdout=log, stderr=subprocess.STDOUT), log))
+    stopping = []
+
+    def stop(signum, frame):  # a kill of the launcher (kill, timeout, a scheduler) stops its workers too
+        stopping.append(signum)
+        for _, p, _ in procs:
+            if p.poll() is None:
+                p.send_signal(signum)
+
+    old = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        for i in range(workers):
+            # one GPU each; on a CPU machine a share of the cores each (oversubscribed threads slow all of them)
+            share = {"OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // workers))}
+            env = {**os.environ, **({"CUDA_VISIBLE_DEVICES": gpus[i]} if gpus else share)}
+            log = open(logs / f"{stage}_worker_{i}.log", "a" if r else "w")  # noqa: SIM115 - closed below
+            procs.append(
+                (i, subprocess.Popen(cmds[i], cwd=paths.ROOT, env=env, stdout=log, stderr=subprocess.STDOUT), log)
+            )
+            if stopping:  # the signal came while this one was starting
+                procs[-1][1].send_signal(stopping[0])
+            print(
+                f"[workers] stage {stage}, round {r + 1}: worker {i} of {workers} started (pid {procs[-1][1].pid})"
+                + (f" on GPU {gpus[i]}" if gpus else ""),
+                flush=True,
+            )
+        failed = {}
+        for i, p, log in procs:
+            p.wait()
+            log.close()
+            if p.returncode != 0:
+                failed[i] = p.returncode
+            print(f"[workers] worker {i} exited {p.returncode} after {time.time() - t0:.0f} s", flush=True)
+    finally:
+        for s_, h in old.items():
+            signal.signal(s_, h)
+    if stopping:
         print(
-            f"[workers] stage {stage}, round {r + 1}: worker {i} of {workers} started"
-            + (f" on GPU {gpus[i]}" if gpus else ""),
-            flush=True,
+            f"[workers] stopped by signal {stopping[0]}: every worker was stopped too; their finished shards are "
+            "kept, and the same command computes the rest",
+            file=sys.stderr,
         )
-    failed = []
-    for i, p, log in procs:
-        p.wait()
-        log.close()
-        if p.returncode != 0:
-            failed.append(i)
-        print(f"[workers] worker {i} exited {p.returncode} after {time.time() - t0:.0f} s", flush=True)
+        return 128 + stopping[0]
     if failed:
+        for i in failed:  # why, on the terminal (the cause was only in the logs)
+            tail = (logs / f"{stage}_worker_{i}.log").read_text(errors="replace").strip().splitlines()[-LOG_TAIL:]
+            print(f"[workers] worker {i} (exit {failed[i]}), the end of its log:", file=sys.stderr)
+            for line in tail:
+                print(f"    {line}", file=sys.stderr)
+        if all(c == CONFIG_ERROR for c in failed.values()) and len(failed) == workers:
+            print(
+                f"[workers] every worker refused its configuration (above): fix it; a rerun as it is cannot help "
+                f"(logs: {logs}/{stage}_worker_<i>.log)",
+                file=sys.stderr,
+            )
+            return CONFIG_ERROR
         print(
-            f"[workers] FAILED: worker(s) {failed}; see {logs}/{stage}_worker_<i>.log. Their finished shards are "
+            f"[workers] FAILED: worker(s) {sorted(failed)}; see {logs}/{stage}_worker_<i>.log. Their finished shards are "
             "kept: run the same command again to compute the rest",
             file=sys.stderr,
         )
@@ -122,6 +166,11 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if a.workers < 1:
         print("[workers] --workers must be at least 1", file=sys.stderr)
+        return 2
+    try:  # the workers start in the checkout: a relative output root must mean this folder's (issue 49)
+        paths.pin_output_root()
+    except ConfigError as e:
+        print(f"[workers] configuration error: {e}", file=sys.stderr)
         return 2
     gpus = visible_gpus(a.gpus)
     return run_workers(a.profile, a.workers, gpus[: a.workers] if gpus else None, a.out, a.stage)
