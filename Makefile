@@ -1,4 +1,10 @@
 # StepWiser companion. `make help` lists the targets.
+# Every recipe acts on the checkout this Makefile is in: run from elsewhere (make -f .../Makefile),
+# `clean` would delete that folder's runs/ and the rest would miss pyproject.toml (issue 49).
+ROOT := $(dir $(abspath $(lastword $(MAKEFILE_LIST))))
+ifneq ($(abspath $(CURDIR))/,$(ROOT))
+$(error run make in the checkout: make -C $(ROOT) <target> (this folder, $(CURDIR), is not it))
+endif
 PROFILE ?= tiny
 PYTHON ?= python3.11
 VENV := .venv

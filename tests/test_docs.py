@@ -125,6 +125,16 @@ def test_export_writes_the_copies_and_an_index_and_refuses_an_unfinished_run(tmp
     (src / "02_y.ipynb").write_text(json.dumps(_executed("/x/repo", exception=True)))
     with pytest.raises(RuntimeError, match="stopped with an error"):
         docs.export("tiny", src, out, root="/x/repo")
+    # issue 49 (reliability review 3, MK03): a failed later notebook leaves every earlier copy as it was
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    newer = _executed("/x/repo")
+    newer["metadata"]["papermill"]["duration"] = 300.0  # another run's copy: its minutes differ
+    (src / "01_x.ipynb").write_text(json.dumps(newer))
+    with pytest.raises(
+        RuntimeError, match=r"02_y.ipynb stopped with an error: rerun before exporting \(docs/tiny/ left"
+    ):
+        docs.export("tiny", src, out, root="/x/repo")
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
 
 def test_screens_count_a_link_as_its_text():

@@ -168,3 +168,17 @@ def test_the_full_lock_pins_every_package_inside_the_ranges_and_the_direct_pins(
     assert lock["torch"] == "2.13.0" and not any(k.startswith("nvidia-") for k in lock)
     make = (ROOT / "Makefile").read_text()
     assert '-c requirements-lock.txt -e ".[dev,notebook]"' in make and "uv pip compile" in make
+
+
+def test_make_refuses_to_act_on_another_folder_MK01(tmp_path):
+    """Issue 49 (reliability review 3, MK01): ``make -f <checkout>/Makefile clean`` from a sibling
+    folder deleted that folder's runs/; the Makefile now stops unless run in its own checkout."""
+    import subprocess
+
+    mk = Path(__file__).parents[1] / "Makefile"
+    (tmp_path / "runs").mkdir()
+    r = subprocess.run(["make", "-f", str(mk), "clean"], cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode != 0 and "run make in the checkout: make -C" in r.stderr
+    assert (tmp_path / "runs").exists()
+    ok = subprocess.run(["make", "-C", str(mk.parent), "-n", "help"], cwd=tmp_path, capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr

@@ -161,3 +161,17 @@ def test_run_times_table(tmp_path, monkeypatch):
     monkeypatch.setenv("STEPWISER_OUTPUT_ROOT", str(tmp_path))  # the output root the run wrote to
     lines = readme.run_times("p")
     assert "from a fresh clone" in lines[0] and "| 01_a | 2.0 |" in lines and "| **all** | **2.5** |" in lines
+
+
+def test_the_readme_step_works_with_an_output_root_outside_the_checkout_MK02(tmp_path, monkeypatch):
+    """Issue 49 (reliability review 3, MK02): every ``make reproduce`` with an output root outside
+    the checkout failed in its README step, reading the committed ``results/bench`` (and the other
+    profiles' results) under that root. They come from the checkout when the root has none."""
+    from stepwiser_lib.core import paths
+    from stepwiser_lib.tools import readme
+
+    monkeypatch.setenv(paths.OUTPUT_ROOT_ENV, str(tmp_path / "out"))
+    (tmp_path / "out" / "results" / "smoke").mkdir(parents=True)  # what a smoke run there would hold
+    assert readme.committed("results/bench/labelling.json") == paths.ROOT / "results" / "bench" / "labelling.json"
+    assert readme.results_of("toy-full") == paths.ROOT / "results" / "toy-full"
+    assert readme.update(write=False) == []  # every block renders, from the checkout's results: nothing changes

@@ -290,15 +290,18 @@ def export(
             f"no executed notebooks in {src}: run `make reproduce PROFILE={profile}` "
             f"or `python -m stepwiser_lib.tools.docs --profile {profile}` first"
         )
+    loaded = {p: json.loads(p.read_text()) for p in nbs}
+    bad = [
+        f"{p.name} {'stopped with an error' if pm.get('exception') else 'did not finish'}"
+        for p, nb in loaded.items()
+        for pm in [nb.get("metadata", {}).get("papermill", {})]
+        if pm.get("exception") or not pm.get("end_time")
+    ]
+    if bad:  # every copy checked before any is written: docs/ never mixes two runs (issue 49)
+        raise RuntimeError(f"in {src}: {'; '.join(bad)}: rerun before exporting (docs/{profile}/ left as it was)")
     out.mkdir(parents=True, exist_ok=True)
     written, rows, total = [], [], 0.0
-    for p in nbs:
-        nb = json.loads(p.read_text())
-        pm = nb.get("metadata", {}).get("papermill", {})
-        if pm.get("exception") or not pm.get("end_time"):
-            raise RuntimeError(
-                f"{p} {'stopped with an error' if pm.get('exception') else 'did not finish'}: rerun it before exporting"
-            )
+    for p, nb in loaded.items():
         doc = clean(nb, root, f"notebooks/{p.name}", profile)
         dest = out / p.name
         atomic_write_text(dest, json.dumps(doc, indent=1, ensure_ascii=False) + "\n")  # never a half-written copy
@@ -353,7 +356,12 @@ def main(argv: list[str] | None = None) -> int:
         except (ConfigError, RuntimeError) as e:
             print(f"[docs] FAILED: {e}", file=sys.stderr)
             return 1
-    for p in export(a.profile):
+    try:
+        written = export(a.profile)
+    except (FileNotFoundError, RuntimeError) as e:
+        print(f"[docs] FAILED: {e}", file=sys.stderr)
+        return 1
+    for p in written:
         print(f"[docs] wrote {p.relative_to(ROOT) if p.is_relative_to(ROOT) else p}")
     return 0
 

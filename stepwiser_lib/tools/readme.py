@@ -66,10 +66,20 @@ def _tables(md: str) -> list[str]:
     return out
 
 
+def committed(rel: str) -> Path:
+    """A results file: the output root's when a run wrote one there, else the checkout's committed
+    copy (issue 49: ``make reproduce`` with an output root outside the checkout failed at its README
+    step, looking there for ``results/bench``, which only the checkout holds)."""
+    out = paths.output_root() / rel
+    return out if out.exists() else ROOT / rel
+
+
 def results_of(profile: str) -> Path:
     """``results/<profile>/`` under the output root the run wrote to (``$STEPWISER_OUTPUT_ROOT`` or the
     repository; review 2, H05), after checking that every result there is this profile's (H06)."""
     res = paths.output_root() / "results" / profile
+    if not res.is_dir():  # a run elsewhere that has not written this profile: the committed results (issue 49)
+        res = ROOT / "results" / profile
     for f in sorted(res.glob("*.json")):
         try:
             data = io.read_json(f)
@@ -255,7 +265,7 @@ def blocks() -> dict[str, Block]:
         "bench-table": Block(
             RESULTS_TINY,
             "stepwiser_lib.tools.bench.readme_table from results/bench/labelling.json",
-            lambda: bench.readme_table(io.read_json(paths.output_root() / "results" / "bench" / "labelling.json")),
+            lambda: bench.readme_table(io.read_json(committed("results/bench/labelling.json"))),
         ),
         "colab-table": Block(COLAB, "stepwiser_lib.tools.plan.colab_table", colab_table),
         "results-tiny": Block(
