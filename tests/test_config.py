@@ -296,3 +296,10 @@ def test_a_value_set_for_this_run_wins_and_the_runners_checks_run_in_the_noteboo
         C.ConfigError, match="04_judge_grpo: per-device batch / WARMUP_MICRO_BATCH: 12 is not divisible by 8"
     ):
         crosscheck.resolve(ns, "04_judge_grpo", verbose=False)
+
+
+def test_a_profile_not_saved_as_utf8_is_named_PF02(tmp_path):
+    """Issue 49 (reliability review 3, PF02): a profile saved in Latin-1 ended in a 26-line traceback."""
+    (tmp_path / "latin.yaml").write_bytes("description: café run\nshared: {}\nnotebooks: {}\n".encode("latin-1"))
+    with pytest.raises(C.ConfigError, match=r"latin.yaml: not UTF-8 \(byte 0xe9 at offset 16\)"):
+        C.load_profile("latin", tmp_path)

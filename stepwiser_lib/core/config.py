@@ -175,7 +175,11 @@ def load_profile(profile: str, profiles_dir: Path = PROFILES_DIR) -> dict:
     path = Path(profiles_dir) / f"{profile}.yaml"
     where = str(path.relative_to(path.parents[2])) if len(path.parents) > 2 else str(path)
     try:
-        data = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)
+        data = yaml.load(path.read_bytes().decode("utf-8"), Loader=_UniqueKeyLoader)
+    except UnicodeDecodeError as e:  # a profile saved in Latin-1 (issue 49): the file and the byte, not a traceback
+        raise ConfigError(
+            f"{where}: not UTF-8 (byte {e.object[e.start]:#04x} at offset {e.start}); save the file as UTF-8"
+        ) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         at = f", line {mark.line + 1} column {mark.column + 1}" if mark else ""

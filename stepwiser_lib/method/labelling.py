@@ -650,6 +650,8 @@ def label_prompts(
             if path.exists():
                 moved = set_aside(path, str(e))
                 redone.append(f"{e} -> set aside as {moved.name}")
+            elif sid < max((int(q.name[6:11]) for q in out.glob("shard_*.jsonl")), default=-1):
+                redone.append(f"{path.name}: missing, while later shards are there -> labelled again")
             recs, st = label_shard(generator, shard, template, cfg, sid)
             write_shard(
                 path, recs, {"config": h, "shard": sid, "stats": asdict(st), "prompt_ids": [it["id"] for it in shard]}
