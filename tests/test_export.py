@@ -202,7 +202,7 @@ def test_the_export_cli_checks_its_profile_flags_and_hub_ids_and_says_what_is_mi
     assert ex.main(["--profile", "smokey", "--to", str(tmp_path / "e"), "--no-judges"]) == 2
     assert "unknown profile 'smokey'" in capsys.readouterr().err and not (tmp_path / "e").exists()
     assert ex.main(["--profile", "tiny", "--to", str(tmp_path / "e"), "--no-judges"]) == 0
-    err = capsys.readouterr().err
+    err = capsys.readouterr().out
     assert "has not made them yet: labels (notebook 02), judge-splits (notebook 03), predictions" in err
     assert not (tmp_path / "out" / "results" / "tiny").exists()  # reading made no folder
     with pytest.raises(SystemExit):

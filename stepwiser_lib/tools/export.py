@@ -470,10 +470,7 @@ def main(argv: list[str] | None = None) -> int:
     made = {d.name for d in folders} | ({"judges"} if any(d.parent.name == "judges" for d in folders) else set())
     missing = [f"{k} ({v})" for k, v in NEEDS.items() if k not in made and not (k == "judges" and a.no_judges)]
     if missing:
-        print(
-            f"[export] not exported, because profile {a.profile!r} has not made them yet: {', '.join(missing)}",
-            file=sys.stderr,
-        )
+        print(f"[export] not exported, because profile {a.profile!r} has not made them yet: {', '.join(missing)}")
     if a.push_to_hub:
         try:
             plan = push(folders, a.push_to_hub, a.profile, a.dry_run, Path(a.to), public=a.public)
