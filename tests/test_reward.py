@@ -127,7 +127,7 @@ def test_chunks_the_judge_could_not_read_cost_reward_and_bad_inputs_are_named_RW
             StepwiserReward(_Judge(), k=k)
     with pytest.raises(TypeError, match="not a int"):
         StepwiserReward(3)
-    with pytest.raises(ValueError, match=r"row\(s\) \[1\] of column 'problem' hold no problem text \(None\)"):
+    with pytest.raises(ValueError, match=r"row 2 of 2 \(index 1\) of column 'problem' holds no problem text \(None\)"):
         StepwiserReward(_Judge())(completions=["a", "b"], problem=["p", None])
     with pytest.raises(ValueError, match="TRL passes prompts=, or give the dataset a 'problem' column"):
         StepwiserReward(_Judge())(completions=["a", "b"])

@@ -108,8 +108,9 @@ class StepwiserReward:
         bad = [i for i, p in enumerate(problems) if not isinstance(p, str) or not p.strip()]
         if bad:
             raise ValueError(
-                f"row(s) {bad[:5]} of column {self.problem_column!r} hold no problem text "
-                f"({problems[bad[0]]!r}): the judge would be asked about nothing"
+                f"row {bad[0] + 1} of {len(problems)} (index {bad[0]}) of column {self.problem_column!r} holds no "
+                f"problem text ({problems[bad[0]]!r}){f', and {len(bad) - 1} more' if len(bad) > 1 else ''}: "
+                "the judge would be asked about nothing"
             )
         steps = [chunks_of(text_of(c)) for c in completions]
         triples = [(p, ch[:i], ch[i]) for p, ch in zip(problems, steps) for i in range(len(ch))]
