@@ -42,6 +42,15 @@ TYPES: dict[str, tuple[type, ...]] = {
 NAMED = {"variant": "str", "judge": "str"}  # named element kinds -> their base type
 
 
+def _num(x: float) -> str:
+    """A bound as written: whole numbers in full (4294967295, not 4.29497e+09), others as %g."""
+    return (
+        str(int(x))
+        if isinstance(x, (int, float)) and x == x and abs(x) != float("inf") and float(x).is_integer()
+        else f"{x:g}"
+    )
+
+
 class ConfigError(ValueError):
     """A profile or parameter problem, reported before any compute starts."""
 
@@ -72,9 +81,9 @@ class Spec:
         if self.choices is not None:
             return "one of " + ", ".join(self.choices)
         if self.op:
-            return f"{self.op} {self.bound:g}"
+            return f"{self.op} {_num(self.bound)}"
         if self.lo is not None:
-            return f"in {'(' if self.lo_open else '['}{self.lo:g}, {self.hi:g}{')' if self.hi_open else ']'}"
+            return f"in {'(' if self.lo_open else '['}{_num(self.lo)}, {_num(self.hi)}{')' if self.hi_open else ']'}"
         if self.elem is not None:
             return f"a list of {self.elem.text}"
         return f"a {self.base}"
