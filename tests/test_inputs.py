@@ -15,7 +15,7 @@ def first_cells(stem: str, profile: str = "smoke", **overrides) -> dict:
     (the profile and ``overrides`` injected after the parameters cell); returns the namespace."""
     cells = json.loads((NOTEBOOKS / f"{stem}.ipynb").read_text())["cells"]
     k = next(i for i, c in enumerate(cells) if "inputs" in c["metadata"].get("tags", []))
-    assert "inputs.check(cfg)" in "".join(cells[k]["source"]) and "config.resolve" in "".join(cells[k]["source"])
+    assert "inputs.check(cfg)" in "".join(cells[k]["source"]) and "crosscheck.resolve" in "".join(cells[k]["source"])
     ns: dict = {}
     for c in cells[1 : k + 1]:
         exec(compile("".join(c["source"]), stem, "exec"), ns)

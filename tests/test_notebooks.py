@@ -29,7 +29,7 @@ def test_notebook_runs_at_smoke(stem):
     out = runner.run("smoke", only=[stem[:2]])
     assert stem in out
     executed = json.loads((paths.run_dir("smoke") / f"{stem}.ipynb").read_text())
-    config_cell = next(c for c in executed["cells"] if "config.resolve(globals()" in "".join(c["source"]))
+    config_cell = next(c for c in executed["cells"] if "crosscheck.resolve(globals()" in "".join(c["source"]))
     assert config_cell["outputs"], "the config cell printed nothing"
     if stem in EXPECTED:
         fname, keys = EXPECTED[stem]
