@@ -220,7 +220,9 @@ def test_verdict_rules():
     assert claims.verdict(base) == "same direction"
     assert claims.verdict({**base, "estimate": -3.0}) == "opposite direction"
     assert claims.verdict({**base, "p_holm": 0.2}) == "undetermined"
-    assert claims.verdict({**base, "paper_significant": False}) == "no paper effect"
+    # the paper's difference inside an upper bound on its noise: not shown, unless ours decides
+    assert claims.verdict({**base, "paper_significant": False, "p_holm": 0.2}) == "paper effect not shown"
+    assert claims.verdict({**base, "paper_significant": False}) == "same direction"
     assert claims.verdict({**base, "uninformative": "rsft: constant"}) == "uninformative"
     assert claims.verdict({**base, "equivalence": {}, "p_holm": 0.01}) == "equivalent"
     assert claims.verdict({**base, "equivalence": {}, "p_holm": 0.3}) == "not shown equivalent"
@@ -326,10 +328,12 @@ def test_claim_text_follows_the_papers_sign_and_the_label_rule_rows_are_not_esta
             )
     _write(tmp_path / "processbench_predictions.jsonl", preds)
     (row,) = claims.table(tmp_path, n_boot=500)
-    # the paper's 1.5B difference is -1.3 (34.8 - 36.1): the row says "worse", and that is inside the paper's noise
+    # the paper's 1.5B difference is -1.3 (34.8 - 36.1): the row says "worse", and that is inside the
+    # paper's unpaired noise, an upper bound on the noise of its paired difference: not shown
     assert row["claim"] == "Rel-Effective labels train a worse judge than Abs-Q labels"
     assert row["paper_diff"] == -1.3 and row["paper_significant"] is False and "7B: +8.1" in row["paper_source"]
-    assert row["verdict"] == "no paper effect" and row["estimate"] == 0.0
+    assert row["verdict"] == "paper effect not shown" and row["estimate"] == 0.0
+    assert claims.PAPER_NOISE_BOUND in row["paper_noise"]
 
 
 def test_keeps_accuracy_is_an_equivalence_test(tmp_path):

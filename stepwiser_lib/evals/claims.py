@@ -495,7 +495,17 @@ NOT_A_PAPER_ROW = {
 }
 
 
+#: Why the paper's noise is a bound: every comparison the paper makes scores both arms on the same
+#: problems, and it gives no per-problem results, so only the unpaired noise of the difference can
+#: be computed. It bounds the paired noise from above when the arms' per-problem results are not
+#: negatively correlated: a paper difference outside it is an effect, one inside it may still be.
+PAPER_NOISE_BOUND = "unpaired, an upper bound: the paper's arms are scored on the same problems"
+
+
 def _paper_effect(diff_a: float, diff_b: float, se: float | None, source: str, noise: str, other: str = "") -> dict:
+    """The paper's difference a − b, its z against the unpaired noise ``se`` (:data:`PAPER_NOISE_BOUND`)
+    and ``paper_significant``: true when even the bound leaves it outside ±1.96 se, false when it
+    is inside the bound (then *not shown*: the paired noise could be smaller), null without a noise."""
     diff = round(diff_a - diff_b, 1)
     z = None if se is None else round(diff / se, 1)
     return {
@@ -503,7 +513,7 @@ def _paper_effect(diff_a: float, diff_b: float, se: float | None, source: str, n
         "paper_z": z,
         "paper_significant": None if z is None else abs(z) >= 1.96,
         "paper_source": source + (f"; {other}" if other else ""),
-        "paper_noise": noise,
+        "paper_noise": f"{noise} ({PAPER_NOISE_BOUND})" if noise else noise,
     }
 
 
@@ -778,9 +788,11 @@ def table(results_dir: str | Path, n_boot: int = seeds.N_BOOT, seed: int = 0) ->
     - *undefined*: the statistic has no value on these items (e.g. a class missing); decides nothing;
     - *uninformative*: an arm never left its start (:func:`uninformative_arms`); decides nothing;
     - *equivalent* / *not shown equivalent*: a "keeps" claim, by its Holm-adjusted TOST p;
-    - *no paper effect*: the paper's own difference is inside its noise (``paper_significant``
-      false), so there is no direction to reproduce; ours is still reported;
-    - *same direction* / *opposite direction*: Holm-adjusted p below :data:`ALPHA`, by sign;
+    - *same direction* / *opposite direction*: Holm-adjusted p below :data:`ALPHA`, by sign against
+      the paper's difference;
+    - *paper effect not shown*: ours decides nothing and the paper's own difference is inside an
+      upper bound on its noise (``paper_significant`` false; :data:`PAPER_NOISE_BOUND`): whether
+      the paper has an effect to reproduce is not known; ours is still reported;
     - *smaller than the paper's*: no direction, but ours is smaller than the paper's effect
       (Holm-adjusted one-sided p below :data:`ALPHA`, same units only);
     - *undetermined*: otherwise;
@@ -872,8 +884,8 @@ def direction(r: dict) -> str:
 def size(r: dict) -> str:
     """Ours against the paper's effect size: *smaller* when the Holm-adjusted one-sided p
     (``p_smaller_holm``) is below :data:`ALPHA`, *not shown smaller* otherwise, *units differ*
-    where the two metrics are not the same, "–" where nothing is asked (no paper effect,
-    equivalence, uninformative)."""
+    where the two metrics are not the same, "–" where nothing is asked (the paper's effect not
+    shown, equivalence, uninformative)."""
     if r.get("undefined"):
         return "–"
     if "p_smaller_holm" in r:
@@ -893,11 +905,11 @@ def verdict(r: dict) -> str:
         return "equivalent" if r["p_holm"] < ALPHA else "not shown equivalent"
     if r["paper_diff"] is None:  # ours alone
         return ("a higher" if r["estimate"] > 0 else "b higher") if r["p_holm"] < ALPHA else "undetermined"
-    if r["paper_significant"] is False:
-        return "no paper effect"
-    if r["p_holm"] < ALPHA:
+    if r["p_holm"] < ALPHA and r["paper_diff"]:
         same = (r["estimate"] > 0) == (r["paper_diff"] > 0)
         return "same direction" if same else "opposite direction"
+    if r["paper_significant"] is False:
+        return "paper effect not shown"
     if r.get("p_smaller_holm") is not None and r["p_smaller_holm"] < ALPHA:
         return "smaller than the paper's"
     return "undetermined"
@@ -950,7 +962,7 @@ VERDICT_ORDER = (
     "opposite direction",
     "smaller than the paper's",
     "undetermined",
-    "no paper effect",
+    "paper effect not shown",
     "equivalent",
     "not shown equivalent",
     "uninformative",
