@@ -35,7 +35,8 @@ WITH_SOLUTIONS = ("numina",)
 
 def reference_problem(task: str) -> str:
     """Why ``REFERENCE_TRAJECTORIES`` cannot label ``task``'s problems ("" when it can): the
-    shortcut labels each problem's reference solution (reliability review 2, A03)."""
+    shortcut labels each problem's reference solution, which only
+    some tasks' problems carry (without one the run failed after its pre-filter)."""
     if task in WITH_SOLUTIONS:
         return ""
     return (
@@ -214,7 +215,7 @@ def math_verify_correct(gold: str, response: str) -> bool:
 @functools.lru_cache(maxsize=1 << 16)
 def _parse_gold(gold: str):
     """A gold answer parsed once, not once per rollout (labelling checks M = 16 rollouts of every
-    prefix against the same gold: real_path_review_2.md S3). Math-Verify's ``verify`` only reads it."""
+    prefix against the same gold). Math-Verify's ``verify`` only reads it."""
     from math_verify import parse
 
     return parse(f"${_bare(gold)}$")

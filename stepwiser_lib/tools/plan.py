@@ -173,7 +173,7 @@ def launch_layout() -> tuple[int, int, str]:
     """How ``make reproduce`` will run training: (processes, ZeRO stage, in words), from
     ``STEPWISER_LAUNCHER`` (an accelerate config; ``STEPWISER_NUM_PROCESSES`` overrides its
     count), or in-process on one device when it is unset. The memory rows and wall times are
-    computed for this, not for the profile's target box (real_path_review_2.md §4.6)."""
+    computed for this, not for the profile's target box."""
     import yaml
 
     try:
@@ -214,7 +214,7 @@ def scale() -> tuple[int, int]:
 
 def _dataset(task: str, params: dict[str, dict]) -> str:
     """Where ``task``'s problems come from: a ``DATA_FILES`` file of any notebook (said missing
-    when it is not there: review 2, E06), else the hub id or the toy world."""
+    when it is not there), else the hub id or the toy world."""
     files = sorted({f for p in params.values() for t, f in (p.get("DATA_FILES") or {}).items() if t == task and f})
     if not files:
         return DATASETS.get(task, task)
@@ -423,7 +423,7 @@ def memory_plan(profile: str, params: dict[str, dict]) -> dict:
     rows: list[dict] = []
     p01 = params.get("01_self_segmentation", {})
     policy = _shape(p01.get("BASE_MODEL", "toy_base"))
-    # masked GQA in SDPA would be the math kernel on CUDA: B x heads x L^2 fp32 scores (review C1)
+    # masked GQA in SDPA would be the math kernel on CUDA: B x heads x L^2 fp32 scores
     math_scores = (
         not gpu.is_cpu and policy is not None and policy.num_heads > policy.num_kv_heads and gqa_in_kernel("cuda", True)
     )
