@@ -11,7 +11,8 @@ import re
 
 from stepwiser_lib.core.paths import ROOT
 
-#: A mention of a file outside the repository: its folder, a review file's name, a review by number.
+#: A mention of a file outside the repository: its folder, a review file's name, a review by number,
+#: or the reading notes on the paper ("notes §4.2"; cite the paper's own section instead).
 OUTSIDE = re.compile(
     r"shared/reference"
     r"|_review(?:\.md|_\d)"
@@ -21,7 +22,9 @@ OUTSIDE = re.compile(
     r"|toy_results_review"
     r"|real_model_probe"
     r"|claims_audit"
-    r"|stepwiser_paper_notes",
+    r"|stepwiser_paper_notes"
+    r"|notes §"
+    r"|paper notes",
     re.IGNORECASE,
 )
 
@@ -47,9 +50,18 @@ def test_the_pattern_finds_each_kind_of_outside_citation():
         "the real-path review's C3",
         "(``toy_results_review_2.md`` §1.4)",
         "(``real_model_probe.md``, B1)",
+        "(notes §4.2)",
+        "(notes §1.3, §2)",
+        "see the paper notes",
     ):
         assert OUTSIDE.search(text), text
-    for text in ("reviewed in LAB_LOG.md", "tests/test_reliability_2.py", "paper §3.2, Table 7"):
+    for text in (
+        "reviewed in LAB_LOG.md",
+        "tests/test_reliability_2.py",
+        "paper §3.2, Table 7",
+        "paper App. A.1",
+        "release notes",
+    ):
         assert not OUTSIDE.search(text), text
 
 

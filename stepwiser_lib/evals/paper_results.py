@@ -137,8 +137,9 @@ def mean_accuracy_se(p_math500: float, p_heldout: float) -> float:
     return 0.5 * (accuracy_se(p_math500, 500) ** 2 + accuracy_se(p_heldout, 1000) ** 2) ** 0.5
 
 
-#: The paper's settings and sizes that the notebooks' prose quotes (notes §3-§4, §8), so that a
-#: check of the prose (``stepwiser_lib.tools.prose``) can tell them from numbers about our run.
+#: The paper's settings and sizes that the notebooks' prose quotes (paper §4.1, §4.4, App. A.1,
+#: Tables 4 and 9; ProcessBench's 3,400 solutions), so that a check of the prose
+#: (``stepwiser_lib.tools.prose``) can tell them from numbers about our run.
 PAPER_CONSTANTS = {
     "gamma": 0.8,
     "alpha": 0.4,

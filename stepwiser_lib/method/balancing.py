@@ -1,4 +1,4 @@
-"""Stage 3: step-level judge prompts and class balancing (paper §3.3, §4.1, App. A.4; notes §4.3).
+"""Stage 3: step-level judge prompts and class balancing (paper §3.3, §4.1, App. A.4).
 
 Labelled chunks become judge examples ``(problem, history, chunk, label)`` for one label rule.
 The paper down-samples the majority class to a 50/50 split ("essential for stable RL") and

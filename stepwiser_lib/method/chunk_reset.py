@@ -1,4 +1,4 @@
-"""Stage 6: Chunk-Reset Reasoning, the judge used at inference time (paper §4.4, Table 7; notes §6.1).
+"""Stage 6: Chunk-Reset Reasoning, the judge used at inference time (paper §4.4, Table 7).
 
 The chunk policy writes one chunk at a time (generation stops at ``</chunk>``). The judge reads
 (problem, accepted history, new chunk): a Positive chunk is accepted and generation continues

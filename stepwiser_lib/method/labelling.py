@@ -1,11 +1,11 @@
-"""Stage 2: Monte-Carlo rollout labelling of chunks (paper §3.2, Eq. 2; notes §1.3, §2).
+"""Stage 2: Monte-Carlo rollout labelling of chunks (paper §3.2, Eq. 2; §4.1; App. A.1).
 
 For a prompt x and a chunk-policy response a = [a_1..a_H], Q_i is the success rate of M rollouts
 continued from the prefix that *includes* chunk i (paper: M = 16, temperature 1.0). The final
 chunk needs no rollouts: its Q is the verified correctness of the answer. Each Q is computed
 once and serves as "after chunk i" and "before chunk i+1"; the value before the first chunk is
-q0, the success rate of the 16 pre-filter samples of the bare prompt (notes §2, suggested
-default).
+q0, the success rate of the 16 pre-filter samples of the bare prompt (our default: not in the
+paper, which leaves the value before the first chunk undefined).
 
 Three label rules (pure functions, tested on hand-computed cases):
 
@@ -89,7 +89,7 @@ def rel_effective_labels(q: list[float], q0: float, alpha: float, n: int = 4) ->
     """Rel-Effective: positive iff Q_i + alpha * (mu(Q_i) - mu(Q_{i-1})) > 0, Q_0 := q0.
 
     The paper writes "- if ... = 0"; since the score can be negative we read negative as
-    score <= 0 (notes §2). Paper alpha: 0.4 (1.5B), 0.8 (7B).
+    score <= 0 (our reading of paper §3.2). Paper alpha (App. A.1): 0.4 (1.5B), 0.8 (7B).
     """
     check_q(q)
     check_q([q0], "q0")

@@ -226,7 +226,7 @@ def _stable_hash(text: str) -> int:
 
 
 #: NuminaMath-CoT disjoint prompt pools by hash bucket (of 100). The paper does not say how its
-#: 20k/40k subsets and the Heldout-1K set were drawn (notes §1.2).  # [not in paper]
+#: 20k/40k subsets and the Heldout-1K set were drawn (paper §4.1 gives the sizes only).  # [not in paper]
 NUMINA_BUCKETS = {"sft": range(0, 40), "label": range(40, 80), "rsft": range(80, 95), "eval": range(95, 100)}
 #: Bumped whenever the filter changes, so cached pools made by an older filter are not reused.
 POOL_VERSION = 3
