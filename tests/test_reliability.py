@@ -1,4 +1,4 @@
-"""The fault-injection review's cases (../shared/reference/reliability_review.md, 79 cases), kept
+"""The fault-injection review's cases (79 cases), kept
 as regression tests: each bad input must give a clear error (the message names what is wrong),
 never a bare traceback or a silent acceptance. Case ids are the review's. The interruption and
 resume cases (S1-S9) and determinism (X1-X3) live in test_labelling.py, test_inputs.py and the

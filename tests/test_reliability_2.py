@@ -1,4 +1,4 @@
-"""Cases of the second reliability review (shared/reference/reliability_review_2.md), by case id.
+"""Cases of the second reliability review (fault injection at new points), by case id.
 Issue 33 builds these up; the cases below are the hand-off writes (C02, K02, K03, E05)."""
 
 import json

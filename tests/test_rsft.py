@@ -228,7 +228,7 @@ def test_sample_responses_samples_once_and_keys_the_later_caches(tmp_path, monke
 
 def test_select_all_releases_each_judge_after_scoring(tmp_path):
     """Notebook 07 kept every judge it loaded (tens of GB at paper scale) while the policy's vLLM
-    engine started next (real_path_review_2.md C4): each judge is closed once it has scored."""
+    engine started next: each judge is closed once it has scored."""
 
     class Closable:
         closed = False

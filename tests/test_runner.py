@@ -220,7 +220,7 @@ def _profile_params(profile):
 
 def test_the_plan_refuses_a_tensor_parallelism_vllm_refuses(monkeypatch):
     """A notebook-wide VLLM_TP 8 reached the 1.5B policy's engines, which vLLM refuses (12 heads),
-    while the dry run printed [ok] (real_path_review_2.md C2). Now each engine is checked with its
+    while the dry run printed [ok]. Now each engine is checked with its
     own setting: the teacher's TEACHER_VLLM_TP 8 divides Llama-70B's 64 heads."""
     from stepwiser_lib.engines import memory
     from stepwiser_lib.tools import plan

@@ -39,7 +39,7 @@ def test_every_grpo_setting_reaches_trl(tmp_path, field, value, trl_name):
 @pytest.mark.parametrize("use_vllm", [False, True])
 def test_the_grpo_objective_is_explicit_and_the_same_on_both_paths(tmp_path, use_vllm):
     """TRL 1.16 turns on an importance-sampling correction of vLLM's samples by default (a
-    sequence whose probability ratio exceeds 3 is zeroed: real_path_review_2.md W3); the paper
+    sequence whose probability ratio exceeds 3 is zeroed); the paper
     path (colocated vLLM) would then train another objective than the colab path (HF)."""
     import dataclasses
 

@@ -1,7 +1,8 @@
 """The one rule for a judge output without a parsable verdict (stepwiser_lib.core.verdicts.RULE), the same
 in every stage: it never matches a label, never accepts a chunk (scored 0), leaves a ProcessBench
 solution without a prediction, and a result whose judge was never asked or never parsed is reported
-as uninformative (real_model_probe.md A3/A4: the four treatments it replaces)."""
+as uninformative (it replaces four treatments: 05 read no verdict as Positive, 06 as a rejection,
+07 as a score of 0, 04 as wrong)."""
 
 import json
 
@@ -64,7 +65,7 @@ def test_04_a_comparison_with_a_judge_that_parsed_nothing_is_uninformative():
 
 
 class _Silent:
-    """A generative judge that never writes a verdict (SmolLM2 at 135M: real_model_probe.md A3)."""
+    """A generative judge that never writes a verdict (SmolLM2 at 135M: 0 in 48 tries)."""
 
     def __init__(self):
         self.asked = 0
@@ -118,7 +119,7 @@ def test_05_a_thresholded_score_treats_a_step_with_no_parsed_sample_as_no_predic
 
 class _Words:
     """A policy that writes one chunk-free sentence: no complete chunk, so no judge is ever asked
-    (real_model_probe.md A4: 06 reported such a row as "within noise")."""
+    (06 reported such a row as "within noise")."""
 
     cut_after_separator = False
 

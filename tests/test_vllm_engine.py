@@ -95,7 +95,7 @@ class TestSmolLM2:
 
     def test_seeded_requests_prefilled_together_do_not_kill_the_cpu_engine(self, engines):
         """More prompt tokens in one call than vLLM's default step budget (4,096): the CPU engine
-        died here when a seeded prompt was prefilled in pieces (real_model_probe.md B1.3)."""
+        died here when a seeded prompt was prefilled in pieces."""
         _, v = engines
         # distinct prompts (shared text would come from the prefix cache), about 1,300 tokens each:
         # with chunked prefill on, this call killed the engine ("CPU Generator does not use offset")

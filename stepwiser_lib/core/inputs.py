@@ -11,7 +11,8 @@ What is needed follows the config: notebook 02 needs notebook 01's chunk policy 
 ``POLICY_MODEL`` is ``"artifact"``; notebook 04 needs notebook 03's data for the label rules its
 ``VARIANTS`` use; notebooks 05-07 need notebook 04's registry and the judge folders it lists.
 
-Present is not enough: a hand-off must also be *current* (reliability review 2, A06, A07, H03).
+Present is not enough: a hand-off must also be *current*: a split, a label file or a
+prompt family replaced since was read silently.
 Notebook 03 records in each rule folder which ``labels.jsonl`` it read (``sources.json``: its
 sha256); notebook 04 records in each registry entry the prompt family and the sha256 of the splits
 it trained on. :func:`check` compares them with the files there now and fails with
@@ -128,7 +129,7 @@ def split_digests(profile: str, rule: str) -> dict[str, str] | None:
 
 
 def _stale_splits(profile: str, rules: list[str]) -> list[Stale]:
-    """Notebook 03's rule folders against the ``labels.jsonl`` there now (A06, H03)."""
+    """Notebook 03's rule folders against the ``labels.jsonl`` there now."""
     labels = _art(profile, STAGES[1]) / "labels.jsonl"
     now = io.file_sha256(labels) if labels.exists() else None  # gone: nothing to compare with
     out = []
@@ -157,7 +158,7 @@ def _stale_splits(profile: str, rules: list[str]) -> list[Stale]:
 
 def _stale_judges(profile: str, cfg, entries: list[dict]) -> list[Stale]:
     """Notebook 04's registry entries against this notebook's prompt family and notebook 03's
-    splits there now (A07): judges trained on other data, or prompted another way, are stale."""
+    splits there now: judges trained on other data, or prompted another way, are stale."""
     out, digests = [], {}
     family = getattr(cfg, "PROMPT_FAMILY", None)
     for e in entries:
@@ -280,7 +281,7 @@ def _registry(profile: str, judges: list[str]) -> list[Need]:
     reg = paths.judge_registry(profile)
     needs = [Need(reg, STAGES[3], "the judge registry", "Stage 04")]
     if reg.exists():  # the folders it lists (a partial copy of runs/ loses them)
-        if not _readable_registry(reg):  # H04: damaged (a copy cut short): named, and rebuilt by 04
+        if not _readable_registry(reg):  # damaged (a copy cut short): named, and rebuilt by 04
             return [
                 Need(
                     reg,

@@ -116,7 +116,7 @@ def restore_aside(dest: str | Path) -> bool:
     """Put back a model folder a save moved aside and never replaced: a save killed between its
     two renames (:func:`stepwiser_lib.engines.models.save_atomically`) leaves the previous, whole
     model as ``.<name>.old`` and no ``<name>``. Done under the folder's lock, so a save in progress
-    is never undone. Returns whether it put one back (reliability review 2, K01, K02)."""
+    is never undone. Returns whether it put one back."""
     dest = Path(dest)
     old = dest.with_name(f".{dest.name}.old")
     if dest.exists() or not model_complete(old):
@@ -325,7 +325,7 @@ def has_cached(path: str | Path, key: str) -> bool:
 def cached_json(path: str | Path, key: str, compute, valid=None) -> dict:
     """Resume helper for long jobs: return the record at ``path`` if it was written for the same
     ``key`` (e.g. :func:`digest` of the config and inputs) and, with ``valid``, ``valid(record)``
-    holds (the model folder it names is whole: reliability review 2, H01); otherwise run
+    holds (the model folder it names is whole); otherwise run
     ``compute()``, write its result with the key (atomically, so an interrupted job leaves nothing
     half-written) and return it. A record that cannot be read back is recomputed."""
     path = Path(path)

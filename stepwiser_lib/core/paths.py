@@ -55,8 +55,8 @@ def output_root() -> Path:
 
 def pin_output_root() -> Path:
     """Check the output root and write it back to the environment as an absolute path, so that
-    kernels (which start in the repository) use the folder this process means (review 2, E02).
-    A root that is a file is an error naming the variable (E01)."""
+    kernels (which start in the repository) use the folder this process means.
+    A root that is a file is an error naming the variable."""
     root = output_root()
     if root.exists() and not root.is_dir():
         raise ConfigError(
@@ -72,7 +72,7 @@ def stored_path(path: str | Path) -> str:
     """A model folder as a record or the judge registry stores it: ``runs/...`` relative to the
     output root, or ``data/...`` relative to the repository, when it lies there; anything else (a
     hub id, a folder elsewhere) as it is. A moved or copied checkout then reads its own models
-    (:func:`resolve_stored`). [reliability review 2, H02]"""
+    (:func:`resolve_stored`)."""
     p = Path(path)
     if not p.is_absolute():
         return str(path)

@@ -24,7 +24,8 @@ PAPER_CHUNK_POLICY = (
 )
 
 #: Prompt for sampling the *base* (not yet chunk-tuned) policy in notebook 01. The paper does not
-#: give it (notes §3.2); a plain step-by-step request with a boxed answer.  # [not in paper]
+#: give it (§4.1 says only: 16 samples per prompt); a plain step-by-step request with a boxed
+#: answer.  # [not in paper]
 PAPER_BASE_POLICY = (
     "Solve the following math problem step by step. Put the final answer within \\boxed{{}}.\n\nProblem: {problem}"
 )
@@ -36,7 +37,7 @@ TOY_BASE_POLICY = "Solve.\nProblem: {problem}"
 
 # ----------------------------------------------------------------------------- teacher (Table 1)
 
-#: Paper Table 1 rules, quoted; the wrapper around them is not given (notes §3.1).  # [not in paper]
+#: Paper Table 1 rules, quoted; the wrapper around them is not in the paper.  # [not in paper]
 PAPER_SEGMENTATION_TEACHER = (
     "You will be given a step-by-step solution to a math problem. Segment it into chunks.\n\n"
     "Segmentation principles:\n"
@@ -151,7 +152,8 @@ def check_prompt(problem: str, history: list[str], chunk: str) -> str:
 
 
 def judge_prompt(family: str, problem: str, history: list[str], chunk: str, style: str = "cot") -> str:
-    """The judge prompt for one step: history chunks joined by blank lines (notes §4.1).
+    """The judge prompt for one step: history chunks joined by blank lines (not in the
+    paper; its Tables 15-20 show the history as consecutive paragraphs).
 
     ``style="cot"`` is Table 3 (analysis, then verdict); ``"direct"`` asks for the verdict only
     (the no-CoT ablation)."""

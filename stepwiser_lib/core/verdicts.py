@@ -3,7 +3,7 @@
 The generative judge ends its output with ``\\boxed{Positive}`` or ``\\boxed{Negative}`` (paper
 Table 3); :func:`parse_verdict` reads the content of the **last** box. A real model often writes
 none: SmolLM2-135M-Instruct wrote 0 parsable verdicts in 48 tries
-(``shared/reference/real_model_probe.md``, A3), and the stages used to treat that four ways (05 as
+on real ProcessBench steps, and the stages used to treat that four ways (05 as
 Positive, 06 as a rejection, 07 as a score of 0, 04 as wrong). Now one rule, :data:`RULE`, holds
 everywhere:
 

@@ -86,7 +86,7 @@ def gqa_in_kernel(device_type: str, masked: bool) -> bool:
     """Whether SDPA gets grouped-query attention itself (``enable_gqa=True``) or the key/value
     heads repeated per group. transformers' rule (``sdpa_attention.use_gqa_in_sdpa``): on CUDA only
     without a mask, because torch 2.13 serves masked GQA there with the math kernel alone, whose
-    fp32 score matrix is O(batch x heads x L^2) (``shared/reference/real_path_review_2.md`` C1:
+    fp32 score matrix is O(batch x heads x L^2) (measured:
     +23.5 GiB at colab's first GRPO validation). The CPU kernel takes both, and faster."""
     return device_type == "cpu" or not masked
 
@@ -242,7 +242,7 @@ def _choose(
     restricted to the nucleus ``top_p`` when it is below 1. ``gen``: one generator for the batch,
     or one per row (each row's draw then depends on its own stream only). Non-finite logits are
     an error: greedy decoding would pick token 0 for NaN without a word (the "!!!!" of Qwen2 run
-    in fp16 on a T4, whose activations overflow: real_path_review_2.md W6)."""
+    in fp16 on a T4, whose activations overflow)."""
     if not torch.isfinite(logits).all():
         raise FloatingPointError(non_finite_message(logits))
     if temperature <= 0:
@@ -264,7 +264,7 @@ def sample(model, prompts: list[list[int]], n: int, half: torch.dtype | None = N
     ``half``: a model kept in fp32 (a trainer's master weights: GRPO's group sampling and its
     validation) is run under autocast in this dtype, and its KV cache is kept in it. Without it,
     RoPE promotes the keys to fp32 and the cache's first tensor sets the values' dtype too: twice
-    the memory the plan assumes (real_path_review_2.md C3: a 43.7 GiB cache at paper's validation)."""
+    the memory the plan assumes (measured: a 43.7 GiB cache at the paper profile's validation)."""
     device = next(model.parameters()).device
     ctx = torch.autocast(device.type, dtype=half) if half is not None else contextlib.nullcontext()
     with _attention(model), ctx:

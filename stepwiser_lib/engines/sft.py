@@ -93,7 +93,7 @@ def train_sft(
         "processes": world_size(),
         "loss_curve": [(h["step"], h["loss"]) for h in logs],
     }
-    del trainer, model  # the next training run of the kernel needs the GPU memory (real_path_review_2.md C6)
+    del trainer, model  # the next training run of the kernel needs the GPU memory
     release()
     return out
 

@@ -11,7 +11,7 @@ fp32 ``LlamaForCausalLM`` folder that every stage loads with ``from_pretrained``
 
 Profiles name it ``smollm2`` (:func:`stepwiser_lib.engines.checkpoints.resolve_model`: ``runs/models/smollm2-135m-instruct``).
 
-What the conversion has to mend (``shared/reference/real_model_probe.md``, A1):
+What the conversion has to mend (found converting the GGUF checkpoint):
 
 * ``save_pretrained`` refuses a GGUF-loaded model ("quantized with QuantizationMethod.GGUF and is
   not serializable") although every weight is a plain fp32 tensor after dequantisation: the

@@ -477,7 +477,7 @@ def build_model(
 
     Two query heads share one key/value head (grouped-query attention, as in Qwen2.5), each 32
     wide: vLLM's CPU attention supports head sizes 32, 64, 80 ... and refused the earlier 16
-    (``shared/reference/real_model_probe.md``, B1.5).
+    (found running the stand-in on vLLM's CPU build).
 
     The tokenizer is built once into ``tokenizer_dir`` (default :func:`default_tokenizer_dir`)
     and copied next to the weights. The same seed and settings give byte-identical files, and an

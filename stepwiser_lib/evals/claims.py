@@ -225,7 +225,7 @@ KEEPS_MARGIN = 3.0
 
 #: A judge run is degenerate when at least this share of its test verdicts equals its start's
 #: (the format warm-up's, before any label) or is one constant verdict: it never left its start,
-#: so a comparison with it asks nothing of its training (``toy_results_review_2.md`` §1.4).
+#: so a comparison with it asks nothing of its training.
 DEGENERATE_SHARE = 0.98
 
 #: Family-wise level of the table's verdicts (Holm over every informative row).

@@ -1,5 +1,5 @@
-"""The paper's reported numbers, copied from arXiv 2508.19229v2 (see
-``shared/reference/stepwiser_paper_notes.md`` §5), so notebooks print them beside ours.
+"""The paper's reported numbers, copied from arXiv 2508.19229v2 (each constant names
+its table), so notebooks print them beside ours.
 
 These are the *paper's* results, never ours: every table that shows them labels them so.
 """
@@ -116,8 +116,8 @@ def pb_avg_f1_se(rates=TABLE10_GEN_RL_1P5B, sizes=PROCESSBENCH_SIZES) -> float:
     """Standard error (F1 points) of a ProcessBench average F1 from its items alone, by the delta
     method on F1 = 2EC / (E + C) per subset (E, C: accuracy on the erroneous and the correct
     solutions, binomial over the subset's items), averaged over the subsets. The paper reports no
-    interval; this is what its benchmark's size alone implies (``toy_results_review_2.md`` §1.3:
-    about 1.0 per judge)."""
+    interval; this is what its benchmark's size alone implies (about 1.0
+    per judge)."""
     var = 0.0
     for (e, c), (n_e, n_c) in zip(rates, sizes, strict=True):
         e, c = e / 100, c / 100
@@ -137,8 +137,9 @@ def mean_accuracy_se(p_math500: float, p_heldout: float) -> float:
     return 0.5 * (accuracy_se(p_math500, 500) ** 2 + accuracy_se(p_heldout, 1000) ** 2) ** 0.5
 
 
-#: The paper's settings and sizes that the notebooks' prose quotes (notes §3-§4, §8), so that a
-#: check of the prose (``stepwiser_lib.tools.prose``) can tell them from numbers about our run.
+#: The paper's settings and sizes that the notebooks' prose quotes (paper §4.1, §4.4, App. A.1,
+#: Tables 4 and 9; ProcessBench's 3,400 solutions), so that a check of the prose
+#: (``stepwiser_lib.tools.prose``) can tell them from numbers about our run.
 PAPER_CONSTANTS = {
     "gamma": 0.8,
     "alpha": 0.4,

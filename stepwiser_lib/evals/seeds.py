@@ -1,5 +1,5 @@
 """Training seeds as the unit of resampling, and a claims family read with multiplicity in mind
-(issue 35; ``toy_results_review_2.md`` §1.5, §4).
+(issue 35).
 
 A toy judge's score moves by several points between two training runs of the same code (about 7
 F1 points per toy-ProcessBench difference), several times what resampling the test items shows.
@@ -17,8 +17,8 @@ multinomial draw), so 10,000 replicates are a few array operations, not 10,000 P
 
 With five seeds (or two) the percentile bootstrap understates the seeds' share of the variance:
 a mean of S seeds drawn with replacement varies by (S - 1) / S of the unbiased amount, and its
-quantiles are normal where a t with about S - 1 degrees of freedom applies (``claims_audit.md``
-§2.1; issue 47). So the interval a claim reports is :func:`t_interval`'s: the unbiased variance
+quantiles are normal where a t with about S - 1 degrees of freedom applies (issue 47).
+So the interval a claim reports is :func:`t_interval`'s: the unbiased variance
 components (between seeds, seed × item, items: :func:`components`, the item parts from an
 item-only bootstrap) and a Satterthwaite t. :func:`simulate_coverage` measures both intervals'
 coverage on simulated arms.
@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from scipy import stats as _st
 
-#: Bootstrap replicates of a claim (the review's own recomputation used 10,000).
+#: Bootstrap replicates of a claim.
 N_BOOT = 10_000
 
 

@@ -1,4 +1,4 @@
-"""Stage 3: step-level judge prompts and class balancing (paper §3.3, §4.1, App. A.4; notes §4.3).
+"""Stage 3: step-level judge prompts and class balancing (paper §3.3, §4.1, App. A.4).
 
 Labelled chunks become judge examples ``(problem, history, chunk, label)`` for one label rule.
 The paper down-samples the majority class to a 50/50 split ("essential for stable RL") and
@@ -169,7 +169,7 @@ def build_splits(
     ``source``: the ``labels.jsonl`` the records came from. Each rule folder then records its
     sha256 (:func:`stepwiser_lib.core.inputs.record_sources`), which notebook 04 compares with the
     file there when it starts; and the folders of rules not in ``rules`` are removed, so no split
-    of an older run is read as this one's (reliability review 2, A06, H03)."""
+    of an older run is read as this one's (notebook 04 would train on labels a later run replaced)."""
     out_dir = Path(out_dir)
     stats, example = {}, None
     for rule in rules:

@@ -1,4 +1,4 @@
-"""Stage 6: Chunk-Reset Reasoning, the judge used at inference time (paper §4.4, Table 7; notes §6.1).
+"""Stage 6: Chunk-Reset Reasoning, the judge used at inference time (paper §4.4, Table 7).
 
 The chunk policy writes one chunk at a time (generation stops at ``</chunk>``). The judge reads
 (problem, accepted history, new chunk): a Positive chunk is accepted and generation continues
@@ -134,7 +134,7 @@ def chunk_reset(
             s, c = states[i], o[0]
             content = first_chunk(c.text)
             if content is None:  # the response ended (or broke format): nothing more to judge
-                # ... or the chunk hit the token limit (review 2, A10); a request with no room at all is not a cut
+                # ... or the chunk hit the token limit; a request with no room at all is not a cut
                 s.ended_cut = not getattr(c, "finished", True) and not getattr(c, "skipped", False)
                 s.accepted_tokens += c.n_tokens
                 s.prefix += c.text
@@ -225,7 +225,7 @@ def chunk_reset(
 def summarize(results: list[dict], correct: list[bool], seconds: float | None = None) -> dict:
     """Table 7 columns: accuracy (%), mean accepted and rejected length (tokens), plus judge
     calls, resets and exhausted points per problem, and ``cut_at_limit``: % of responses that
-    ended at a chunk cut by the token limit (never judged: review 2, A10)."""
+    ended at a chunk cut by the token limit (never judged)."""
     n = max(1, len(results))
     out = {
         "n": len(results),
@@ -601,7 +601,8 @@ def rejection_lines(rows: list[dict]) -> list[str]:
 def cut_note(rows: list[dict], max_chunk_tokens: int) -> str:
     """A sentence when responses ended at a chunk cut by ``MAX_CHUNK_TOKENS`` (:func:`table`'s
     ``cut_at_limit``): such a chunk is never judged and its response has no answer, so a large share
-    makes the table say more about the limit than about the judges (review 2, A10). "" when none."""
+    makes the table say more about the limit than about the judges (at a 1-token limit every method
+    scored 0.0, with no word about the limit). "" when none."""
     cut = {r["method"]: r.get("cut_at_limit", 0) for r in rows if r.get("cut_at_limit")}
     if not cut:
         return ""

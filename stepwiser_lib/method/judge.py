@@ -494,7 +494,7 @@ MODEL_FIELDS = ("base", "adapter")
 
 def stored_entry(entry: dict) -> dict:
     """A registry entry as files store it, its model folders relative to the output root. Caches
-    of notebooks 05-07 hash this form, so a moved checkout keeps its results (review 2, H02)."""
+    of notebooks 05-07 hash this form, so a moved checkout keeps its results."""
     return {**entry, **{k: paths.stored_path(entry[k]) for k in MODEL_FIELDS if entry.get(k)}}
 
 

@@ -85,7 +85,7 @@ def training_runs(variants: list[str], seed: int, repeat_seeds: list[int]) -> li
     """(variant, seed, run id) for every run to train: each variant at ``seed``, then every
     variant at every other seed of ``repeat_seeds`` (issue 35: an arm of the claims table is a
     set of training seeds, for every variant a claim reads). A variant or seed named twice is one
-    run (review 2, A14)."""
+    run."""
     runs = [(v, seed, v) for v in dict.fromkeys(variants)]
     for s in (s for s in dict.fromkeys(repeat_seeds) if s != seed):
         runs += [(v, s, f"{v}@seed{s}") for v in dict.fromkeys(variants)]
@@ -443,12 +443,12 @@ def comparison_pairs(preds: dict, run_ids: list[str], main: str) -> list[tuple[s
         ("RL beats its warm-up", rule, a, test(WARMUP_NAME)),
         ("RL beats chance (a constant verdict)", rule, a, constant_judge(test(WARMUP_NAME))),
     ]
-    if test(REF_RULE) is not None:  # does RL add anything to reading the warm-up's analysis? (review §1.4)
+    if test(REF_RULE) is not None:  # does RL add anything to reading the warm-up's analysis?
         pairs.append(("RL beats the warm-up's analysis read by a rule", rule, a, test(REF_RULE)))
     disc = f"disc_sft:{rule}"
     if disc in run_ids:
         pairs.append(("generative RL beats discriminative SFT", rule, a, runs(disc)))
-    if f"restate_rl:{rule}" in run_ids:  # RL from a warm-up that hands over no derived value (review W3d)
+    if f"restate_rl:{rule}" in run_ids:  # RL from a warm-up that hands over no derived value
         pairs.append(
             ("the derived analysis helps RL (against a restating warm-up)", rule, a, test(f"restate_rl:{rule}"))
         )
@@ -478,7 +478,8 @@ def stored_record(record: dict) -> dict:
 
 def entry_whole(entry: dict) -> bool:
     """Every local model folder the entry names is complete (config and weights); a hub id is not
-    checked. A cached run whose folder was deleted is retrained, not trusted (review 2, H01)."""
+    checked. A cached run whose folder was deleted is retrained, not trusted (trusting its
+    record, notebook 04 never rebuilt the folder, and notebook 05 kept sending the user back to 04)."""
     local = [paths.resolve_stored(entry[k]) for k in MODEL_FIELDS if entry.get(k)]
     return all(paths.model_complete(p) for p in local if os.path.isabs(p))
 
@@ -488,7 +489,7 @@ def write_registry(path, entries: list[dict], *, family: str, data_hash: dict) -
     relative, each with its provenance: the prompt family it was trained with and the sha256 of
     notebook 03's splits it was trained and chosen on (``data_hash``: rule -> split -> sha256, as
     :func:`read_splits` gives; the warm-up read every rule). Notebooks 05-07 compare both
-    (:func:`stepwiser_lib.core.inputs.stale`: review 2, A07)."""
+    (:func:`stepwiser_lib.core.inputs.stale`)."""
 
     def provenance(e):
         rules = [e["rule"]] if e.get("rule") else sorted(data_hash)
@@ -517,7 +518,7 @@ def read_registry(profile: str, names: list[str], allow_all: bool = False, every
     try:
         stored = io.read_json(path)
         registry = {e["name"]: resolved_entry(e) for e in stored}
-    except (ValueError, KeyError, TypeError) as err:  # review 2, H04: damaged (e.g. a copy cut short)
+    except (ValueError, KeyError, TypeError) as err:  # damaged (e.g. a copy cut short)
         raise ValueError(
             f"the judge registry {path} is damaged ({type(err).__name__}: {err}); re-run notebook 04 at "
             f"profile {profile!r}: it rewrites the registry from its cached runs without retraining"

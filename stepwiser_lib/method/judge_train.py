@@ -416,7 +416,7 @@ def train_grpo_judge(
     }
     # The trainer (model, optimizer state, at paper scale TRL's colocated vLLM engine) sits in a
     # reference cycle through the validation callback's closure: drop it here, so the next training
-    # run of the same notebook kernel finds the GPU memory (real_path_review_2.md C6).
+    # run of the same notebook kernel finds the GPU memory.
     trainer = model = None  # (not `del`: the closures above name trainer)
     release()
     return out

@@ -1,11 +1,11 @@
-"""Stage 2: Monte-Carlo rollout labelling of chunks (paper §3.2, Eq. 2; notes §1.3, §2).
+"""Stage 2: Monte-Carlo rollout labelling of chunks (paper §3.2, Eq. 2; §4.1; App. A.1).
 
 For a prompt x and a chunk-policy response a = [a_1..a_H], Q_i is the success rate of M rollouts
 continued from the prefix that *includes* chunk i (paper: M = 16, temperature 1.0). The final
 chunk needs no rollouts: its Q is the verified correctness of the answer. Each Q is computed
 once and serves as "after chunk i" and "before chunk i+1"; the value before the first chunk is
-q0, the success rate of the 16 pre-filter samples of the bare prompt (notes §2, suggested
-default).
+q0, the success rate of the 16 pre-filter samples of the bare prompt (our default: not in the
+paper, which leaves the value before the first chunk undefined).
 
 Three label rules (pure functions, tested on hand-computed cases):
 
@@ -89,7 +89,7 @@ def rel_effective_labels(q: list[float], q0: float, alpha: float, n: int = 4) ->
     """Rel-Effective: positive iff Q_i + alpha * (mu(Q_i) - mu(Q_{i-1})) > 0, Q_0 := q0.
 
     The paper writes "- if ... = 0"; since the score can be negative we read negative as
-    score <= 0 (notes §2). Paper alpha: 0.4 (1.5B), 0.8 (7B).
+    score <= 0 (our reading of paper §3.2). Paper alpha (App. A.1): 0.4 (1.5B), 0.8 (7B).
     """
     check_q(q)
     check_q([q0], "q0")
@@ -314,7 +314,7 @@ def read_shard(path: Path, config_hash: str | None = None) -> tuple[list[dict], 
 
 
 #: A shard's scratch file older than this was left by a killed process and is removed; a younger
-#: one may be another run's write in progress (two runs into one folder: review 2, C01).
+#: one may be another run's write in progress (two runs into one folder).
 STALE_TMP_SECONDS = 600
 
 #: Why a shard was set aside, from the start of its ShardError (the suffix of the moved file).
@@ -600,7 +600,7 @@ def label_prompts(
         raise ValueError(f"worker {worker} of {workers}: want 0 <= worker < workers")
     from tqdm.auto import tqdm
 
-    if cfg.reference_trajectories and any("solution" not in it for it in items):  # review 2, A03: before any compute
+    if cfg.reference_trajectories and any("solution" not in it for it in items):  # checked before any compute
         raise ValueError(
             "REFERENCE_TRAJECTORIES labels each problem's reference solution, and these problems have "
             f"none (only the tasks {', '.join(tasks.WITH_SOLUTIONS)} carry one); set it false or change TASK"
@@ -608,7 +608,7 @@ def label_prompts(
     out = Path(out_dir) / "shards"
     out.mkdir(parents=True, exist_ok=True)
     for tmp in out.glob(".shard_*.tmp"):  # left by a process killed while writing; a fresh one may be
-        with contextlib.suppress(OSError):  # another live run's write in progress (review 2, C01): kept
+        with contextlib.suppress(OSError):  # another live run's write in progress: kept
             if time.time() - tmp.stat().st_mtime > STALE_TMP_SECONDS:
                 tmp.unlink()
     h = cfg.digest(model_id)
@@ -759,8 +759,8 @@ def prefilter_rates(stats: dict) -> dict:
 
 def no_chunks_message(stats: dict, max_new_tokens: int) -> str:
     """Why a labelling run produced no labelled chunk, from its stats, the likeliest cause first and
-    each with the setting to change (reliability review 2, A09: every sample cut at
-    ``MAX_NEW_TOKENS`` was reported as a pre-filter problem)."""
+    each with the setting to change (a run whose every sample was cut at ``MAX_NEW_TOKENS`` used
+    to be told to raise N_PROMPTS / N_PREFILTER, as if the pre-filter had failed)."""
     n, cut = stats.get("prefilter_samples", 0), stats.get("prefilter_truncated", 0)
     causes = []
     if n and cut * 2 >= n:
@@ -975,7 +975,7 @@ def main(argv: list[str] | None = None, profiles_dir: str | Path | None = None) 
             )[nb.stem]
         )
         cfg = label_config_from_params(p)
-        if p["REFERENCE_TRAJECTORIES"] and tasks.reference_problem(p["TASK"]):  # review 2, A03: before the model loads
+        if p["REFERENCE_TRAJECTORIES"] and tasks.reference_problem(p["TASK"]):  # before the model loads
             raise ConfigError(tasks.reference_problem(p["TASK"]))
         # (issue 49) the output root the caller meant, and the data files, before the model loads
         paths.pin_output_root()
@@ -1007,7 +1007,7 @@ def main(argv: list[str] | None = None, profiles_dir: str | Path | None = None) 
             file=sys.stderr,
         )
         return 130
-    except OSError as e:  # a full disk or a folder that cannot be written (review 2, E04): the shards written stay
+    except OSError as e:  # a full disk or a folder that cannot be written: the shards written stay
         print(
             f"[labelling] could not write {e.filename or out}: {e.strerror or e}; the finished shards are in "
             f"{out / 'shards'} and the next run resumes from them once there is room",

@@ -1,4 +1,4 @@
-"""Stage 5: ProcessBench (Zheng et al. 2024, arXiv 2412.06559), notebook 05 (notes §8).
+"""Stage 5: ProcessBench (Zheng et al. 2024, arXiv 2412.06559), notebook 05 (its paper §3, §4.1).
 
 * :func:`load_split` reads the HF dataset ``Qwen/ProcessBench`` (four splits) or a local folder of
   ``{gsm8k,math,olympiadbench,omnimath}.jsonl`` (``STEPWISER_PROCESSBENCH_DIR``), validating every
@@ -7,7 +7,8 @@
 * :func:`score` is the official metric: exact match of the first-error index, accuracy on
   erroneous (label != -1) and on correct (label == -1) samples, and their harmonic mean ("F1").
   The benchmark score is the plain mean of the four split F1s (:func:`average_f1`).
-* :func:`judge_solutions` runs a stepwise judge with the first-error protocol (notes §4.7, §8.3);
+* :func:`judge_solutions` runs a stepwise judge with the first-error protocol (ProcessBench paper
+  §4.1's rule for binary PRMs; the StepWiser paper does not state its step protocol);
   :func:`best_threshold` is ProcessBench's rule for scalar-score PRMs.
 * :func:`load_toy`: toy-ProcessBench, the same schema on toy problems with exact first-error labels
   (built by :mod:`stepwiser_lib.toy.processbench_build`, ``make toy-processbench``).
@@ -49,10 +50,10 @@ from .calculator import predict
 from .judge import stored_entry
 
 SPLITS = ("gsm8k", "math", "olympiadbench", "omnimath")
-#: (error, correct) counts per split, ProcessBench paper Table 1 / notes §8.1.
+#: (error, correct) counts per split, ProcessBench paper Table 1.
 EXPECTED_COUNTS = {"gsm8k": (207, 193), "math": (594, 406), "olympiadbench": (661, 339), "omnimath": (759, 241)}
 HF_DATASET = "Qwen/ProcessBench"
-#: The hub revision users should pin (notes §8.1: main later changed math.json, "fix annotation").
+#: The hub revision users should pin (main later changed math.json: commit 3bdcd53, "fix annotation").
 HF_REVISION = "main"
 
 
@@ -137,7 +138,7 @@ def score(labels: list[int], predictions: list[int | None]) -> dict:
 
 
 def average_f1(per_split: dict[str, dict]) -> float:
-    """The benchmark score: plain (unweighted) mean of the split F1s (notes §8.2)."""
+    """The benchmark score: plain (unweighted) mean of the split F1s (ProcessBench paper Table 3)."""
     return sum(s["f1"] for s in per_split.values()) / len(per_split)
 
 
@@ -162,10 +163,10 @@ def threshold_predictions(
     step_scores: list[list[float]], threshold: float, silent: list[list[bool]] | None = None
 ) -> list[int | None]:
     """Scalar-score PRM protocol: a step scoring below ``threshold`` is predicted wrong; the
-    prediction is the first such step, else -1 (notes §8.3). ``silent`` marks steps none of whose
-    samples gave a parsable verdict (score 0 only because nothing parsed): reached before any
-    flagged step, such a step leaves the solution without a prediction (None), as in the verdict
-    protocol (:func:`first_error_index`, :data:`stepwiser_lib.core.verdicts.RULE`)."""
+    prediction is the first such step, else -1 (ProcessBench paper §4.1). ``silent`` marks steps
+    none of whose samples gave a parsable verdict (score 0 only because nothing parsed): reached
+    before any flagged step, such a step leaves the solution without a prediction (None), as in the
+    verdict protocol (:func:`first_error_index`, :data:`stepwiser_lib.core.verdicts.RULE`)."""
     out = []
     for n, ss in enumerate(step_scores):
         first = next((i for i, s in enumerate(ss) if s < threshold), -1)
@@ -204,7 +205,8 @@ def judge_solutions(
     temperature: float | None = None,
     probs: bool = False,
 ) -> list[dict]:
-    """Run a stepwise judge over ProcessBench-style records (notes §4.7, §8.3).
+    """Run a stepwise judge over ProcessBench-style records (ProcessBench paper §4.1's rule
+    for binary PRMs; the StepWiser paper does not state its step protocol).
 
     Step ``i`` is judged with history ``steps[:i]``. Solutions advance together, one step index
     per round, so every round is one batched judge call. With ``stop_at_first_negative`` a

@@ -1,5 +1,5 @@
 """Stage 7: stepwise rejection-sampling fine-tuning, the judge as a data selector (paper §4.4,
-Table 8; notes §6.2).
+Table 8).
 
 The chunk policy samples N responses per training prompt. Each chunk is scored by a judge
 (score = fraction of Positive verdicts over its samples; with one greedy sample, 1 or 0), the

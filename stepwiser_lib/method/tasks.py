@@ -35,7 +35,8 @@ WITH_SOLUTIONS = ("numina",)
 
 def reference_problem(task: str) -> str:
     """Why ``REFERENCE_TRAJECTORIES`` cannot label ``task``'s problems ("" when it can): the
-    shortcut labels each problem's reference solution (reliability review 2, A03)."""
+    shortcut labels each problem's reference solution, which only
+    some tasks' problems carry (without one the run failed after its pre-filter)."""
     if task in WITH_SOLUTIONS:
         return ""
     return (
@@ -214,7 +215,7 @@ def math_verify_correct(gold: str, response: str) -> bool:
 @functools.lru_cache(maxsize=1 << 16)
 def _parse_gold(gold: str):
     """A gold answer parsed once, not once per rollout (labelling checks M = 16 rollouts of every
-    prefix against the same gold: real_path_review_2.md S3). Math-Verify's ``verify`` only reads it."""
+    prefix against the same gold). Math-Verify's ``verify`` only reads it."""
     from math_verify import parse
 
     return parse(f"${_bare(gold)}$")
@@ -225,7 +226,7 @@ def _stable_hash(text: str) -> int:
 
 
 #: NuminaMath-CoT disjoint prompt pools by hash bucket (of 100). The paper does not say how its
-#: 20k/40k subsets and the Heldout-1K set were drawn (notes §1.2).  # [not in paper]
+#: 20k/40k subsets and the Heldout-1K set were drawn (paper §4.1 gives the sizes only).  # [not in paper]
 NUMINA_BUCKETS = {"sft": range(0, 40), "label": range(40, 80), "rsft": range(80, 95), "eval": range(95, 100)}
 #: Bumped whenever the filter changes, so cached pools made by an older filter are not reused.
 POOL_VERSION = 3

@@ -1,5 +1,5 @@
 """Settings that are each valid but do not fit together, found before any kernel starts
-(``--check``, ``--dry-run`` and every run; reliability review 2, section A): each problem names the
+(``--check``, ``--dry-run`` and every run): each problem names the
 notebook, the settings and the fix. The single-value checks live in the parameters cells
 (:mod:`stepwiser_lib.core.checks`); these need two or more values at once.
 """
@@ -62,7 +62,7 @@ def problems(params: dict[str, dict], world: tuple[int, str] = (1, "in-process")
     n, how = world
     at = f" at {how}" if n > 1 else ""
     for nb, p in params.items():
-        # A01/A02 and issue 48: batch divisions, checked as the trainers will do them, at the
+        # batch divisions (issue 48), checked as the trainers will do them, at the
         # world size the launch will have (a batch that divides on 8 GPUs can fail on 24, after
         # a day of sampling)
         trains = _trainings(p)
@@ -78,19 +78,19 @@ def problems(params: dict[str, dict], world: tuple[int, str] = (1, "in-process")
                     SFTSettings(global_batch=p[f"{prefix}_BATCH"], micro_batch=p[key], name=prefix).batches(n)
                 except ConfigError as e:
                     out.append(f"{nb}: {e}{at}")
-        # A08: 0 is neither "epochs" (-1) nor any training: TRL would run one step
+        # 0 is neither "epochs" (-1) nor any training: TRL would run one step
         out += [
             f"{nb}: {k} = 0 would train one step (TRL); use -1 for the epochs setting or a count >= 1"
             for k, v in p.items()
             if k.endswith("_MAX_STEPS") and v == 0
         ]
-        # A04: a length window that keeps nothing
+        # a length window that keeps nothing
         if "MIN_CHARS" in p and "MAX_CHARS" in p and p["MIN_CHARS"] > p["MAX_CHARS"]:
             out.append(
                 f"{nb}: MIN_CHARS = {p['MIN_CHARS']} > MAX_CHARS = {p['MAX_CHARS']} keeps no judge example; "
                 "lower MIN_CHARS or raise MAX_CHARS"
             )
-        # A11/A12: DATA_FILES names tasks, and files (a missing file fails where it is read, naming it)
+        # DATA_FILES names tasks, and files (a missing file fails where it is read, naming it)
         for task, f in (p.get("DATA_FILES") or {}).items():
             if task not in TASKS:
                 out.append(
@@ -99,7 +99,7 @@ def problems(params: dict[str, dict], world: tuple[int, str] = (1, "in-process")
                 )
             elif f and data_file(f).is_dir():
                 out.append(f"{nb}: DATA_FILES[{task!r}] = {f!r} is a folder; name the file in the hub's schema")
-        # A16: the Maj@k score is a generative judge's; a discriminative one has its p(+) already
+        # the Maj@k score is a generative judge's; a discriminative one has its p(+) already
         for j in p.get("MAJ_K_SCORE_JUDGES", []):
             base = j.split("@seed")[0]
             if base != WARMUP_NAME and base != "all" and STYLE[parse_variant(base)[0]] == "disc":
@@ -107,7 +107,7 @@ def problems(params: dict[str, dict], world: tuple[int, str] = (1, "in-process")
                     f"{nb}: MAJ_K_SCORE_JUDGES holds {j!r}, a discriminative judge (its score is p(+) "
                     "already); name generative judges only"
                 )
-        # A03: the reference-trajectory shortcut labels each problem's reference solution, which
+        # the reference-trajectory shortcut labels each problem's reference solution, which
         # only NuminaMath's rows carry (toy, gsm8k and math500 problems come without one)
         if p.get("REFERENCE_TRAJECTORIES") and reference_problem(p.get("TASK")):
             out.append(f"{nb}: {reference_problem(p.get('TASK'))}")
@@ -117,13 +117,13 @@ def problems(params: dict[str, dict], world: tuple[int, str] = (1, "in-process")
                 report_to(p["REPORT_TO"])
             except ConfigError as e:
                 out.append(f"{nb}: {e}")
-        # A15: one solution per split is an erroneous one only, and every judge then scores F1 0
+        # one solution per split is an erroneous one only, and every judge then scores F1 0
         if p.get("LIMIT") == 1:
             out.append(
                 f"{nb}: LIMIT = 1 keeps no correct solution per split, so every judge's F1 is 0; "
                 "use 0 (all) or at least 2"
             )
-    # A05: notebook 04 trains on notebook 03's rules
+    # notebook 04 trains on notebook 03's rules
     p3, p4 = params.get("03_balancing"), params.get("04_judge_grpo")
     if p3 and p4:
         missing = sorted({parse_variant(v)[1] for v in p4.get("VARIANTS", [])} - set(p3.get("RULES", [])))
@@ -132,7 +132,7 @@ def problems(params: dict[str, dict], world: tuple[int, str] = (1, "in-process")
                 f"04_judge_grpo: VARIANTS train on rule(s) {missing}, which 03_balancing's RULES "
                 f"({p3.get('RULES')}) does not build; add them to RULES"
             )
-    # A07: the judges notebooks 05-07 prompt are trained by notebook 04 with its prompt family
+    # the judges notebooks 05-07 prompt are trained by notebook 04 with its prompt family
     if p4:
         for nb in ("05_processbench", "06_chunk_reset", "07_rsft"):
             fam = params.get(nb, {}).get("PROMPT_FAMILY")
@@ -151,8 +151,8 @@ def data_file(f: str) -> Path:
 
 def missing_data_files(params: dict[str, dict]) -> list[str]:
     """``DATA_FILES`` values of ``params`` (notebook -> parameters) that are not files here: what
-    a run would fail on after its first stages, and what the dry run used to hide behind hub ids
-    (review 2, E06). Not part of ``--check``, which checks settings on any machine."""
+    a run would fail on after its first stages, and what the dry run used to hide behind hub ids.
+    Not part of ``--check``, which checks settings on any machine."""
     return [
         f"{nb}: DATA_FILES[{task!r}] = {f!r}: no such file ({data_file(f)})"
         for nb, p in params.items()

@@ -5,7 +5,7 @@
 without downloading anything, and prints the stages in order with their models, data sizes,
 sequences to generate, training steps and an **estimate** of A100-hours.
 
-The estimate is scaled from the paper's own reported costs (notes §1.3): Monte-Carlo annotation
+The estimate is scaled from the paper's own reported costs (paper §4.1): Monte-Carlo annotation
 of the 7B-chunk policy took about 14 days on 8 A100 for about 3.46 M steps x M = 16 rollouts,
 and judge RL took about 5 days on 8 A100 for 800 steps x 1024 prompts x 4 samples (7B). Cost is
 taken as proportional to the number of sequences and to model size (a rough rule: decoding cost
@@ -29,7 +29,7 @@ from ..engines.launch import ENV_NODES, command, launcher, world_size
 from ..method.segmentation import teacher_budget
 from .crosscheck import data_file
 
-#: Paper costs (notes §1.3): A100-hours per generated sequence and per RL completion, 7B model.
+#: Paper costs (paper §4.1): A100-hours per generated sequence and per RL completion, 7B model.
 PAPER_ROLLOUTS = 3_463_520 * 16  # Table 9 steps (1.5B) x M; the 7B run is of the same order
 A100_H_PER_SEQ_7B = 14 * 24 * 8 / PAPER_ROLLOUTS
 A100_H_PER_RL_COMPLETION_7B = 5 * 24 * 8 / (800 * 1024 * 4)
@@ -173,7 +173,7 @@ def launch_layout() -> tuple[int, int, str]:
     """How ``make reproduce`` will run training: (processes, ZeRO stage, in words), from
     ``STEPWISER_LAUNCHER`` (an accelerate config; ``STEPWISER_NUM_PROCESSES`` overrides its
     count), or in-process on one device when it is unset. The memory rows and wall times are
-    computed for this, not for the profile's target box (real_path_review_2.md §4.6)."""
+    computed for this, not for the profile's target box."""
     import yaml
 
     try:
@@ -214,7 +214,7 @@ def scale() -> tuple[int, int]:
 
 def _dataset(task: str, params: dict[str, dict]) -> str:
     """Where ``task``'s problems come from: a ``DATA_FILES`` file of any notebook (said missing
-    when it is not there: review 2, E06), else the hub id or the toy world."""
+    when it is not there), else the hub id or the toy world."""
     files = sorted({f for p in params.values() for t, f in (p.get("DATA_FILES") or {}).items() if t == task and f})
     if not files:
         return DATASETS.get(task, task)
@@ -309,7 +309,7 @@ def dry_run(profile: str, params: dict[str, dict]) -> dict:
         elif stem.startswith("05"):
             datasets.add("processbench" if p["BENCH"] == "real" else "toy")
             n = (p["LIMIT"] or 3400 // 4) * 4
-            calls = n * 7  # about 7 steps per solution on ProcessBench (notes §8.1)
+            calls = n * 7  # about 7 steps per solution on ProcessBench (its paper: 5.1-8.9 per split)
             judges = _judges(params, stem)
             st.update(solutions=n, judges_scored=judges, judge_calls=calls * judges * p["MAJ_K"])
             gen_h = _cost(calls * p["MAJ_K"] * judges, policy_b)
@@ -353,7 +353,7 @@ def dry_run(profile: str, params: dict[str, dict]) -> dict:
         "datasets": {d: _dataset(d, params) for d in sorted(datasets)},
         "estimated_a100_hours": round(total, 1),
         "estimated_wall_hours": round(wall, 1),
-        "note": "estimate scaled from the paper's reported costs (notes §1.3); order of magnitude only",
+        "note": "estimate scaled from the paper's reported costs (paper §4.1); order of magnitude only",
     }
 
 
@@ -423,7 +423,7 @@ def memory_plan(profile: str, params: dict[str, dict]) -> dict:
     rows: list[dict] = []
     p01 = params.get("01_self_segmentation", {})
     policy = _shape(p01.get("BASE_MODEL", "toy_base"))
-    # masked GQA in SDPA would be the math kernel on CUDA: B x heads x L^2 fp32 scores (review C1)
+    # masked GQA in SDPA would be the math kernel on CUDA: B x heads x L^2 fp32 scores
     math_scores = (
         not gpu.is_cpu and policy is not None and policy.num_heads > policy.num_kv_heads and gqa_in_kernel("cuda", True)
     )

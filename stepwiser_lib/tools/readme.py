@@ -76,7 +76,8 @@ def committed(rel: str) -> Path:
 
 def results_of(profile: str) -> Path:
     """``results/<profile>/`` under the output root the run wrote to (``$STEPWISER_OUTPUT_ROOT`` or the
-    repository; review 2, H05), after checking that every result there is this profile's (H06)."""
+    repository), after checking that every result there is this profile's (another profile's file
+    copied in would put its numbers in this profile's tables)."""
     res = paths.output_root() / "results" / profile
     if not res.is_dir():  # a run elsewhere that has not written this profile: the committed results (issue 49)
         res = ROOT / "results" / profile

@@ -73,7 +73,7 @@ def read_timings(path: Path) -> dict:
 def _writable(folders: list[Path]) -> None:
     """Fail with a :class:`ConfigError` naming the folder unless each of ``folders`` can be written
     (its nearest existing folder takes a file; a read-only or full disk, a file in the way): before
-    any kernel starts, so no stage spends its compute first (reliability review 2, E03). Nothing
+    any kernel starts, so no stage spends its compute first. Nothing
     is left behind."""
     for d in folders:
         here = d
@@ -95,7 +95,7 @@ def _kernel_manager(log):
     """The kernel manager papermill starts each notebook's kernel with: the kernel *process*
     writes its own log (not cell output, which travels to the executed notebook) to ``log``
     (``runs/<profile>/kernel.log``), so a Ctrl-C leaves the runner's one line and not the
-    kernel's traceback of a socket the runner has closed (reliability review 2, K05)."""
+    kernel's traceback of a socket the runner has closed."""
     from jupyter_client.manager import AsyncKernelManager
 
     class LoggedKernelManager(AsyncKernelManager):
@@ -153,7 +153,7 @@ def run(
     params = checked_parameters(profile, notebooks, profiles_dir)
     every = list_notebooks(Path(notebooks_dir))  # notebooks that run later must fit too (--only 03 then 04)
     crosscheck.check(with_defaults(every, checked_parameters(profile, every, profiles_dir)))
-    paths.pin_output_root()  # one absolute output root for this process and its kernels (E01, E02)
+    paths.pin_output_root()  # one absolute output root for this process and its kernels
     for nb in notebooks:
         decl = notebook_parameters(nb)
         for k, v in (overrides or {}).items():
@@ -190,7 +190,7 @@ def run(
     out = Path(out_dir or run_dir(profile))
     _writable(
         [out, paths.output_root() / "results" / profile, paths.output_root() / "figures" / profile]
-    )  # E03: a folder the run cannot write fails now, not after a stage
+    )  # a folder the run cannot write fails now, not after a stage
     import papermill as pm
 
     _quiet_papermill_inference()
@@ -208,7 +208,7 @@ def run(
         )
         t0 = time.time()
         # papermill rewrites its output as cells run, with plain writes: into a file of this process,
-        # moved into place whatever happens, so two runs at once never interleave one file (C03)
+        # moved into place whatever happens, so two runs at once never interleave one file
         running = out / f".{nb.stem}.{os.getpid()}.running.ipynb"
         try:
             with open(out / "kernel.log", "ab") as log:

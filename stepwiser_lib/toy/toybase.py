@@ -244,7 +244,7 @@ def evaluate(model_dir: str, n_problems: int = 256, seed: int = 0, batch_size: i
     """Held-out accuracy (greedy and T=1) and check-text quality of a toy base model, on the
     ``eval_dev`` problems: what a choice between toy bases reads. Never the ``eval`` split, which
     holds every reported policy number (Tables 4, 7, 8): an earlier version read it, and the v3
-    base was chosen with those numbers in view (``toy_results_review_2.md`` §3.2a, issue 35)."""
+    base was chosen with those numbers in view (issue 35)."""
     model, tok = load_model(model_dir)
     gen = HFGenerator(model, tok, batch_size=batch_size)
     probs = toyworld.generate_problems(EVALUATE_SPLIT, n_problems, seed=seed)

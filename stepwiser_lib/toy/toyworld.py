@@ -447,7 +447,7 @@ def check_step(problem: Problem, step: str, values: dict[str, int] | None = None
 
 
 def first_error(problem: Problem, steps: list[str]) -> int:
-    """Index of the first wrong step, or -1 (ProcessBench's label convention, notes §8.1)."""
+    """Index of the first wrong step, or -1 (ProcessBench's label convention, 0-based)."""
     for i, s in enumerate(steps):
         if not check_step(problem, s).ok:
             return i
