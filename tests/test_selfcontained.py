@@ -24,7 +24,8 @@ OUTSIDE = re.compile(
     r"|claims_audit"
     r"|stepwiser_paper_notes"
     r"|notes §"
-    r"|paper notes",
+    r"|paper notes"
+    r"|engineering notes",
     re.IGNORECASE,
 )
 
@@ -53,6 +54,7 @@ def test_the_pattern_finds_each_kind_of_outside_citation():
         "(notes §4.2)",
         "(notes §1.3, §2)",
         "see the paper notes",
+        "(engineering notes, toy-judge recipe)",
     ):
         assert OUTSIDE.search(text), text
     for text in (

@@ -113,7 +113,8 @@ TOY_JUDGE_DIRECT = (
 
 #: Generic checking text of the toy base model's corpus (toybase): same slots as the judge but no
 #: verdict is ever asked for or given. It is how the toy "instruct model" learnt to re-derive a
-#: stated result, the skill a judge later builds on (engineering notes, toy-judge recipe).
+#: stated result, the skill a judge later builds on (a toy model did not learn the comparison from
+#: the labels alone).
 TOY_CHECK = "Recompute the new step.\nProblem: {problem}\nHistory: {history}\nNew step: {chunk}"
 
 EMPTY_HISTORY = "(none)"

@@ -51,7 +51,8 @@ CHAT_TEMPLATE = (
 
 
 def build_tokenizer(texts: list[str], vocab_size: int = 400):
-    """Byte-level BPE whose numbers split into single digits (engineering notes, "Tiny models")."""
+    """Byte-level BPE whose numbers split into single digits (one token per digit, so
+    the model can learn arithmetic digit by digit)."""
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import AddedToken, PreTrainedTokenizerFast
 

@@ -501,8 +501,9 @@ def teacher_segment(text: str) -> str:
 def check_text(problem: Problem, step: str) -> str:
     """Generic checking text for one step: re-derive each stated result, then subtract.
 
-    ``check c: 19 * 3 = 57; stated 56; 57 - 56 = 1`` (engineering notes: making the comparison an
-    arithmetic step the model already knows). A zero difference means the stated value is right.
+    ``check c: 19 * 3 = 57; stated 56; 57 - 56 = 1`` (the comparison made an
+    arithmetic step the model already knows: a 3M model did not learn to compare two numbers
+    directly, 60% after 800 SFT steps). A zero difference means the stated value is right.
     No verdict words: this is base-model text, never a label.
     """
     values = problem.values
