@@ -106,10 +106,10 @@ class DiscJudge:
         self.ids = verdict_ids(tokenizer)
 
     @classmethod
-    def load(cls, path: str, **kw) -> DiscJudge:
+    def load(cls, path: str, device: str = "auto", **kw) -> DiscJudge:
         from ..engines.models import load_model  # lazy: torch
 
-        model, tok = load_model(path)
+        model, tok = load_model(path, device=device)
         return cls(model, tok, **kw)
 
     def close(self) -> None:

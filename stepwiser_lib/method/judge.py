@@ -137,11 +137,14 @@ class Judge:
         backend: str = "hf",
         batch_size: int = 128,
         engine: dict | None = None,
+        device: str = "auto",
         **kw,
     ) -> Judge:
         """A judge from disk on ``backend`` ("hf" or "vllm"; ``engine``: vLLM's
         :func:`~stepwiser_lib.engines.models.engine_settings`). A LoRA adapter is folded into the weights
-        (on vLLM from a merged copy written once beside the adapter).
+        (on vLLM from a merged copy written once beside the adapter). ``device``: where an HF judge's
+        weights go ("auto": the GPU when there is one, else the CPU; "cuda:1" under a launcher's rank 1);
+        vLLM places its engine itself.
 
         ``base`` may be a judge exported by ``python -m stepwiser_lib.export`` (a folder or hub id
         with ``stepwiser_judge.json``): its output style, prompt family and output limit then come
@@ -156,7 +159,7 @@ class Judge:
         meta = exported_judge(base) if adapter is None else None
         if meta:
             if meta["style"] == "disc":
-                return DiscJudge.load(base, batch_size=batch_size)
+                return DiscJudge.load(base, batch_size=batch_size, device=device)
             kw = {
                 "family": meta["prompt_family"],
                 "max_new_tokens": meta["max_new_tokens"],
@@ -167,7 +170,7 @@ class Judge:
         if backend == "vllm":
             path = merged_model_dir(base, adapter) if adapter else base
             return cls(make_generator(path, backend="vllm", **(engine or {})), **kw)
-        model, tok = load_model(base, adapter=adapter)
+        model, tok = load_model(base, adapter=adapter, device=device)
         if adapter:  # inference only: fold LoRA into the weights (faster generation)
             model = model.merge_and_unload()
         return cls.from_model(model, tok, batch_size=batch_size, **kw)
