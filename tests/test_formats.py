@@ -3,15 +3,14 @@ written: TRL's stepwise_supervision rows, Math-Shepherd's raw layout, ProcessBen
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 
-from stepwiser_lib.core import io, schemas
+from stepwiser_lib.core import io, paths, schemas
 from stepwiser_lib.method import balancing, formats, labelling, processbench
 from stepwiser_lib.method.labelling import LabelConfig
 
-SHEPHERD = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "math_shepherd_samples"
+SHEPHERD = paths.FIXTURES_DIR / "math_shepherd"  # seven real records (data/fixtures/LICENSE.md)
 
 
 def _labelled(problem_id, traj, chunks, labels):
@@ -133,7 +132,6 @@ def test_math_shepherd_records_become_stepwise_rows_as_trl_converts_them():
         formats.math_shepherd_row(noprefix)
 
 
-@pytest.mark.skipif(not SHEPHERD.exists(), reason="the Math-Shepherd samples of ../shared/data are not here")
 def test_real_math_shepherd_samples_convert_and_come_back():
     raw = io.read_jsonl(SHEPHERD / "samples_math-shepherd.jsonl")
     rows = formats.math_shepherd_rows(raw)
