@@ -424,6 +424,22 @@ def _ordering_text(a: str, b: str, sign: int) -> str:
 
 RULES_NAME = {"abs_q": "Abs-Q", "rel_effective": "Rel-Effective", "rel_ratio": "Rel-Ratio"}
 
+
+def ordering_claim(a: str, b: str) -> dict | None:
+    """The paper's side of the judge ordering a − b (variants, e.g. ``"stepwiser:rel_ratio"``) as the
+    table words it: ``claim``, ``paper_diff`` and ``paper_source``; None when the paper has no row
+    for an arm. What a notebook's closing lines state of a claim whose arms this profile has not run."""
+    pap = _pb_paper(a, b)
+    if pap is None:
+        return None
+    pa, pb, model, _ = pap
+    return {
+        "claim": _ordering_text(a, b, 1 if pa - pb > 0 else -1),
+        "paper_diff": round(pa - pb, 1),
+        "paper_source": f"Tables 5/6, {model}, ProcessBench avg F1",
+    }
+
+
 #: Orderings of judge variants the table asks (a, b, the paper's (a, b) variants when they differ:
 #: the oracle-free arm stands for the paper's StepWiser judge).
 TABLE_ORDERINGS = [
@@ -966,7 +982,39 @@ VERDICT_ORDER = (
     "equivalent",
     "not shown equivalent",
     "uninformative",
+    "undefined",
 )
+
+#: What each verdict of :func:`verdict` means, in one line: the one vocabulary of every place that
+#: states a claim's finding (the results pages, and each notebook's closing lines,
+#: :func:`stepwiser_lib.tools.teaching.closing_lines`). Keyed by :data:`VERDICT_ORDER`.
+VERDICT_MEANING = {
+    "a higher": (
+        f"a row the paper has no number for: the first arm is higher, beyond this run's noise (Holm-adjusted p < {ALPHA:g})"
+    ),
+    "b higher": (
+        f"a row the paper has no number for: the second arm is higher, beyond this run's noise "
+        f"(Holm-adjusted p < {ALPHA:g})"
+    ),
+    "same direction": f"our difference has the paper's sign, beyond this run's noise (Holm-adjusted p < {ALPHA:g})",
+    "opposite direction": f"our difference has the other sign, beyond this run's noise (Holm-adjusted p < {ALPHA:g})",
+    "smaller than the paper's": (
+        "no direction is shown, but ours is shown smaller than the paper's difference (one-sided test, Holm-adjusted; "
+        "same units only)"
+    ),
+    "undetermined": "this run does not tell: no direction is shown (Holm-adjusted), nor a smaller effect where that is asked",
+    "paper effect not shown": (
+        "ours decides nothing, and the paper's own difference is within an upper bound on its noise: whether "
+        "there is an effect to reproduce is not known"
+    ),
+    "equivalent": f"a 'keeps' claim shown: the difference is within ±{KEEPS_MARGIN:g} points (TOST, Holm-adjusted)",
+    "not shown equivalent": (
+        f"a 'keeps' claim not shown: a change of ±{KEEPS_MARGIN:g} points is not ruled out (TOST); this is not "
+        "evidence of a difference either"
+    ),
+    "uninformative": "an arm never left its start (a degenerate judge), so the comparison asks nothing of its training",
+    "undefined": "the statistic has no value on these items (a class missing), so it decides nothing",
+}
 
 
 def summary_line(doc: dict) -> str:
