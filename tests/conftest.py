@@ -2,10 +2,16 @@ import os
 
 import pytest
 
+from stepwiser_lib.core import paths
 from stepwiser_lib.core.paths import TOY_BASE_DIR
 from stepwiser_lib.engines import checkpoints
 
 os.environ.setdefault("MPLBACKEND", "Agg")
+# The real records (data/README.md): the Makefile names them (REAL_DATA, PROCESSBENCH); a bare
+# `pytest` reads the same default, data/full after `make data`, else the committed fixtures. Set in
+# the environment, so the notebooks the tests run (smoke's notebook 05) read them too.
+os.environ.setdefault(paths.REAL_DATA_ENV, str(paths.real_data_dir()))
+os.environ.setdefault("STEPWISER_PROCESSBENCH_DIR", str(paths.real_data_dir() / "processbench"))
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,7 @@ def test_refuses_a_machine_without_cuda_clearly():
         gpucheck.device()
 
 
-def test_data_overrides_point_colab_smoke_at_a_copy_of_shared(tmp_path, monkeypatch):
+def test_data_overrides_point_colab_smoke_at_another_copy_of_the_data(tmp_path, monkeypatch):
     import json
 
     (tmp_path / "gsm8k").mkdir()
@@ -27,6 +27,8 @@ def test_data_overrides_point_colab_smoke_at_a_copy_of_shared(tmp_path, monkeypa
     row = json.loads((tmp_path / "standin" / "numina_gsm8k.jsonl").read_text())
     assert row["solution"].endswith("$\\boxed{2}$.") and row["source"] == "gsm8k"
     assert gpucheck.data_overrides(None) == {}
+    (tmp_path / "standin" / "numina_gsm8k.jsonl").unlink()  # a bare machine: made from the profile's own data
+    assert gpucheck.data_overrides(None) == {} and (tmp_path / "standin" / "numina_gsm8k.jsonl").exists()
     # the runner accepts them (type-checked like profile values) for every notebook declaring them
     runner.run("colab-smoke", check_only=True, overrides={"BACKEND": "vllm", **o})
     with pytest.raises(Exception, match="is not a"):

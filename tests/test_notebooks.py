@@ -201,10 +201,10 @@ def _rates_recomputed(res, file, col):
 
 @pytest.mark.notebook
 def test_notebook05_real_processbench_part():
-    """Notebook 05's baselines on the real ProcessBench (run above at smoke): needs the data."""
+    """Notebook 05's baselines on the real ProcessBench (run above at smoke): data/full's after
+    `make data`, else the committed fixture (tests/conftest.py sets it when the Makefile did not)."""
 
-    if not os.environ.get("STEPWISER_PROCESSBENCH_DIR"):
-        pytest.skip("STEPWISER_PROCESSBENCH_DIR not set: notebook 05 skipped its real-ProcessBench part")
+    assert os.environ.get("STEPWISER_PROCESSBENCH_DIR")
     path = paths.results_dir("smoke") / "processbench.json"
     if not path.exists():
         runner.run("smoke", only=["05"])
@@ -390,20 +390,15 @@ def test_two_rsft_workers_sample_and_score_as_one(tmp_path):
 
 # ----------------------------------------------------------------------------- colab-smoke
 
-SHARED = paths.ROOT.parent / "shared" / "data"
-
 
 @pytest.fixture(scope="module")
 def colab_smoke_world(qwen_standin):
     """The stand-ins colab-smoke reads (`make standin`): the Qwen2 model and the NuminaMath-schema
-    file, made from the real GSM8K records beside the checkout."""
+    file, made (as `make standin` does) from the real GSM8K records of data/full after `make data`,
+    else of the committed fixture. The profile's MATH-500, GSM8K and ProcessBench are the fixtures."""
     from stepwiser_lib.method import tasks
 
-    if not (SHARED / "gsm8k" / "test.jsonl").exists() or not (SHARED / "processbench").is_dir():
-        pytest.skip(f"colab-smoke reads the real records in {SHARED} (MATH-500, GSM8K, ProcessBench): not found")
-    numina = paths.STANDIN_DIR / "numina_gsm8k.jsonl"
-    if not numina.exists():
-        tasks.write_numina_standin(SHARED / "gsm8k" / "test.jsonl", numina)
+    tasks.write_numina_standin(paths.real_data_dir() / "gsm8k" / "test.jsonl", paths.STANDIN_DIR / "numina_gsm8k.jsonl")
     return qwen_standin
 
 

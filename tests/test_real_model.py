@@ -9,7 +9,6 @@ model's untidy text must produce: the real rates printed, verdict-less judges re
 uninformative, never a number that pretends. Skipped visibly outside ``make test-real``."""
 
 import json
-import os
 
 import pytest
 
@@ -93,7 +92,7 @@ def _results(profile: str, name: str) -> dict:
 def test_real_smoke_notebook(stem, smollm2):
     """Each notebook at real-smoke, in order: it runs on the real model and reports what the
     model's text gave it (rates, parsable verdicts), and a judge that said nothing is uninformative."""
-    assert os.environ.get("STEPWISER_PROCESSBENCH_DIR") or (paths.ROOT.parent / "shared/data/processbench").exists()
+    assert (paths.FIXTURES_DIR / "processbench" / "gsm8k.jsonl").exists()  # the real records real-smoke names
     runner.run("real-smoke", only=[stem[:2]])
     if stem == "01_self_segmentation":
         r = _results("real-smoke", "self_segmentation.json")

@@ -17,7 +17,9 @@ from stepwiser_lib.engines import checkpoints
 from stepwiser_lib.method import balancing, judge, labelling, processbench, tasks
 from stepwiser_lib.tools import runner
 
-SHARED_PB = Path(__file__).resolve().parents[2] / "shared" / "data" / "processbench"
+#: The real ProcessBench: data/full's after `make data`, else the committed fixture (whose first five
+#: gsm8k records are the full split's first five).
+REAL_PB = paths.real_data_dir() / "processbench"
 
 
 @pytest.fixture
@@ -296,9 +298,7 @@ def test_verdicts_and_rewards_J2_J6():
 
 @pytest.fixture
 def pb_dir(tmp_path):
-    if not (SHARED_PB / "gsm8k.jsonl").exists():
-        pytest.skip("no ../shared/data/processbench here")
-    lines = (SHARED_PB / "gsm8k.jsonl").read_text().splitlines()[:5]
+    lines = (REAL_PB / "gsm8k.jsonl").read_text().splitlines()[:5]
 
     def write(edit):
         recs = [json.loads(x) for x in lines]

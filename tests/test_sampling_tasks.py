@@ -1,6 +1,8 @@
 import pytest
 
+from stepwiser_lib.core import paths
 from stepwiser_lib.method import sampling, tasks
+from stepwiser_lib.tools import data
 
 
 def test_chunk_format_ok():
@@ -77,25 +79,19 @@ def test_math_verify_box_rules(gold, response, ok):
     assert tasks.math_verify_correct(gold, response) is ok
 
 
-def _shared(name):
-    import os
-    import pathlib
-
-    d = pathlib.Path(
-        os.environ.get("STEPWISER_SHARED_DATA", pathlib.Path(__file__).resolve().parents[2] / "shared" / "data")
-    )
-    p = d / name
-    if not p.exists():
-        pytest.skip(f"{p} not found (set STEPWISER_SHARED_DATA to the shared data folder)")
-    return str(p)
+def _real(name):
+    """A real data file: data/full's after `make data`, else the committed fixture's."""
+    return str(paths.real_data_dir() / name)
 
 
 def test_math500_and_gsm8k_load_from_a_path():
-    m = tasks.load_problems("math500", "eval", 0, seed=0, path=_shared("math500/test.jsonl"))
-    g = tasks.load_problems("gsm8k", "eval", 10, seed=0, path=_shared("gsm8k/test.jsonl"))
-    assert len(m) == 500 and len(g) == 10 and m[0]["id"].startswith("test/")
+    m = tasks.load_problems("math500", "eval", 0, seed=0, path=_real("math500/test.jsonl"))
+    g = tasks.load_problems("gsm8k", "eval", 10, seed=0, path=_real("gsm8k/test.jsonl"))
+    fixture = paths.real_data_dir() == paths.FIXTURES_DIR
+    n = data.FIXTURE_LINES["math500/test.jsonl"] if fixture else data.SOURCES["math500/test.jsonl"]["records"]
+    assert len(m) == n and len(g) == 10 and m[0]["id"].startswith("test/")  # every one, in order (n = 0)
     # every MATH-500 reference answer verifies against its own reference solution
-    rows = tasks.read_records(_shared("math500/test.jsonl"))
+    rows = tasks.read_records(_real("math500/test.jsonl"))
     ok = [tasks.math_verify_correct(r["answer"], r["solution"]) for r in rows]
     assert sum(ok) >= 0.97 * len(rows), sum(ok)
     assert all(it["answer"].replace(".", "").isdigit() for it in g)

@@ -26,6 +26,9 @@ def section(heading: str) -> str:
         (schemas.JUDGE_EXAMPLE, "Stage 03"),
         (schemas.PREDICTION_FIELDS, "Stage 04"),
         (schemas.PROCESSBENCH_FIELDS, "Toy-ProcessBench"),
+        (schemas.STEPWISE_SUPERVISION, "Formats of the field"),
+        (schemas.LABEL_RECORD, "Formats of the field"),  # what a stepwise row becomes
+        (schemas.PROCESSBENCH_FIELDS, "Formats of the field"),  # ProcessBench's official files
     ],
 )
 def test_every_required_field_is_documented_in_its_stage(schema, heading):

@@ -4,7 +4,8 @@
   stage hands to the next (models, labels, prompts). Git-ignored; long jobs resume from it.
 * ``results/<profile>/``: numbers (JSON, Markdown tables). ``figures/<profile>/``: plots.
   Both are produced by ``make reproduce``; docs/architecture.md says which profiles' are committed.
-* ``data/``: committed inputs such as the toy base model (``data/toy_base``).
+* ``data/``: committed inputs such as the toy base model (``data/toy_base``) and the real-data
+  fixtures (``data/fixtures``); ``data/full`` (git-ignored) holds the full real sets after ``make data``.
 
 The repository root is found from the package location (an editable install), or from
 ``STEPWISER_ROOT``; so notebooks behave the same from JupyterLab, papermill or Colab.
@@ -30,6 +31,14 @@ PROFILES_DIR = ROOT / "configs" / "profiles"
 NOTEBOOKS_DIR = ROOT / "notebooks"
 DATA_DIR = ROOT / "data"
 TOY_BASE_DIR = DATA_DIR / "toy_base"
+#: Real records committed in the repository, a few dozen per file, in the layout of the full sets
+#: (``processbench/{split}.jsonl``, ``gsm8k/test.jsonl``, ``math500/test.jsonl``; data/README.md).
+FIXTURES_DIR = DATA_DIR / "fixtures"
+#: The full real sets in the same layout, written by ``make data`` (git-ignored); its
+#: ``MANIFEST.json``, written last, says the copy is complete.
+FULL_DATA_DIR = DATA_DIR / "full"
+#: Environment variable naming another folder of that layout (``make ... REAL_DATA=dir`` sets it).
+REAL_DATA_ENV = "STEPWISER_REAL_DATA"
 #: The real-architecture stand-ins (`make standin`, :mod:`stepwiser_lib.engines.standin`), built here on
 #: demand, never committed: a random-weight Qwen2 with the real vocabulary and Qwen2-compatible
 #: tokenizer, and a NuminaMath-schema file made from GSM8K.
@@ -66,6 +75,16 @@ def pin_output_root() -> Path:
     if os.environ.get(OUTPUT_ROOT_ENV, "").strip():
         os.environ[OUTPUT_ROOT_ENV] = str(root)
     return root
+
+
+def real_data_dir() -> Path:
+    """Where the tests and the smoke-scale real profiles' helpers read real records:
+    ``$STEPWISER_REAL_DATA``, else ``data/full`` once ``make data`` has completed it, else the
+    committed fixtures (``data/fixtures``), so a bare clone needs nothing beside it."""
+    v = os.environ.get(REAL_DATA_ENV, "").strip()
+    if v:
+        return Path(v).expanduser().absolute()
+    return FULL_DATA_DIR if (FULL_DATA_DIR / "MANIFEST.json").is_file() else FIXTURES_DIR
 
 
 def stored_path(path: str | Path) -> str:

@@ -117,6 +117,10 @@ TOY_JUDGE_DIRECT = (
 #: the labels alone).
 TOY_CHECK = "Recompute the new step.\nProblem: {problem}\nHistory: {history}\nNew step: {chunk}"
 
+#: The history rule of every judge prompt: the chunks before the new one joined by a blank line
+#: (not in the paper; its Tables 15-20 show the history as consecutive paragraphs), or
+#: :data:`EMPTY_HISTORY` when there are none. An exported judge carries both (``stepwiser_judge.json``).
+HISTORY_JOIN = "\n\n"
 EMPTY_HISTORY = "(none)"
 
 _FAMILIES = {
@@ -149,17 +153,24 @@ def get(family: str, name: str) -> str:
 def check_prompt(problem: str, history: list[str], chunk: str) -> str:
     """The toy base's checking prompt (:data:`TOY_CHECK`) for one step, the history joined as the
     judge prompt joins it: what the toy base answers with its own analysis of the step (issue 47)."""
-    return TOY_CHECK.format(problem=problem, history="\n\n".join(history) or EMPTY_HISTORY, chunk=chunk)
+    return TOY_CHECK.format(problem=problem, history=HISTORY_JOIN.join(history) or EMPTY_HISTORY, chunk=chunk)
+
+
+def judge_template(family: str, style: str = "cot") -> str:
+    """The judge prompt template of ``family``: ``style="cot"`` is Table 3 (analysis, then
+    verdict); ``"direct"`` asks for the verdict only (the no-CoT ablation)."""
+    if style not in ("cot", "direct"):
+        raise ValueError(f"unknown judge style {style!r}; valid: cot, direct")
+    return get(family, "judge" if style == "cot" else "judge_direct")
+
+
+def fill_judge(template: str, problem: str, history: list[str], chunk: str) -> str:
+    """``template``'s three slots filled for one step, the history by :data:`HISTORY_JOIN`."""
+    return template.format(
+        problem=problem, history=HISTORY_JOIN.join(history) if history else EMPTY_HISTORY, chunk=chunk
+    )
 
 
 def judge_prompt(family: str, problem: str, history: list[str], chunk: str, style: str = "cot") -> str:
-    """The judge prompt for one step: history chunks joined by blank lines (not in the
-    paper; its Tables 15-20 show the history as consecutive paragraphs).
-
-    ``style="cot"`` is Table 3 (analysis, then verdict); ``"direct"`` asks for the verdict only
-    (the no-CoT ablation)."""
-    if style not in ("cot", "direct"):
-        raise ValueError(f"unknown judge style {style!r}; valid: cot, direct")
-    hist = "\n\n".join(history) if history else EMPTY_HISTORY
-    name = "judge" if style == "cot" else "judge_direct"
-    return get(family, name).format(problem=problem, history=hist, chunk=chunk)
+    """The judge prompt for one step (:func:`judge_template`, filled by :func:`fill_judge`)."""
+    return fill_judge(judge_template(family, style), problem, history, chunk)

@@ -24,6 +24,10 @@ BALANCING_INPUT = {"problem_id": str, "history": list, "chunk": str, "q": (int, 
 JUDGE_EXAMPLE = {"problem": str, "history": list, "chunk": str, "label": bool, "problem_id": str}
 #: The splits notebook 04 trains on (``train_*``), makes choices on (``dev``) and reports on (``test``).
 JUDGE_SPLITS = ("train_balanced", "train_unbalanced", "dev_balanced", "test_balanced")
+#: TRL's ``stepwise_supervision`` rows (:mod:`stepwiser_lib.method.formats`): a process reward model's
+#: training data, one row per solution, ``labels`` one true/false per step of ``completions``.
+STEPWISE_SUPERVISION = {"prompt": str, "completions": list, "labels": list}
+STEPWISE_COLUMNS = tuple(STEPWISE_SUPERVISION)
 #: One judged chunk of ``results/<profile>/judge_predictions.jsonl`` (:mod:`stepwiser_lib.evals.evaluation`).
 PREDICTION_FIELDS = ("judge", "rule", "split", "problem_id", "chunk_id", "label", "verdict", "score", "truth")
 

@@ -22,6 +22,8 @@ whose judge was never asked, or never gave a parsable verdict, is reported as
 
 from __future__ import annotations
 
+import re
+
 from .chunks import boxed_contents
 
 VERDICTS = ("Positive", "Negative")
@@ -36,6 +38,24 @@ RULE_VERSION = 2
 #: The verdict of a comparison (and the value of a table cell) that rests on a judge that was never
 #: asked or never parsed: no number would mean anything.
 UNINFORMATIVE = "uninformative"
+
+
+#: The verdict as one regular expression, for code outside this library (an exported judge carries
+#: it in ``stepwiser_judge.json``): ``re.search(VERDICT_PATTERN, output, re.IGNORECASE | re.DOTALL)``,
+#: group 1 capitalised. It finds a ``\boxed{Positive}`` or ``\boxed{Negative}`` (whitespace
+#: inside, any case) after which no other ``\boxed{`` opens: the last box, which
+#: :func:`parse_verdict` reads. The two read alike on every output but two kinds no judge here is
+#: trained to write: a verdict box inside another box, and a verdict followed by an unclosed box
+#: (which :func:`parse_verdict` skips and the pattern reads as no verdict).
+VERDICT_PATTERN = r"\\boxed\{\s*(Positive|Negative)\s*\}(?!.*\\boxed\{)"
+#: The flags :data:`VERDICT_PATTERN` is read with, by their ``re`` names.
+VERDICT_FLAGS = ("IGNORECASE", "DOTALL")
+
+
+def match_verdict(text: str | None) -> str | None:
+    """``"Positive"``/``"Negative"`` as :data:`VERDICT_PATTERN` reads ``text`` (None: no match)."""
+    m = re.search(VERDICT_PATTERN, text or "", re.IGNORECASE | re.DOTALL)
+    return m.group(1).capitalize() if m else None
 
 
 def parse_verdict(text: str) -> str | None:

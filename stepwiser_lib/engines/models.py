@@ -115,10 +115,11 @@ def half_dtype(capability: tuple[int, int] | None) -> str | None:
 
 
 def device_capability(device: str = "auto") -> tuple[int, int] | None:
-    """Compute capability of the CUDA device ``device`` resolves to, None on CPU."""
-    if pick_device(device) != "cuda":
+    """Compute capability of the CUDA device ``device`` resolves to ("cuda", "cuda:1"), None on CPU."""
+    device = pick_device(device)
+    if device.split(":")[0] != "cuda":
         return None
-    return tuple(torch.cuda.get_device_capability())
+    return tuple(torch.cuda.get_device_capability(device))
 
 
 def precision(device: str = "auto", capability: tuple[int, int] | None = None) -> dict:

@@ -103,7 +103,7 @@ TABLE8 = _rows(_T8, ("row", "signal", "math500", "heldout", "avg"), 2)
 # ----------------------------------------------------------------------------- the paper's own noise
 
 #: ProcessBench subset sizes (erroneous, correct): GSM8K, MATH, OlympiadBench, Omni-MATH
-#: (ProcessBench paper, Table 1; the same as the files in ``shared/data``).
+#: (ProcessBench paper, Table 1; the same as the full files of ``make data``, data/README.md).
 PROCESSBENCH_SIZES = [(207, 193), (594, 406), (661, 339), (759, 241)]
 
 #: Table 10, 1.5B-chunk, Generative CoT + RL, Rel-Ratio: (error %, correct %) per subset, in the

@@ -24,6 +24,9 @@ from ..engines.launch import launchable
 from ..engines.sft import train_sft
 
 VERDICT_TOKEN = {True: "+", False: "-"}
+#: The user turns of the conversation: the first step's (with the problem) and each later one's.
+FIRST_TURN = "{problem}\n\n{chunk}"
+LATER_TURN = "{chunk}"
 
 
 def conversation(problem: str, history: list[str], chunk: str, label: bool | None = None) -> list[dict]:
@@ -32,7 +35,9 @@ def conversation(problem: str, history: list[str], chunk: str, label: bool | Non
     steps = list(history) + [chunk]
     msgs: list[dict] = []
     for i, step in enumerate(steps):
-        msgs.append({"role": "user", "content": f"{problem}\n\n{step}" if i == 0 else step})
+        msgs.append(
+            {"role": "user", "content": (FIRST_TURN if i == 0 else LATER_TURN).format(problem=problem, chunk=step)}
+        )
         if i < len(steps) - 1:
             msgs.append({"role": "assistant", "content": VERDICT_TOKEN[True]})
     if label is not None:
@@ -106,10 +111,10 @@ class DiscJudge:
         self.ids = verdict_ids(tokenizer)
 
     @classmethod
-    def load(cls, path: str, **kw) -> DiscJudge:
+    def load(cls, path: str, device: str = "auto", **kw) -> DiscJudge:
         from ..engines.models import load_model  # lazy: torch
 
-        model, tok = load_model(path)
+        model, tok = load_model(path, device=device)
         return cls(model, tok, **kw)
 
     def close(self) -> None:

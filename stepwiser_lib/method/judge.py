@@ -18,12 +18,18 @@ import warnings
 
 from ..core import paths
 from ..core.chunks import parse_chunks
-from ..core.prompts import get, judge_prompt
+from ..core.prompts import EMPTY_HISTORY, HISTORY_JOIN, fill_judge, get, judge_prompt, judge_template
 
 # The verdict format and the one rule for an output without one (stepwiser_lib.core.verdicts.RULE)
-from ..core.verdicts import VERDICTS, parse_verdict  # noqa: F401  (judge.parse_verdict: what a judge's output is read with)
+from ..core.verdicts import (  # noqa: F401  (judge.parse_verdict: what a judge's output is read with)
+    RULE,
+    VERDICT_FLAGS,
+    VERDICT_PATTERN,
+    VERDICTS,
+    parse_verdict,
+)
 from . import tasks
-from .discriminative import DiscJudge
+from .discriminative import FIRST_TURN, LATER_TURN, VERDICT_TOKEN, DiscJudge
 
 
 def verdict_reward(completions: list, label: list | None = None, labels: list | None = None, **kwargs) -> list[float]:
@@ -118,9 +124,18 @@ class Judge:
     probabilities, which only the HF backend gives; on vLLM it returns None for every output.
     """
 
-    def __init__(self, generator, family: str = "toy", max_new_tokens: int = 96, style: str = "cot"):
+    def __init__(
+        self, generator, family: str = "toy", max_new_tokens: int = 96, style: str = "cot", template: str | None = None
+    ):
+        """``template``: the judge prompt with its three slots (an exported judge's own, from its
+        ``stepwiser_judge.json``); None: the library's template of ``family`` and ``style``."""
         self.gen = generator
         self.family, self.max_new_tokens, self.style = family, max_new_tokens, style
+        self.template = template or judge_template(family, style)
+
+    def prompt(self, problem: str, history: list[str], chunk: str) -> str:
+        """The judge's prompt for one step (:func:`stepwiser_lib.core.prompts.fill_judge`)."""
+        return fill_judge(self.template, problem, history, chunk)
 
     @classmethod
     def from_model(cls, model, tokenizer, batch_size: int = 128, **kw) -> Judge:
@@ -137,37 +152,51 @@ class Judge:
         backend: str = "hf",
         batch_size: int = 128,
         engine: dict | None = None,
+        device: str = "auto",
         **kw,
     ) -> Judge:
         """A judge from disk on ``backend`` ("hf" or "vllm"; ``engine``: vLLM's
         :func:`~stepwiser_lib.engines.models.engine_settings`). A LoRA adapter is folded into the weights
-        (on vLLM from a merged copy written once beside the adapter).
+        (on vLLM from a merged copy written once beside the adapter). ``device``: where an HF judge's
+        weights go ("auto": the GPU when there is one, else the CPU; "cuda:1" under a launcher's rank 1);
+        vLLM places its engine itself.
 
         ``base`` may be a judge exported by ``python -m stepwiser_lib.export`` (a folder or hub id
-        with ``stepwiser_judge.json``): its output style, prompt family and output limit then come
-        from that file unless given here, and a discriminative judge loads as
-        :class:`~stepwiser_lib.method.discriminative.DiscJudge` (the same ``judge`` call)::
+        with ``stepwiser_judge.json``, its contract: :func:`judge_contract`): its prompt template,
+        output style and output limit then come from that file unless given here (a ``family`` or
+        ``style`` given here prompts with the library's template of them), and a discriminative
+        judge loads as :class:`~stepwiser_lib.method.discriminative.DiscJudge` (the same ``judge``
+        call)::
 
             j = Judge.load("exports/tiny/judges/stepwiser__rel_ratio")
             j.judge([(problem, previous_chunks, new_chunk)])  # [{"verdict": "Positive", "analysis": ..., "score": 1.0}]
+
+        An export made before the contract (no ``contract_version``) is prompted with the library's
+        copy of its prompt family's template, with a warning that says so. A ``base`` that cannot be
+        read fails with the reason: a missing folder, an unreadable ``stepwiser_judge.json``, a hub
+        id the hub does not answer for (:func:`exported_judge`).
         """
         from ..engines.models import load_model, make_generator, merged_model_dir  # lazy: torch
 
         meta = exported_judge(base) if adapter is None else None
         if meta:
             if meta["style"] == "disc":
-                return DiscJudge.load(base, batch_size=batch_size)
+                j = DiscJudge.load(base, batch_size=batch_size, device=device)
+                _check_token_ids(meta, j.ids, base)
+                return j
+            own = not ({"family", "style"} & set(kw))  # the judge's own prompt, unless the call names another
             kw = {
                 "family": meta["prompt_family"],
                 "max_new_tokens": meta["max_new_tokens"],
                 "style": meta["style"],
+                **({"template": contract_template(meta, base)} if own else {}),
                 **kw,
             }
 
         if backend == "vllm":
             path = merged_model_dir(base, adapter) if adapter else base
             return cls(make_generator(path, backend="vllm", **(engine or {})), **kw)
-        model, tok = load_model(base, adapter=adapter)
+        model, tok = load_model(base, adapter=adapter, device=device)
         if adapter:  # inference only: fold LoRA into the weights (faster generation)
             model = model.merge_and_unload()
         return cls.from_model(model, tok, batch_size=batch_size, **kw)
@@ -191,7 +220,7 @@ class Judge:
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise ValueError(f"k = {k!r}: the samples per chunk, at least 1")
         temperature = (0.0 if k == 1 else 1.0) if temperature is None else temperature
-        ps = [judge_prompt(self.family, p, h, c, self.style) for p, h, c in triples]
+        ps = [self.prompt(p, h, c) for p, h, c in triples]
         self._warn_context(ps)
         with _eval_mode(getattr(self.gen, "model", None)):
             outs = self.gen.generate(
@@ -253,7 +282,7 @@ class Judge:
         keep = [i for i, o in enumerate(outputs) if "\\boxed{" in o]
         if not keep:
             return res
-        ps = [judge_prompt(self.family, *triples[i], self.style) for i in keep]
+        ps = [self.prompt(*triples[i]) for i in keep]
         cut = [outputs[i][: outputs[i].rfind("\\boxed{") + len("\\boxed{")] for i in keep]
         with _eval_mode(self.gen.model):
             probs = self.gen.next_token_probs(ps, cut, ids)
@@ -404,32 +433,185 @@ def evaluate_judge(
 EXPORTED_JUDGE = "stepwiser_judge.json"
 #: What :meth:`Judge.load` reads from it.
 EXPORTED_FIELDS = ("style", "prompt_family", "max_new_tokens")
+#: The version of the contract ``stepwiser_judge.json`` carries (:func:`judge_contract`; its schema:
+#: ``data/README.md``, "Exported judges"). 1: the prompt template, history rule, decoding settings
+#: and verdict pattern (issue 50); an export without the field was made before them.
+CONTRACT_VERSION = 1
+
+
+def judge_contract(
+    style: str,
+    family: str,
+    max_new_tokens: int,
+    *,
+    verdict_token_ids: dict | None = None,
+    end_token_ids: list[int] | None = None,
+) -> dict:
+    """What a judge needs to be run without this library: the ``prompt`` (the exact template with
+    its slots, the history rule, the chat template around it), the ``decoding`` settings (greedy for
+    one verdict; ``k`` samples at temperature 1 for Maj@k, majority vote) and the ``verdict``
+    (:data:`~stepwiser_lib.core.verdicts.VERDICT_PATTERN`, or, for a discriminative judge
+    (``style="disc"``), its ``+``/``-`` token ids, ``verdict_token_ids``); ``end_token_ids``: the
+    ids that end an output. ``stepwiser_judge.json`` holds it beside the judge's name, rule and
+    profile; :meth:`Judge.load` reads its template."""
+    chat = (
+        "the prompt is the one user message of the tokenizer's chat template, with its generation "
+        "prompt (apply_chat_template(..., add_generation_prompt=True)), tokenized without added special tokens"
+    )
+    if style == "disc":
+        if not verdict_token_ids:
+            raise ValueError("a discriminative judge's contract needs its + and - token ids")
+        return {
+            "contract_version": CONTRACT_VERSION,
+            "prompt": {
+                "conversation": "RLHFlow's: one user turn per step, the first with the problem; each earlier "
+                "step answered by the assistant with history_reply; the verdict is the next token after the "
+                "last user turn (the chat template's generation prompt)",
+                "first_turn": FIRST_TURN,
+                "later_turn": LATER_TURN,
+                "history_reply": VERDICT_TOKEN[True],
+                "chat_template": chat,
+            },
+            "decoding": {"reads": "the logits of the next token after the generation prompt; nothing is generated"},
+            "verdict": {
+                "token_ids": {sym: int(verdict_token_ids[sym]) for sym in VERDICT_TOKEN.values()},
+                "score": "softmax over the two tokens' logits: p(+)",
+                "threshold": 0.5,
+                "rule": "Positive when the score is at least the threshold, else Negative",
+            },
+        }
+    return {
+        "contract_version": CONTRACT_VERSION,
+        "prompt": {
+            "template": judge_template(family, style),
+            "slots": ["problem", "history", "chunk"],
+            "format": "Python str.format: {problem}, {history} and {chunk} are filled; {{ and }} are literal braces",
+            "history_join": HISTORY_JOIN,
+            "empty_history": EMPTY_HISTORY,
+            "history_rule": "the chunks before the new one, joined by history_join; empty_history when there are none",
+            "chat_template": chat,
+        },
+        "decoding": {
+            "k": 1,
+            "temperature": 0.0,
+            "greedy": True,
+            "max_new_tokens": int(max_new_tokens),
+            "maj_k_temperature": 1.0,
+            "maj_k": "k > 1 samples at maj_k_temperature; the verdict is the majority of the parsed ones (a tie: "
+            "the first parsed sample's), the score the share that are Positive",
+            "end": "generation_config.json's eos_token_id (every end id of the model); no other sampling default",
+            **({"end_token_ids": [int(i) for i in end_token_ids]} if end_token_ids else {}),
+        },
+        "verdict": {
+            "pattern": VERDICT_PATTERN,
+            "flags": list(VERDICT_FLAGS),
+            "group": 1,
+            "values": list(VERDICTS),
+            "read": "re.search(pattern, output, flags); group 1 capitalised is the verdict; no match is no verdict",
+            "no_verdict": RULE,
+        },
+    }
+
+
+def contract_template(meta: dict, where: str) -> str | None:
+    """The prompt template of an exported judge's ``stepwiser_judge.json`` (``meta``), or None, with a
+    warning that names the fallback, for an export made before the contract carried it."""
+    template = (meta.get("prompt") or {}).get("template") if meta.get("contract_version") else None
+    if template is None:
+        warnings.warn(
+            f"{where}: its {EXPORTED_JUDGE} carries no prompt template (exported before contract_version "
+            f"{CONTRACT_VERSION}): prompting it with this library's copy of the {meta['prompt_family']!r} "
+            f"{meta['style']} judge prompt; export it again to carry its own",
+            stacklevel=3,
+        )
+    return template
+
+
+def _check_token_ids(meta: dict, ids: dict[bool, int], where: str) -> None:
+    """A discriminative judge's ``+``/``-`` ids must be the ones its contract names."""
+    want = ((meta.get("verdict") or {}).get("token_ids")) if meta.get("contract_version") else None
+    have = {VERDICT_TOKEN[lab]: i for lab, i in ids.items()}
+    if want and {k: int(v) for k, v in want.items()} != have:
+        raise ValueError(
+            f"{where}: its tokenizer reads + and - as {have}, but its {EXPORTED_JUDGE} says {want}; export it again"
+        )
 
 
 def exported_judge(path: str) -> dict | None:
     """The ``stepwiser_judge.json`` of an exported judge (a local folder, or a hub id whose repository
-    has one), or None for any other model."""
+    has one), or None for any other model (a folder, or a hub repository, without one).
 
+    Raises with the reason when ``path`` cannot be read: an unreadable or incomplete file, a contract
+    newer than this library's, a hub id the hub does not answer for (no such repository, no access,
+    no network and nothing in the cache). Offline, a model the cache holds without the file loads as
+    a plain model, with a warning."""
     local = os.path.join(path, EXPORTED_JUDGE)
-    if os.path.isfile(local):
-        try:
-            with open(local) as f:
-                meta = json.load(f)
-        except (ValueError, OSError) as e:
-            raise ValueError(f"{local}: not a whole JSON file ({e}); export the judge again") from None
-        missing = [k for k in EXPORTED_FIELDS if not isinstance(meta, dict) or k not in meta]
-        if missing:
-            raise ValueError(f"{local}: missing {', '.join(missing)}; export the judge again")
-        return meta
-    if os.path.isdir(path) or path.count("/") != 1:
-        return None
-    try:
-        from huggingface_hub import hf_hub_download  # lazy: only a hub id needs the client
+    if os.path.isdir(path):
+        return _read_exported(local, local) if os.path.isfile(local) else None
+    if path.count("/") != 1 or path.startswith((".", "/", "~")):
+        return None  # not a hub id: the model loader names the missing folder
+    from huggingface_hub import _CACHED_NO_EXIST, hf_hub_download, try_to_load_from_cache
+    from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError
 
-        with open(hf_hub_download(path, EXPORTED_JUDGE)) as f:
-            return json.load(f)
-    except Exception:  # offline, no such repo or no such file: an ordinary model
+    try:
+        file = hf_hub_download(path, EXPORTED_JUDGE)
+    except LocalEntryNotFoundError as e:  # offline or unreachable, and not in the cache
+        if try_to_load_from_cache(path, EXPORTED_JUDGE) is _CACHED_NO_EXIST:
+            return None  # the hub said before that this repository has none: a plain model
+        if isinstance(try_to_load_from_cache(path, "config.json"), str):
+            warnings.warn(
+                f"{path}: the hub cannot be reached ({_reason(e)}) and the cache holds the model but no "
+                f"{EXPORTED_JUDGE}: loading it as a plain model, prompted as the call says",
+                stacklevel=3,
+            )
+            return None
+        raise OSError(
+            f"cannot load the judge {path!r}: no local folder of that name, and the hub cannot be reached and "
+            f"the cache does not hold it ({_reason(e)})"
+        ) from None
+    except EntryNotFoundError:  # the repository exists and has no such file: a plain model
         return None
+    except Exception as e:  # no such repository, gated, no access, a network or hub error
+        raise OSError(
+            f"cannot load the judge {path!r}: no local folder of that name, and the hub answered {_reason(e)}"
+        ) from None
+    return _read_exported(file, f"{path}/{EXPORTED_JUDGE}")
+
+
+def _reason(e: Exception) -> str:
+    first = (str(e).strip().splitlines() or [""])[0][:200]
+    return f"{type(e).__name__}: {first}" if first else type(e).__name__
+
+
+def _read_exported(file: str, where: str) -> dict:
+    """``stepwiser_judge.json`` read and checked: its fields, and the contract of its version."""
+    try:
+        with open(file) as f:
+            meta = json.load(f)
+    except (ValueError, OSError) as e:
+        raise ValueError(f"{where}: not a whole JSON file ({e}); export the judge again") from None
+    missing = [k for k in EXPORTED_FIELDS if not isinstance(meta, dict) or k not in meta]
+    if missing:
+        raise ValueError(f"{where}: missing {', '.join(missing)}; export the judge again")
+    version = meta.get("contract_version")
+    if version is None:
+        return meta
+    if not isinstance(version, int) or version > CONTRACT_VERSION:
+        raise ValueError(
+            f"{where}: contract_version {version!r}, newer than this library's {CONTRACT_VERSION}: "
+            "update stepwiser-companion to load it"
+        )
+    if meta["style"] == "disc":
+        ids = (meta.get("verdict") or {}).get("token_ids")
+        if not isinstance(ids, dict) or set(ids) != set(VERDICT_TOKEN.values()):
+            raise ValueError(f"{where}: a discriminative judge's contract needs verdict.token_ids of + and -")
+        return meta
+    template = (meta.get("prompt") or {}).get("template")
+    if not isinstance(template, str) or any(
+        "{" + slot + "}" not in template for slot in ("problem", "history", "chunk")
+    ):
+        raise ValueError(f"{where}: prompt.template must hold the slots {{problem}}, {{history}} and {{chunk}}")
+    return meta
 
 
 def load_judge(

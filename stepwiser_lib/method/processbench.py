@@ -57,14 +57,35 @@ HF_DATASET = "Qwen/ProcessBench"
 HF_REVISION = "main"
 
 
-def check_counts(split: str, records: list[dict]) -> tuple[int, int]:
+#: The committed fixture (``data/fixtures/processbench``, :mod:`stepwiser_lib.tools.data`): of each
+#: split, the first this many erroneous and the first this many correct records, in file order. So
+#: :func:`subset` at any ``LIMIT`` up to twice this picks the same solutions from it as from the full split.
+FIXTURE_PER_GROUP = 12
+
+
+def local_folder(local_dir: str | Path) -> Path:
+    """``local_dir`` as a folder: a relative one that is not there from the current folder is
+    taken from the repository (profiles name ``data/fixtures/processbench``)."""
+    p = Path(local_dir)
+    return ROOT / p if not p.is_absolute() and not p.exists() and (ROOT / p).exists() else p
+
+
+def is_fixture(local_dir: str | Path | None) -> bool:
+    """Is ``local_dir`` the committed fixture folder (a few dozen records per split)?"""
+    return bool(local_dir) and local_folder(local_dir).resolve() == (paths.FIXTURES_DIR / "processbench").resolve()
+
+
+def check_counts(split: str, records: list[dict], fixture: bool = False) -> tuple[int, int]:
+    """(erroneous, correct) of a split, with a warning when they differ from the paper's Table 1
+    (``fixture``: from the committed fixture's :data:`FIXTURE_PER_GROUP` each)."""
     err = sum(r["label"] != -1 for r in records)
     cor = len(records) - err
-    exp = EXPECTED_COUNTS.get(split)
+    exp = (FIXTURE_PER_GROUP, FIXTURE_PER_GROUP) if fixture else EXPECTED_COUNTS.get(split)
     if exp and (err, cor) != exp:
+        has = "the committed fixture has" if fixture else "the paper has"
         warnings.warn(
-            f"ProcessBench {split}: {err} erroneous / {cor} correct samples, the paper "
-            f"has {exp[0]} / {exp[1]} (another data version?)",
+            f"ProcessBench {split}: {err} erroneous / {cor} correct samples, {has} "
+            f"{exp[0]} / {exp[1]} (another data version?)",
             stacklevel=2,
         )
     return err, cor
@@ -74,14 +95,15 @@ def load_split(
     split: str, local_dir: str | None = None, fix_math_688: bool = False, revision: str = HF_REVISION
 ) -> list[dict]:
     """Records of one split, validated. ``local_dir`` (or ``STEPWISER_PROCESSBENCH_DIR``) points
-    to the JSONL files; otherwise the HF hub dataset is used. ``fix_math_688`` applies the
+    to the JSONL files (``data/full/processbench`` after ``make data``, or the committed fixture
+    ``data/fixtures/processbench``); otherwise the HF hub dataset is used. ``fix_math_688`` applies the
     correction reported in QwenLM/ProcessBench#9 (label 2 -> 0; the counts do not change)."""
     if split not in SPLITS:
         raise ProcessBenchError(f"unknown ProcessBench split {split!r}; valid: {', '.join(SPLITS)}")
     local_dir = local_dir or os.environ.get("STEPWISER_PROCESSBENCH_DIR") or None
     recs = []
     if local_dir:
-        path = Path(local_dir) / f"{split}.jsonl"
+        path = local_folder(local_dir) / f"{split}.jsonl"
         if not path.exists():
             raise FileNotFoundError(f"{path} not found (STEPWISER_PROCESSBENCH_DIR={local_dir})")
         try:
@@ -104,7 +126,7 @@ def load_split(
         for r in recs:
             if r["id"] == "math-688":
                 r["label"] = 0
-    check_counts(split, recs)
+    check_counts(split, recs, fixture=is_fixture(local_dir))
     return recs
 
 

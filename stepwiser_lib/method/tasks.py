@@ -7,7 +7,8 @@ response with :func:`is_correct`, so the same notebook code runs on both worlds.
 * ``numina``: NuminaMath-CoT prompts (paper §4.1) via ``datasets``, filtered as in the paper:
   the reference solution's boxed answer must be verifiable by Math-Verify.
 * ``math500`` / ``gsm8k``: evaluation sets (HF ``HuggingFaceH4/MATH-500``, ``openai/gsm8k``), or
-  local copies in the hub's schema given by ``path`` (the real records in ``../shared/data``).
+  local copies in the hub's schema given by ``path`` (``data/full`` after ``make data``, or the
+  committed fixtures in ``data/fixtures``), read from the hub at :data:`HUB_REVISIONS`.
 
 Answer checking on real math uses Math-Verify (``math_verify.parse`` / ``verify``) on the last
 brace-balanced ``\\boxed{}`` of a response (:mod:`stepwiser_lib.core.chunks`).
@@ -236,6 +237,12 @@ HUB = {
     "math500": ("HuggingFaceH4/MATH-500", None, "test"),
     "gsm8k": ("openai/gsm8k", "main", "test"),
 }
+#: The hub commits the evaluation sets are read at (a ``revision`` argument overrides; ``make data``
+#: fetches the same). NuminaMath-CoT has none pinned: ``main``, named in its pools' cache key.
+HUB_REVISIONS = {
+    "math500": "6e4ed1a2a79af7d8630a6b768ec859cb5af4d3be",
+    "gsm8k": "740312add88f781978c0658806c59bc2815b9866",
+}
 
 
 def read_records(path: str | Path) -> list[dict]:
@@ -257,7 +264,7 @@ def _hub_rows(task: str, revision: str | None = None) -> list[dict]:  # pragma: 
     from datasets import load_dataset
 
     name, subset, split = HUB[task]
-    return list(load_dataset(name, subset, split=split, revision=revision))
+    return list(load_dataset(name, subset, split=split, revision=revision or HUB_REVISIONS.get(task)))
 
 
 def _source_key(task: str, path: str | None, revision: str | None) -> str:

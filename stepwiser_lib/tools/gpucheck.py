@@ -91,14 +91,18 @@ def device() -> dict:
 
 
 def data_overrides(data_dir: str | None) -> dict:
-    """Parameters that point colab-smoke at ``data_dir`` (a copy of ``shared/data`` carried to a
-    machine that has no ``../shared``) and build the NuminaMath-schema stand-in there."""
+    """Parameters that point colab-smoke at ``data_dir`` (a folder in the layout of ``data/full``,
+    e.g. a copy of it carried to the GPU machine) instead of the committed fixtures its profile
+    names, and build the NuminaMath-schema stand-in from its GSM8K. Without ``data_dir``: no
+    parameters, and the stand-in, when missing, from the GSM8K of ``paths.real_data_dir()`` (the
+    committed fixture on a bare machine), as ``make standin`` builds it."""
+    numina = paths.STANDIN_DIR / "numina_gsm8k.jsonl"
     if not data_dir:
+        if not numina.exists():
+            write_numina_standin(paths.real_data_dir() / "gsm8k" / "test.jsonl", numina)
         return {}
     d = Path(data_dir).resolve()
-    numina = paths.STANDIN_DIR / "numina_gsm8k.jsonl"
-    if not numina.exists():
-        write_numina_standin(d / "gsm8k" / "test.jsonl", numina)
+    write_numina_standin(d / "gsm8k" / "test.jsonl", numina)  # from this folder's GSM8K, not an older one's
     return {
         "DATA_FILES": {
             "numina": str(numina),
@@ -135,7 +139,9 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="the colab-smoke world on a CUDA device")
     ap.add_argument("--backend", default="hf", choices=["hf", "vllm"])
     ap.add_argument("--out", default=None)
-    ap.add_argument("--data", default=None, help="a copy of shared/data (default: ../shared/data by the profile)")
+    ap.add_argument(
+        "--data", default=None, help="a folder in the layout of data/full (default: the profile's committed fixtures)"
+    )
     a = ap.parse_args(argv)
     run(a.backend, Path(a.out) if a.out else None, a.data)
 

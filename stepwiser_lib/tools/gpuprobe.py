@@ -200,7 +200,8 @@ def probe_reward(device: str) -> dict:
         completions=["a = 2\n\nb = a + 3 = 5\n\nThe answer is \\boxed{5}", "b = 7"],
         problem=["a = 2. b = a + 3. Find b.", "a = 2. b = a + 3. Find b."],
     )
-    ok = len(got) == 2 and all(isinstance(x, float) and 0.0 <= x <= 1.0 for x in got)
+    # None: a completion the judge could not judge at all (the toy base writes no verdict on some)
+    ok = len(got) == 2 and all(x is None or isinstance(x, float) and 0.0 <= x <= 1.0 for x in got)
     return {
         "held": ok and where.startswith(device),
         "detail": f"the toy base as a judge on {where}: rewards {got}",
