@@ -198,6 +198,7 @@ ONLY_WHEN = {
     "ADAPTIVE_RULE": ("ADAPTIVE", True),
     "ADAPTIVE_ROUND": ("ADAPTIVE", True),
     "ADAPTIVE_Z": ("ADAPTIVE", True),
+    "WARMUP_STEPS": ("WARMUP", True),  # the toy judges' format warm-up: off for instruct models
 }
 
 

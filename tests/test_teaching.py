@@ -183,6 +183,17 @@ def test_closing_lines_count_the_questions_the_paper_does_not_ask(tmp_path):
     ]
 
 
+def test_closing_lines_of_labelling_name_the_rule_orderings_that_judges_test(tmp_path):
+    """Notebook 02's stage has no claims-table row of its own: its closing names Table 5's orderings of the
+    label rules, which notebook 04's judges test (teaching.ELSEWHERE), and what each row needs."""
+    lines = teaching.closing_lines(tmp_path, "labelling")
+    assert [ln.split(".** ")[0] for ln in lines] == [
+        "- **Rel-Ratio labels train a better judge than Abs-Q labels",
+        "- **Rel-Effective labels train a worse judge than Abs-Q labels",
+    ]
+    assert all("not tested in this results folder" in ln and "`stepwiser:abs_q`" in ln for ln in lines)
+
+
 def test_every_verdict_the_table_can_give_has_one_meaning_and_teaching_has_no_other_words():
     """One vocabulary (issue 51): the verdicts claims.verdict can return are claims.VERDICT_ORDER, each
     with its meaning in claims.VERDICT_MEANING; teaching keeps no verdict words of its own."""

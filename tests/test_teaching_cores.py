@@ -13,7 +13,8 @@ import pytest
 
 from stepwiser_lib.core import chunks, io, paths, prompts
 from stepwiser_lib.core.vocab import RULES
-from stepwiser_lib.method import balancing, segmentation, tasks
+from stepwiser_lib.method import balancing, judge_train, labelling, segmentation, tasks
+from stepwiser_lib.tools import teaching
 from stepwiser_lib.toy import toyworld
 
 #: The tag of a notebook's runnable core (one cell per notebook that has one).
@@ -169,3 +170,240 @@ def test_notebook_03_core_fails_on_a_draw_the_library_did_not_make(tmp_path):
     io.write_jsonl(path, io.read_jsonl(path)[1:])  # one example fewer than the draw
     with pytest.raises(AssertionError, match="train: the core and the library disagree"):
         _run03(records, cfg, tmp_path)
+
+
+# ----------------------------------------------------------------------------- 02: Eq. 2 and the three rules
+
+
+def _labelled02(alpha=0.4, gamma=0.8, mu_n=4, **kw):
+    """Labels the library has just written for a shard of prompts (a scripted policy: tests/fakes.py)."""
+    from fakes import FakeToyPolicy, fake_items
+
+    cfg = labelling.LabelConfig(n_prefilter=8, traj_per_prompt=3, alpha=alpha, gamma=gamma, mu_n=mu_n, **kw)
+    records, _ = labelling.label_shard(FakeToyPolicy(), fake_items(12), "Solve.\nProblem: {problem}", cfg, 0)
+    return records, SimpleNamespace(ALPHA=alpha, GAMMA=gamma, MU_N=mu_n)
+
+
+def _run02(records, tid, cfg):
+    ns = {"records": records, "tid": tid, "cfg": cfg}
+    exec(compile(core_source("02_rollout_labelling"), "02 core", "exec"), ns)
+    return ns
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [{}, {"adaptive": True, "adaptive_round": 4, "adaptive_z": 1.0}, {"alpha": 1.0, "gamma": 0.6, "mu_n": 2}],
+    ids=["full-M", "adaptive", "other-thresholds"],
+)
+def test_notebook_02_core_redoes_the_librarys_labels_by_hand(kw, capsys):
+    records, cfg = _labelled02(**kw)
+    tids = sorted({r["traj_id"] for r in records})
+    disagree = any(r["label_abs_q"] != r["label_rel_ratio"] for r in records)
+    assert len(tids) > 5 and disagree  # several trajectories, and the rules disagree somewhere
+    for tid in tids:  # every trajectory: its Q from the rollouts' counts, the chain of Q_prev, the three labels
+        ns = _run02(records, tid, cfg)
+        assert ns["Q"] == [r["q"] for r in ns["traj"]] and len(ns["traj"]) == ns["traj"][0]["n_chunks"]
+    out = capsys.readouterr().out
+    assert out.count("Every Q and label above is the library's") == len(tids) and "rollouts right, Q = " in out
+    # labels recomputed from the stored Q under other thresholds (labelling.relabel: a GAMMA change costs no rollout)
+    other = labelling.relabel(records, labelling.LabelConfig(alpha=0.2, gamma=1.0, mu_n=3))
+    for tid in tids:
+        _run02(other, tid, SimpleNamespace(ALPHA=0.2, GAMMA=1.0, MU_N=3))
+
+
+def test_notebook_02_core_fails_on_labels_the_library_would_not_give():
+    records, cfg = _labelled02()
+    tid = teaching.pick_trajectory(records)
+    first = next(r for r in records if r["traj_id"] == tid and r["chunk_index"] == 0)
+    flipped = [dict(r, label_rel_ratio=not r["label_rel_ratio"]) if r is first else r for r in records]
+    with pytest.raises(AssertionError, match="chunk 0: the core and the library disagree"):
+        _run02(flipped, tid, cfg)
+    other_q0 = [dict(r, q0=1.0 - r["q0"]) if r["traj_id"] == tid else r for r in records]  # Q before chunk 0 is q0
+    with pytest.raises(AssertionError, match="chunk 0: the core and the library disagree"):
+        _run02(other_q0, tid, cfg)
+    with pytest.raises(AssertionError, match="the core and the library disagree"):  # another threshold than the labels'
+        _run02(records, tid, SimpleNamespace(ALPHA=cfg.ALPHA, GAMMA=0.0, MU_N=cfg.MU_N))
+
+
+# ----------------------------------------------------------------------------- 04: one GRPO group, its loss, one step
+
+#: Toy judge outputs for one chunk (right by the exact checker, MC label Positive): two verdicts, analyses of
+#: different lengths, so that the advantages differ and the loss's token mean matters.
+_CHUNK04 = {
+    "problem": "a = 49. b = a + 17. c = b + 20. d = c - 8. Find d.",
+    "history": [],
+    "chunk": "b = a + 17 = 49 + 17 = 66",
+}
+_OUTPUTS04 = [
+    "stated b = 66\nb = a + 17 = 49 + 17 = 66\ncheck b: b = 66; stated 66; 66 - 66 = 0\n\\boxed{Positive}",
+    "stated b = 66\nb = a + 17 = 49 + 17 = 66\ncheck b: b = 66; stated 66; 66 - 66 = 0\n\\boxed{Negative}",
+    "stated b = 66\nb = a + 17 = 49 + 17 = 65\ncheck b: b = 65; stated 66; 66 - 65 = 1\n\\boxed{Negative}",
+    "stated b = 66\n\\boxed{Positive}",
+]
+
+
+def _group04(label=True):
+    """One GRPO group as teaching.sample_groups returns it: each output's verdict and the reward TRL receives
+    (judge.verdict_reward), and the library's advantages (teaching.grpo_advantages, TRL's formula)."""
+    from stepwiser_lib.method.judge import parse_verdict, verdict_reward
+
+    rewards = verdict_reward(_OUTPUTS04, label=[label] * len(_OUTPUTS04))
+    outputs = [{"verdict": parse_verdict(t), "reward": r, "text": t} for t, r in zip(_OUTPUTS04, rewards)]
+    return {**_CHUNK04, "label": label, "outputs": outputs, "advantages": teaching.grpo_advantages(rewards, 4)}
+
+
+def _cfg04(**kw):
+    base = dict(
+        PROMPT_FAMILY="toy",
+        TEMPERATURE=1.0,
+        SEED=0,
+        LORA_R=16,
+        LORA_ALPHA=32,
+        USE_LORA=True,
+        LOSS_TOKENS="all",
+        GRPO_LR=1e-5,  # a small step, so that it lowers the policy-gradient term of outputs the toy base never writes
+        BETA=0.2,
+        EPSILON_LOW=0.2,
+        EPSILON_HIGH=0.28,
+    )
+    return SimpleNamespace(**{**base, **kw})
+
+
+def _run04(g, cfg, base_dir):
+    import copy
+
+    import pandas as pd
+    import torch
+    from peft import get_peft_model
+
+    from stepwiser_lib.engines.models import load_model, lora_config, render_prompt
+
+    ns = {
+        "g": g,
+        "start_entry": {"base": base_dir, "adapter": None, "style": "cot"},
+        "cfg": cfg,
+        "prompts": prompts,
+        "teaching": teaching,
+        "judge_train": judge_train,
+        "pd": pd,
+        "display": lambda *a: None,
+        "torch": torch,
+        "copy": copy,
+        "get_peft_model": get_peft_model,
+        "load_model": load_model,
+        "lora_config": lora_config,
+        "render_prompt": render_prompt,
+    }
+    exec(compile(core_source("04_judge_grpo"), "04 core", "exec"), ns)
+    return ns
+
+
+def _trl_loss(ns, model) -> float:
+    """TRL's own GRPO loss (``GRPOTrainer._compute_loss``, which the library's trainer runs) of ``model`` on the
+    core's tokens, advantages, sampling and reference log-probs, with the core's settings; TRL's log-probs come
+    from its own fused LM head, not from the core's."""
+    import collections
+    import contextlib
+
+    import torch
+    from trl import GRPOTrainer
+    from trl.trainer.utils import add_fused_lm_head
+
+    cfg, ids, q, real, mask = ns["cfg"], ns["ids"], ns["q"], ns["real"], ns["mask"]
+    add_fused_lm_head(
+        model.get_base_model() if cfg.USE_LORA else model, temperature=cfg.TEMPERATURE, outputs=("log_probs", "entropy")
+    )
+    one = SimpleNamespace(
+        autocast=contextlib.nullcontext,
+        num_processes=1,
+        reduce=lambda t, reduction="sum": t,
+        gather=lambda t: t,
+        gather_for_metrics=lambda t: t,
+    )
+    trainer = SimpleNamespace(  # what _compute_loss reads of a trainer with the library's GRPOConfig, one process
+        accelerator=one,
+        args=SimpleNamespace(use_bias_correction_kl=False, delta=None, steps_per_generation=1),
+        model=model,
+        beta=cfg.BETA,
+        loss_type="dapo",
+        importance_sampling_level="token",
+        epsilon_low=cfg.EPSILON_LOW,
+        epsilon_high=cfg.EPSILON_HIGH,
+        top_entropy_quantile=1.0,
+        off_policy_mask_threshold=None,
+        use_vllm=False,
+        vllm_importance_sampling_correction=False,
+        current_gradient_accumulation_steps=1,
+        _entropy_bonus_enabled=False,
+        aux_loss_enabled=False,
+        _metrics=collections.defaultdict(lambda: collections.defaultdict(list)),
+    )
+    trainer._get_per_token_logps_and_entropies = GRPOTrainer._get_per_token_logps_and_entropies.__wrapped__.__get__(
+        trainer
+    )
+    inputs = {
+        "prompt_ids": ids[:, : len(q)],
+        "prompt_mask": torch.ones_like(ids[:, : len(q)]),
+        "completion_ids": ids[:, len(q) :],
+        "completion_mask": real.long(),
+        "advantages": ns["A"],
+        "num_items_in_batch": mask.sum(),
+        "old_per_token_logps": ns["old"],
+        "ref_per_token_logps": ns["ref_lp"],
+    }
+    if cfg.LOSS_TOKENS == "verdict":  # the library's verdict-only trainer: TRL's per-token tool_mask
+        inputs["tool_mask"] = (mask > 0).long()
+    with torch.no_grad():
+        return GRPOTrainer._compute_loss(trainer, model, inputs).item()
+
+
+def test_notebook_04_core_assumes_the_settings_the_library_gives_trl(tmp_path):
+    """The core's loss is TRL's with the library's GRPOConfig: token-mean ("dapo"), advantages normalised per
+    group, token-level ratios, one pass over each batch (on-policy: ρ = 1 at the start), AdamW with
+    transformers' defaults and gradient clipping at 1."""
+    from stepwiser_lib.engines.trainers import GRPOSettings
+
+    a = GRPOSettings(beta=0.2).grpo_args(tmp_path, progress=False)
+    assert (a.loss_type, a.scale_rewards, a.importance_sampling_level, a.num_iterations) == (
+        "dapo",
+        "group",
+        "token",
+        1,
+    )
+    assert (a.max_grad_norm, a.weight_decay, a.adam_beta1, a.adam_beta2, a.adam_epsilon) == (1.0, 0.0, 0.9, 0.999, 1e-8)
+    assert "adamw" in str(a.optim).lower() and not a.mask_truncated_completions and a.top_entropy_quantile == 1.0
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [{}, {"LOSS_TOKENS": "verdict"}, {"TEMPERATURE": 0.7}, {"USE_LORA": False, "GRPO_LR": 1e-6}],
+    ids=["lora", "verdict-tokens", "temperature", "full-weights"],
+)
+def test_notebook_04_core_is_trls_grpo_loss_before_and_after_one_step(kw, toy_base_dir, capsys):
+    import copy
+
+    import torch
+    from peft import get_peft_model
+
+    from stepwiser_lib.engines.models import lora_config
+
+    cfg = _cfg04(**kw)
+    ns = _run04(
+        _group04(), cfg, toy_base_dir
+    )  # its own assertions: the library's advantages, the closed form, the fall
+    torch.manual_seed(cfg.SEED)  # the policy before the step, as the core built it
+    start = copy.deepcopy(ns["ref"])
+    start = get_peft_model(start, lora_config(cfg.LORA_R, cfg.LORA_ALPHA)) if cfg.USE_LORA else start
+    before, after = ns["before"][0].item(), ns["after"][0].item()
+    assert _trl_loss(ns, start) == pytest.approx(before, abs=1e-5)
+    assert _trl_loss(ns, ns["policy"]) == pytest.approx(after, abs=1e-5) and after != pytest.approx(before)
+    out = capsys.readouterr().out.splitlines()
+    assert [ln.split()[0] for ln in out] == ["loss", "policy-gradient", "KL"]
+
+
+def test_notebook_04_core_fails_on_advantages_the_library_would_not_give(toy_base_dir):
+    g = _group04()
+    with pytest.raises(AssertionError, match="the advantages: the core and the library disagree"):
+        _run04({**g, "advantages": g["advantages"][1:] + g["advantages"][:1]}, _cfg04(), toy_base_dir)
+    with pytest.raises(AssertionError, match="the advantages: the core and the library disagree"):  # the other label
+        _run04({**_group04(label=False), "advantages": g["advantages"]}, _cfg04(), toy_base_dir)

@@ -271,6 +271,20 @@ def equal_rewards_line(groups: list[dict]) -> str:
 #: notebook 04), as (a, b, the results file, how the row is made): a notebook's closing lines print
 #: the claims table's row where it exists, and else the paper's difference and what runs it.
 ELSEWHERE = {
+    "labelling": [
+        (
+            "stepwiser:rel_ratio",
+            "stepwiser:abs_q",
+            "judges",
+            "notebook 04's `stepwiser:rel_ratio` and `stepwiser:abs_q` judges, trained where 04's `VARIANTS` lists both",
+        ),
+        (
+            "stepwiser:rel_effective",
+            "stepwiser:abs_q",
+            "judges",
+            "notebook 04's `stepwiser:rel_effective` and `stepwiser:abs_q` judges, trained where 04's `VARIANTS` lists both",
+        ),
+    ],
     "balancing": [
         (
             "stepwiser:rel_ratio",
@@ -398,6 +412,22 @@ KEY_SETTINGS = {
         "MAX_NEW_TOKENS",
         "SFT_LR",
         "EVAL_SAMPLES",
+    ),
+    "02_rollout_labelling": (
+        "N_KEPT",
+        "M_ROLLOUTS",
+        "MAX_NEW_TOKENS",
+        "TRAJ_PER_PROMPT",
+        "ADAPTIVE",
+    ),
+    "04_judge_grpo": (
+        "WARMUP",
+        "GRPO_STEPS",
+        "PROMPTS_PER_STEP",
+        "GRPO_LR",
+        "USE_LORA",
+        "BETA",
+        "MAX_COMPLETION",
     ),
     "03_balancing": ("PROMPT_FAMILY", "MAX_CHARS", "DEV_FRACTION", "TEST_FRACTION"),
 }
