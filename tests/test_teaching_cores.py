@@ -407,3 +407,258 @@ def test_notebook_04_core_fails_on_advantages_the_library_would_not_give(toy_bas
         _run04({**g, "advantages": g["advantages"][1:] + g["advantages"][:1]}, _cfg04(), toy_base_dir)
     with pytest.raises(AssertionError, match="the advantages: the core and the library disagree"):  # the other label
         _run04({**_group04(label=False), "advantages": g["advantages"]}, _cfg04(), toy_base_dir)
+
+
+# ----------------------------------------------------------------------------- 05: the first-error rule and F1
+
+
+class _StepJudge:
+    """Negative iff a step says "bad", no parsable verdict iff it says "??", else Positive."""
+
+    def judge(self, triples, k=1, seed=0, **kw):
+        out = []
+        for _, _, c in triples:
+            v = None if "??" in c else "Negative" if "bad" in c else "Positive"
+            out.append({"verdict": v, "score": float(v == "Positive"), "analysis": c, "n_unparsed": int(v is None)})
+        return out
+
+
+def _bench05():
+    rng, bench = random.Random(5), {}
+    for s in ("toy_2step", "toy_3step"):
+        recs = []
+        for n in range(16):
+            steps = [rng.choice(["ok", "ok", "ok", "bad", "??"]) + f" {i}" for i in range(rng.randint(1, 5))]
+            label = -1 if n % 2 else rng.randrange(len(steps))  # half correct solutions, half erroneous
+            recs.append({"id": f"{s}-{n}", "problem": f"P{n}", "steps": steps, "label": label})
+        bench[s] = recs
+    return bench
+
+
+def _run05(run, judges, bench):
+    from stepwiser_lib.method import processbench as pb
+
+    ns = {
+        "judges": judges,
+        "outputs": run["outputs"],
+        "results": run["results"],
+        "run": run,
+        "labels": {s: [r["label"] for r in rs] for s, rs in bench.items()},
+        "pb": pb,
+    }
+    exec(compile(core_source("05_processbench"), "05 core", "exec"), ns)
+    return ns
+
+
+def _library05(tmp_path, monkeypatch):
+    from stepwiser_lib.engines import models
+    from stepwiser_lib.method import processbench as pb
+
+    monkeypatch.setattr(models, "release", lambda *a: None)
+    bench = _bench05()
+    judges = [
+        {"name": "disc_sft:rel_ratio", "kind": "disc_sft", "style": "disc"},
+        {"name": "stepwiser:rel_ratio", "kind": "stepwiser", "style": "cot"},
+    ]
+    opts = dict(bench_kind="toy", stop_at_first_negative=True, maj_k=1, maj_temperature=1.0, max_completion=8)
+    run = pb.run_judges(
+        judges, bench, tmp_path, lambda e: _StepJudge(), maj_k_score=2, maj_k_score_judges=[], seed=0, **opts
+    )
+    return run, judges, bench
+
+
+def test_notebook_05_core_scores_the_librarys_predictions_by_hand(tmp_path, monkeypatch, capsys):
+    run, judges, bench = _library05(tmp_path, monkeypatch)
+    capsys.readouterr()  # the library's lines
+    preds = [p for ps in run["greedy"]["stepwiser:rel_ratio"].values() for p in ps]
+    assert None in preds and -1 in preds and any(p is not None and p >= 0 for p in preds)  # every kind of prediction
+    ns = _run05(run, judges, bench)
+    assert ns["main"] == "stepwiser:rel_ratio"  # the StepWiser judge, not the first of the registry
+    out = capsys.readouterr().out.splitlines()
+    assert [ln.split(":")[0] for ln in out[:2]] == list(bench) and "F1 = " in out[0]
+    assert out[2].startswith("stepwiser:rel_ratio: average F1 = (") and out[2].endswith(
+        "as processbench.score and average_f1"
+    )
+
+
+def test_notebook_05_core_fails_on_a_score_or_a_prediction_the_library_would_not_give(tmp_path, monkeypatch):
+    run, judges, bench = _library05(tmp_path, monkeypatch)
+    run["results"]["stepwiser:rel_ratio"]["toy_3step"]["f1"] += 1.0
+    with pytest.raises(AssertionError, match="toy_3step: the core and the library disagree"):
+        _run05(run, judges, bench)
+    run, judges, bench = _library05(tmp_path, monkeypatch)
+    sol = next(o for o in run["outputs"]["stepwiser:rel_ratio"]["toy_2step"] if o["verdicts"][-1] == "Negative")
+    sol["verdicts"][-1] = "Positive"  # a verdict the judge did not give
+    with pytest.raises(AssertionError, match="toy_2step: the core and the library disagree"):
+        _run05(run, judges, bench)
+
+
+# ----------------------------------------------------------------------------- 06: the chunk-reset loop
+
+
+class _SeededPolicy:
+    """Draws each chunk from its candidate's own seed (as the real generators do with ``seeds``): three chunks, then
+    a boxed answer; a chunk, the final one too, is BAD with probability 0.6."""
+
+    cut_after_separator = False
+
+    def generate(self, prompts, n=1, temperature=1.0, max_new_tokens=96, stop=None, seed=0, prefixes=None, seeds=None):
+        from stepwiser_lib.engines.models import Completion
+
+        assert stop == [chunks.CHUNK_CLOSE] and n == 1 and seeds is not None
+        out = []
+        for pre, s in zip(prefixes, seeds):
+            rng = random.Random(s)
+            k, bad = pre.count(chunks.CHUNK_OPEN), " BAD" * (rng.random() < 0.6)
+            if pre and rng.random() < 0.05:  # the response ends without another chunk
+                out.append([Completion(text="\n", n_tokens=1, finished=True)])
+                continue
+            body = f"so \\boxed{{{rng.randint(0, 9)}}}{bad}" if k == 3 else f"v{rng.randint(0, 999)}{bad}"
+            text = ("\n" if pre else "") + chunks.CHUNK_OPEN + body + chunks.CHUNK_CLOSE
+            out.append([Completion(text=text, n_tokens=len(body.split()) + 1, finished=True)])
+        return out
+
+
+class _BadJudge:
+    """Negative iff a chunk says BAD, with a score below 0.5 drawn from the chunk's text (ties are possible)."""
+
+    def judge(self, triples, k=1, seed=0, seeds=None, **kw):
+        out = []
+        for _, _, c in triples:
+            bad = "BAD" in c
+            score = int(hashlib.sha256(c.encode()).hexdigest(), 16) % 4 / 10 if bad else 1.0
+            out.append({"verdict": "Negative" if bad else "Positive", "score": score, "analysis": "", "n_unparsed": 0})
+        return out
+
+
+def _run06(cr, base, runs, items, name="stepwiser:rel_ratio"):
+    ns = {
+        "cfg": SimpleNamespace(JUDGES=["disc_sft:rel_ratio", name]),
+        "items": items,
+        "runs": runs,
+        "registry": {name: {"name": name}},
+        "load": lambda e: _BadJudge(),
+        "policy": _SeededPolicy(),
+        "template": "solve::{problem}",
+        "base": base,
+        "cr": cr,
+        "chunks": chunks,
+        "release": lambda *a: None,
+    }
+    exec(compile(core_source("06_chunk_reset"), "06 core", "exec"), ns)
+    return ns
+
+
+def _library06(base, name="stepwiser:rel_ratio"):
+    from stepwiser_lib.method import chunk_reset as cr
+
+    items = {"toy": [{"problem": f"p{i}"} for i in range(30)]}
+    arm = cr.run_arm(_SeededPolicy(), _BadJudge(), items["toy"], "solve::{problem}", base, lambda it, r: True)
+    return items, {(name, "toy", 0): arm}
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [{}, {"on_exhausted": "last", "seed": 3}, {"on_exhausted": "first", "judge_final": False}, {"max_attempts": 2}],
+    ids=["best_score", "last", "first-final-unjudged", "two-attempts"],
+)
+def test_notebook_06_core_walks_the_librarys_trajectory_by_hand(settings, capsys):
+    from stepwiser_lib.method import chunk_reset as cr
+
+    base = cr.ResetConfig(max_chunks=6, **settings)
+    items, runs = _library06(base)
+    results = runs[("stepwiser:rel_ratio", "toy", 0)]["results"]
+    assert any(r["exhausted"] for r in results) and any(r["resets"] for r in results)  # every path of the loop
+    ns = _run06(cr, base, runs, items)
+    j = ns["j"]
+    assert any(t["accepted"] and not t["exhausted"] for t in results[j]["trace"])  # a reset, then a chunk accepted
+    assert ns["prefix"] == results[j]["response"]
+    out = capsys.readouterr().out
+    assert f"problem {j} (as cr.chunk_reset on it alone; as in section 1's batch: True)" in out and "(kept)" in out
+
+
+def test_notebook_06_core_fails_on_a_trajectory_the_library_would_not_give():
+    from stepwiser_lib.method import chunk_reset as cr
+
+    base = cr.ResetConfig(max_chunks=6)
+    items, runs = _library06(base)
+
+    def flipped(*a, **kw):  # the library's run of the problem, one kept attempt moved
+        res = cr.chunk_reset(*a, **kw)
+        t = next(t for t in res[0]["trace"] if len(t["attempts"]) > 1)
+        t["accepted"] = (t["accepted"] + 1) % len(t["attempts"])
+        return res
+
+    fake = SimpleNamespace(is_final=cr.is_final, draw_seed=cr.draw_seed, chunk_reset=flipped)
+    with pytest.raises(AssertionError, match="the core and the library disagree"):
+        _run06(fake, base, runs, items)
+
+
+# ----------------------------------------------------------------------------- 07: one RS-FT selection
+
+
+def _items07():
+    c = lambda *xs: "\n".join(f"<chunk>{x}</chunk>" for x in xs)  # noqa: E731
+    return [
+        {"problem": "P0", "id": "p0", "responses": [c("a"), c("x")], "correct": [True, False]},
+        {
+            "problem": "P1",
+            "id": "p1",
+            "responses": [c("a", "x"), c("b", "c"), c("x", "a"), c("c", "b"), c("y")],
+            "correct": [True, True, True, True, False],
+        },
+        {"problem": "P2", "id": "p2", "responses": [c("x")], "correct": [False]},
+    ]
+
+
+class _ByText:
+    """A chunk's score: 0 for "x", 0.5 for "b", else 1; "y" (a wrong response) scores highest."""
+
+    def judge(self, triples, k=1, seed=0, **kw):
+        score = {"x": 0.0, "b": 0.5}
+        return [{"score": score.get(c, 1.0), "verdict": "Positive", "n_unparsed": 0} for _, _, c in triples]
+
+
+def _run07(items, picks, scores):
+    from stepwiser_lib.method import rsft
+
+    ns = {
+        "cfg": SimpleNamespace(JUDGES=["disc_sft:rel_ratio", "stepwiser:rel_ratio"]),
+        "items": items,
+        "picks": picks,
+        "scores": scores,
+        "rsft": rsft,
+        "chunks": chunks,
+    }
+    exec(compile(core_source("07_rsft"), "07 core", "exec"), ns)
+    return ns
+
+
+def _library07(tmp_path):
+    from stepwiser_lib.method import rsft
+
+    registry = {n: {"name": n} for n in ("disc_sft:rel_ratio", "stepwiser:rel_ratio")}
+    items = _items07()
+    picks, scores, _ = rsft.select_all(
+        items, registry, lambda e: _ByText(), tmp_path, "key", judge_k=1, max_completion=8, seed=0
+    )
+    return items, picks, scores
+
+
+def test_notebook_07_core_selects_the_librarys_response_by_hand(tmp_path, capsys):
+    items, picks, scores = _library07(tmp_path)
+    capsys.readouterr()  # the library's lines
+    ns = _run07(items, picks, scores)
+    # prompt 1: responses 0 and 2 score 0.5, 1 and 3 score 0.75 (a tie: the first), 4 is wrong though it scores 1
+    assert ns["name"] == "stepwiser:rel_ratio" and ns["i"] == 1 and ns["best"] == 1 == picks["stepwiser:rel_ratio"][1]
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("stepwiser:rel_ratio, prompt 1, chunk scores -> score(a): response 0 [1.0, 0.0] -> 0.500")
+    assert "response 4 (wrong) [1.0] -> 1.000" in out[0] and out[1].startswith("kept by hand: response 1, as rsft")
+    assert "1 wrong response(s) (never selectable) score at least as high as the chosen one: [4]" in out[2]
+
+
+def test_notebook_07_core_fails_on_a_pick_the_library_would_not_make(tmp_path):
+    items, picks, scores = _library07(tmp_path)
+    picks["stepwiser:rel_ratio"][1] = 3  # the other response of the tie
+    with pytest.raises(AssertionError, match="the core and the library disagree"):
+        _run07(items, picks, scores)

@@ -28,7 +28,7 @@ from stepwiser_lib.tools import prose
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 #: Notebooks whose kit phase 2 of issue 51 adds; remove a name once its notebook has the kit.
-PHASE_2 = {"05_processbench", "06_chunk_reset", "07_rsft"}
+PHASE_2: set[str] = set()
 
 QUESTION = re.compile(
     r"^\*\*(\d)\.\*\* (?P<q>[^\n]+\?)\n<details><summary>Answer</summary>\n\n(?P<a>.+?)\n\n</details>$", re.S | re.M

@@ -430,6 +430,9 @@ KEY_SETTINGS = {
         "MAX_COMPLETION",
     ),
     "03_balancing": ("PROMPT_FAMILY", "MAX_CHARS", "DEV_FRACTION", "TEST_FRACTION"),
+    "05_processbench": ("BENCH", "PROMPT_FAMILY", "LIMIT", "MAJ_K", "MAX_COMPLETION"),
+    "06_chunk_reset": ("EVAL_TASKS", "N_PROBLEMS", "MAX_ATTEMPTS", "TEMPERATURE"),
+    "07_rsft": ("N_PROMPTS", "SAMPLES", "SFT_LR", "RUNS", "EVAL_PROBLEMS"),
 }
 
 #: Where a paper.yaml comment says a value comes from: a section, table or appendix, or ``[not in paper]``.
