@@ -394,8 +394,6 @@ def closing_lines(results_dir: str | Path, file: str, others: bool = False, n_bo
     return out
 
 
-#: The name 04-07 still call (phase 2 of issue 51 moves them to :func:`closing_lines`).
-claim_lines = closing_lines
 
 
 # ----------------------------------------------------------------------------- the settings table
