@@ -394,8 +394,6 @@ def closing_lines(results_dir: str | Path, file: str, others: bool = False, n_bo
     return out
 
 
-
-
 # ----------------------------------------------------------------------------- the settings table
 
 #: The settings of each notebook that the paper-beside-the-toy table shows (:func:`settings_table`):
