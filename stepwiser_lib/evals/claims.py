@@ -8,9 +8,10 @@ Two readings of the same claims live here:
   per-item predictions, raw and Holm-adjusted p over the whole table, "keeps accuracy" as an
   equivalence test, the paper's own difference against its noise, directions instead of
   "reproduced", and arms that never left their start marked uninformative;
-- :func:`rows`, what one notebook's run says of the claims it touches (its closing cell): the
-  paired comparisons it wrote (``comparisons`` in ``results/<profile>/<file>.json``), items
-  resampled within that one run.
+- :func:`rows`, the item-only reading of one run: the paired comparisons it wrote
+  (``comparisons`` in ``results/<profile>/<file>.json``), items resampled within that one run, in
+  the table's verdict words (the notebooks' closings print :func:`table`'s rows instead:
+  ``stepwiser_lib.tools.teaching.closing_lines``).
 
 The paper's numbers come from :mod:`stepwiser_lib.evals.paper_results`. A claim whose arms a profile
 did not run is left out; the results pages (docs/) say which are missing.
@@ -157,8 +158,9 @@ FILES = ("self_segmentation", "judges", "processbench", "chunk_reset", "rsft")
 def rows(results_dir: str | Path, files: list[str] | None = None) -> list[dict]:
     """One row per paper claim that ``results_dir``'s comparisons test (of ``files``, default
     all): ``claim``, ``paper`` (a − b, points), ``paper_source``, ``ours`` (a − b), ``low``,
-    ``high``, ``test``, ``verdict`` (*reproduced* when our interval excludes zero in the paper's
-    direction, *contradicted* the other way, else *within noise*), and ``file`` and ``question``
+    ``high``, ``test``, ``verdict`` (the table's words, item-only: *same direction* when our
+    interval excludes zero in the paper's direction, *opposite direction* the other way, else
+    *undetermined*: :func:`stepwiser_lib.evals.stats.claim_verdict`), and ``file`` and ``question``
     (the results file and its comparison's own wording)."""
     out = []
     for file in files or FILES:
