@@ -140,13 +140,22 @@ def test_notebooks_follow_the_skeleton():
         )
 
 
+#: The learner's kit cells (issue 51, tests/test_teaching_kit.py) between the closing cells and "Try this".
+KIT_CELLS = ("check-yourself", "further-reading")
+
+
 def _closing_cells(name: str, cells: list[dict]) -> int:
     """Every notebook ends (issue 19) with: a "What this run shows" heading, a code cell that
     computes this run's numbers, a markdown cell with what it shows / does not show, three "what
-    you learned" lines and a link onward, then a "Try this" cell with a rerun command and knobs."""
+    you learned" lines and a link onward, then (issue 51) the learner's kit cells, then a "Try this"
+    cell with a rerun command and knobs."""
     src = ["".join(c["source"]) for c in cells]
+    kit = sum(c.get("id") in KIT_CELLS for c in cells)
+    assert [c.get("id") for c in cells[len(cells) - 1 - kit : -1]] == [c for c in KIT_CELLS][:kit], (
+        f"{name}: the kit cells are not just before Try this"
+    )
     k = next((i for i, t in enumerate(src) if t.startswith("## What this run shows, and what it does not")), None)
-    assert k is not None and k == len(cells) - 4, f"{name}: the closing cells are not the last four"
+    assert k is not None and k == len(cells) - 4 - kit, f"{name}: the closing cells are not the last four (and the kit)"
     assert cells[k + 1]["cell_type"] == "code"
     text = src[k + 2]
     for part in ("**What it shows.**", "**What it does not show.**", "**What you learned.**"):
@@ -189,6 +198,7 @@ ONLY_WHEN = {
     "ADAPTIVE_RULE": ("ADAPTIVE", True),
     "ADAPTIVE_ROUND": ("ADAPTIVE", True),
     "ADAPTIVE_Z": ("ADAPTIVE", True),
+    "WARMUP_STEPS": ("WARMUP", True),  # the toy judges' format warm-up: off for instruct models
 }
 
 

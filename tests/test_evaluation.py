@@ -48,7 +48,7 @@ def test_compare_pairs_by_chunk_and_reports_both_tests():
     assert r["diff"] == 50.0 and r["low"] > 0 and r["verdict"] == "a higher"
     assert r["mcnemar"] == {"only_a": 20, "only_b": 0, "p": 1.91e-06}  # 2 / 2**20, three significant figures
     same = evaluation.compare([bad], bad, n_boot=200)
-    assert same["diff"] == 0 and same["verdict"] == "within noise" and same["mcnemar"]["p"] == 1.0
+    assert same["diff"] == 0 and same["verdict"] == "undetermined" and same["mcnemar"]["p"] == 1.0
     two_seeds = evaluation.compare([good, bad], bad, n_boot=200)
     assert two_seeds["diff"] == 25.0 and "mcnemar" not in two_seeds
     # seeds on both sides: each side's mean balanced accuracy, (100 + 50) / 2 - (50 + 50) / 2

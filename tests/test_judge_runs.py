@@ -78,7 +78,7 @@ def test_comparison_pairs_ask_the_papers_questions_where_both_sides_exist():
     assert len(pairs[2][3]) == 1 and len(pairs[3][2]) == 1
     comps = jr.compare_all(preds, names, "stepwiser:rel_ratio")  # each question answered, in that order
     assert [c["claim"] for c in comps] == [c for c, *_ in pairs] and all(c["split"] == "test" for c in comps)
-    assert comps[0]["diff"] > 0 and comps[0]["verdict"] in ("a higher", "within noise")  # right vs always wrong
+    assert comps[0]["diff"] > 0 and comps[0]["verdict"] in ("a higher", "undetermined")  # right vs always wrong
 
 
 def test_read_registry_names_what_is_missing(tmp_path, monkeypatch):
@@ -159,7 +159,7 @@ def test_main_summary_and_variants_out():
         "disc_sft:rel_ratio": {"test": {"balanced_acc": 65.0, "ci95": ci}},
     }
     before = {"rel_ratio": {"balanced_acc": 50.0, "score_auc": 0.5}}
-    comps = [{"verdict": "a higher"}, {"verdict": "within noise"}]
+    comps = [{"verdict": "a higher"}, {"verdict": "undetermined"}]
     s = jr.main_summary("stepwiser:rel_ratio", records, before, comps, auc_k=4)
     assert (s["seeds"], s["rl_balanced_acc"], s["rl_beats_warmup"], s["rl_beats_chance"]) == (
         2,
@@ -561,7 +561,7 @@ def test_warmup_stage_trains_the_styles_the_variants_need(tmp_path, monkeypatch,
 
 def test_comparison_report_lines_in_order(monkeypatch):
     paper = {
-        "verdict": "within noise",
+        "verdict": "undetermined",
         "claim": "generative RL beats discriminative SFT",
         "a": "stepwiser:rel_ratio",
         "b": "disc_sft:rel_ratio",
@@ -569,7 +569,7 @@ def test_comparison_report_lines_in_order(monkeypatch):
     comps = [
         {"verdict": "a higher", "claim": "q1", "a": "x", "b": "y"},
         paper,
-        {"verdict": "within noise", "claim": "q2", "a": "x", "b": "y"},
+        {"verdict": "undetermined", "claim": "q2", "a": "x", "b": "y"},
     ]
     monkeypatch.setattr(jr, "compare_all", lambda preds, ids, main: comps)
     monkeypatch.setattr(jr, "comparison_line", lambda c: f"line {c['claim']}")

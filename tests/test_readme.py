@@ -18,6 +18,7 @@ PAGES = (
     "docs/real_models.md",
     "docs/colab.md",
     "docs/architecture.md",
+    "docs/glossary.md",
 )
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
@@ -49,7 +50,7 @@ def test_replace_block_keeps_the_rest():
 def test_every_generated_block_is_up_to_date(tmp_path):
     """update() on a copy of every page changes nothing (else: python -m stepwiser_lib.tools.readme)."""
     files = {b.file for b in readme.blocks().values()}
-    assert "README.md" not in files and set(files) <= set(PAGES)
+    assert set(files) <= {*PAGES, "README.md"}  # the README's one block: the five-line headline (issue 51)
     for f in files:
         (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / f, tmp_path / f)

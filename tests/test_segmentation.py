@@ -198,12 +198,12 @@ def test_rsft_and_reset_trial_tables_read_their_records():
         "settings": {"problems": 128, "judge": "stepwiser:rel_ratio"},
         "seconds": 99.0,
         "dev": {"greedy": arm},
-        "comparisons": [{"a": "x", "b": "greedy", "diff": 1.0, "low": -2.0, "high": 4.0, "verdict": "within noise"}],
+        "comparisons": [{"a": "x", "b": "greedy", "diff": 1.0, "low": -2.0, "high": 4.0, "verdict": "undetermined"}],
     }
     md = reset_markdown([rr]).splitlines()
     assert md[0] == "**c1** (128 dev problems, judge stepwiser:rel_ratio, 99 s)"
     assert "| greedy | 80.0 [74.0, 86.0] | 70.1 | 12.5 | 4.2 |" in md
-    assert "| x − greedy | +1.0 [-2.0, +4.0] | within noise |" in md
+    assert "| x − greedy | +1.0 [-2.0, +4.0] | undetermined |" in md
 
 
 def test_judge_trials_table_reads_a_judge_trial_record():
@@ -241,7 +241,7 @@ def test_results_markdown_is_table4_beside_the_paper_with_the_claims():
     from stepwiser_lib.evals.paper_results import TABLE4
 
     s = {"steps": 3.0, "tokens": 40.0, "avg_acc": 50.0, "ci95": {"low": 40.0, "high": 60.0}}
-    c = [{"claim": "x", "diff": 1.0, "low": -1.0, "high": 3.0, "test": "paired bootstrap", "verdict": "within noise"}]
+    c = [{"claim": "x", "diff": 1.0, "low": -1.0, "high": 3.0, "test": "paired bootstrap", "verdict": "undetermined"}]
     md = sg.results_markdown("toy", "smoke", 2, 5, "toy", s, {**s, "avg_acc": 51.0}, c)
     lines = md.splitlines()
     assert lines[0].startswith("Table 4 analogue (smoke): Avg@2 on 5 held-out toy problems")
@@ -250,7 +250,7 @@ def test_results_markdown_is_table4_beside_the_paper_with_the_claims():
     assert [line.split(" | ")[0] for line in lines if "(paper) |" in line] == [
         f"| {p['generator']} (paper)" for p in TABLE4
     ]
-    assert "| x | +1.00 [-1.00, +3.00] | paired bootstrap | within noise |" in lines
+    assert "| x | +1.00 [-1.00, +3.00] | paired bootstrap | undetermined |" in lines
     table_only = sg.results_markdown("toy", "smoke", 2, 5, "toy", s, s, []).splitlines()
     assert "claim (chunk − base)" not in "\n".join(table_only) and table_only[-1].startswith("| Qwen2.5-7B-chunk")
 

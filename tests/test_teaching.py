@@ -98,54 +98,125 @@ def test_sample_groups_rewards_and_advantages(monkeypatch):
     )
 
 
-def test_claim_lines_give_the_verdict_its_meaning_and_the_other_questions(tmp_path):
-    comps = [
-        {
-            "claim": "self-segmentation gives fewer steps per solution",
-            "field": "steps",
-            "a": "chunk",
-            "b": "base",
-            "diff": -1.3,
-            "low": -1.4,
-            "high": -1.2,
-            "test": "paired bootstrap by problem (200 problems)",
-        },
-        {
-            "claim": "self-segmentation keeps accuracy",
-            "field": "correct",
-            "a": "chunk",
-            "b": "base",
-            "diff": -0.5,
-            "low": -3.0,
-            "high": 2.0,
-            "test": "paired bootstrap by problem (200 problems)",
-        },
+def _claims_doc(verdicts, n_boot=None):
+    from stepwiser_lib.evals import seeds
+
+    rows = []
+    for k, v in enumerate(verdicts):
+        rows.append(
+            {
+                "claim": f"claim {k}",
+                "file": "self_segmentation",
+                "a": "chunk",
+                "b": "base",
+                "paper_diff": -3.6,
+                "paper_source": "Table 4",
+                "estimate": -1.3,
+                "ci_low": -1.4,
+                "ci_high": -1.2,
+                "metric": "toy steps",
+                "test": "t",
+                "p_holm": 0.001,
+                "verdict": v,
+            }
+        )
+    return {"n_boot": seeds.N_BOOT if n_boot is None else n_boot, "claims": rows}
+
+
+def test_closing_lines_state_the_claims_tables_verdicts_with_one_vocabulary(tmp_path):
+    """Issue 51: a notebook's finding in the claims table's words (claims.table, its Holm and TOST),
+    each verdict with its meaning from claims.VERDICT_MEANING, and which Holm family adjusted it."""
+    import shutil
+
+    from stepwiser_lib.core.paths import ROOT
+    from stepwiser_lib.evals import claims
+
+    for f in ("self_segmentation.json", "self_segmentation_predictions.jsonl"):
+        shutil.copy(ROOT / "results" / "tiny" / f, tmp_path / f)
+    lines = teaching.closing_lines(tmp_path, "self_segmentation", n_boot=200)  # computed from the predictions
+    table = claims.table(tmp_path, 200)
+    assert len(lines) == len(table) + 1 == 3
+    for line, r in zip(lines, table):
+        assert line.startswith(f"- **{r['claim']}.** Paper: {r['paper_diff']:+.1f} ({r['paper_source']}). Ours: ")
+        assert f"{r['estimate']:+.1f} [{r['ci_low']:+.1f}, {r['ci_high']:+.1f}]" in line and r["test"] in line
+        assert line.endswith(f"**{r['verdict']}**: {claims.VERDICT_MEANING[r['verdict']]}.")
+    assert (
+        lines[-1].startswith("- Holm over the 2 informative claims computed so far")
+        and "results_toy_full.md" in lines[-1]
+    )
+    # a claims.json as new as every predictions file, in today's vocabulary and n_boot: the final table, read
+    (tmp_path / "claims.json").write_text(json.dumps(_claims_doc(["same direction", "not shown equivalent"], 200)))
+    final = teaching.closing_lines(tmp_path, "self_segmentation", n_boot=200)
+    assert final[0].startswith("- **claim 0.**") and final[-1] == (
+        "- Holm over all 2 informative claims of this profile's final table (`claims.json`)."
+    )
+    # ... but not one in an older vocabulary, or older than a predictions file: computed again
+    (tmp_path / "claims.json").write_text(json.dumps(_claims_doc(["no paper effect"], 200)))
+    assert teaching.closing_lines(tmp_path, "self_segmentation", n_boot=200)[0] == lines[0]
+    # a stage whose paper claim another notebook's results test: the row where it exists, else why not
+    elsewhere = teaching.closing_lines(tmp_path, "balancing")
+    assert elsewhere == [
+        "- **the generative CoT + RL judge is better than RL without prompt balancing (Rel-Ratio).** Paper: +12.6 "
+        "(Tables 5/6, 7B, ProcessBench avg F1). Ours: not tested in this results folder: the row needs notebook "
+        "04's `no_balance_rl:rel_ratio` judge, trained where 04's `VARIANTS` lists it."
     ]
-    (tmp_path / "self_segmentation.json").write_text(json.dumps({"comparisons": comps}))
-    lines = teaching.claim_lines(tmp_path, "self_segmentation")
-    assert len(lines) == 2
-    assert "Paper: -3.6" in lines[0] and "**same direction**" in lines[0] and "has the paper's sign" in lines[0]
-    assert "**undetermined**" in lines[1] and "does not tell either way" in lines[1]
+    assert "No claim of the claims table comes from `rsft`" in teaching.closing_lines(tmp_path, "rsft")[0]
+
+
+def test_closing_lines_count_the_questions_the_paper_does_not_ask(tmp_path):
     other = {
-        "claim": "RL beats its warm-up",
+        "claim": "RL beats chance",
         "a": "stepwiser:rel_ratio",
-        "b": "warm-up (before RL)",
+        "b": "always-Positive",
         "diff": 1.0,
         "low": 0.5,
         "high": 1.5,
         "test": "t",
     }
     (tmp_path / "judges.json").write_text(json.dumps({"comparisons": [other]}))
-    assert teaching.claim_lines(tmp_path, "judges", others=True) == [
-        "- *RL beats its warm-up* (not a paper claim; stepwiser:rel_ratio − warm-up (before RL)): +1.0 [+0.5, +1.5], t."
+    assert teaching.closing_lines(tmp_path, "judges", others=True) == [
+        "- *RL beats chance* (not a paper claim; stepwiser:rel_ratio − always-Positive): +1.0 [+0.5, +1.5], t."
     ]
     # by default a question the paper does not ask is printed once, where it is computed: here a count
-    assert teaching.claim_lines(tmp_path, "judges") == [
+    assert teaching.closing_lines(tmp_path, "judges") == [
         "- and 1 paired question(s) the paper does not ask, printed above where they are computed."
     ]
-    assert "no `rsft.json` yet" in teaching.claim_lines(tmp_path, "rsft")[0]
-    (tmp_path / "rsft.json").write_text(json.dumps({"comparisons": []}))
-    assert "no paired claim" in teaching.claim_lines(tmp_path, "rsft")[0]
+
+
+def test_closing_lines_of_labelling_name_the_rule_orderings_that_judges_test(tmp_path):
+    """Notebook 02's stage has no claims-table row of its own: its closing names Table 5's orderings of the
+    label rules, which notebook 04's judges test (teaching.ELSEWHERE), and what each row needs."""
+    lines = teaching.closing_lines(tmp_path, "labelling")
+    assert [ln.split(".** ")[0] for ln in lines] == [
+        "- **Rel-Ratio labels train a better judge than Abs-Q labels",
+        "- **Rel-Effective labels train a worse judge than Abs-Q labels",
+    ]
+    assert all("not tested in this results folder" in ln and "`stepwiser:abs_q`" in ln for ln in lines)
+
+
+def test_every_verdict_the_table_can_give_has_one_meaning_and_teaching_has_no_other_words():
+    """One vocabulary (issue 51): the verdicts claims.verdict can return are claims.VERDICT_ORDER, each
+    with its meaning in claims.VERDICT_MEANING; teaching keeps no verdict words of its own."""
+    import ast
+    import inspect
+
+    from stepwiser_lib.evals import claims
+
+    def values(e):  # the strings an expression can evaluate to: a constant, or either branch of `x if c else y`
+        if isinstance(e, ast.IfExp):
+            return values(e.body) | values(e.orelse)
+        return {e.value} if isinstance(e, ast.Constant) and isinstance(e.value, str) else set()
+
+    returned = set()
+    for node in ast.walk(ast.parse(inspect.getsource(claims.verdict))):
+        if isinstance(node, ast.Return):
+            returned |= values(node.value)
+    assert returned == set(claims.VERDICT_ORDER) == set(claims.VERDICT_MEANING)
+    assert all(claims.VERDICT_MEANING[v] for v in claims.VERDICT_ORDER)
+    assert not hasattr(teaching, "MEANING") and not hasattr(teaching, "claim_lines")
+    text = inspect.getsource(teaching)
+    for old in ("within noise", "reproduced", "no paper effect", 'opposite direction"', 'same direction"'):
+        assert old not in text, old
 
 
 def test_label_noise_line_says_what_kind_of_example_a_trajectory_is():
@@ -204,3 +275,60 @@ def test_group_case_line_says_whether_the_group_is_label_noise():
     assert (
         teaching.group_case_line({"problem": "Find x if 2x = 4.", "history": [], "chunk": "x = 2", "label": True}) == ""
     )
+
+
+def test_settings_table_puts_the_papers_values_beside_this_runs_with_why(tmp_path):
+    """Issue 51: the paper beside the toy. The paper's value from configs/profiles/paper.yaml with where
+    it says it comes from; this run's; why they differ: the parameter comment's ``tiny:`` part for the
+    notebook's own value, the profile's comment for a value a profile set."""
+    from stepwiser_lib.core import config
+
+    tiny = config.for_notebook("tiny", "01_self_segmentation")
+    rows = {r["setting"]: r for r in teaching.settings_rows(tiny)}
+    assert list(rows) == list(teaching.KEY_SETTINGS["01_self_segmentation"])
+    assert rows["N_PROBLEMS"]["paper"] == "20000 (§4.1)" and rows["N_PROBLEMS"]["this run"] == "200"
+    assert rows["N_PROBLEMS"]["why"].startswith("a few hundred SFT examples")  # the comment after "tiny:"
+    assert (
+        rows["BASE_MODEL"]["paper"] == "`Qwen/Qwen2.5-1.5B-Instruct` (§4.1)"
+        and rows["EVAL_SAMPLES"]["paper"] == "32 (Table 4)"
+    )
+    table = teaching.settings_table(tiny).splitlines()
+    assert table[0] == "| setting | the paper | this run (tiny) | why this run differs |" and len(table) == 2 + len(
+        rows
+    )
+    paper = {
+        r["setting"]: r["why"] for r in teaching.settings_rows(config.for_notebook("paper", "01_self_segmentation"))
+    }
+    assert set(paper.values()) == {"the paper's value"}
+    colab = {r["setting"]: r for r in teaching.settings_rows(config.for_notebook("colab", "01_self_segmentation"))}
+    assert (
+        colab["BASE_MODEL"]["why"].startswith("colab: ") and "T4" in colab["BASE_MODEL"]["why"]
+    )  # colab.yaml's comment
+    b = {r["setting"]: r for r in teaching.settings_rows(config.for_notebook("tiny", "03_balancing"))}
+    assert (
+        b["MAX_CHARS"]["paper"] == "12000 ([not in paper])"
+        and b["PROMPT_FAMILY"]["paper"] == "`paper` (Tables 1, 3, 11)"
+    )
+    # a settings list of another notebook's, or a paper.yaml key it lacks: the notebook's own value, named so
+    row = teaching.settings_rows(tiny, keys=["SFT_MICRO_BATCH", "REPORT_TO"])
+    assert row[1] == {
+        "setting": "REPORT_TO",
+        "paper": "`none` (the notebook's value)",
+        "this run": "`none`",
+        "why": "the paper's value",
+    }
+
+
+@pytest.mark.parametrize("stem", sorted(teaching.KEY_SETTINGS))
+def test_every_key_setting_that_differs_from_the_paper_says_why_after_tiny(stem):
+    """The convention the settings table reads: a key setting whose tiny value is not the paper's
+    gives its reason in its parameter comment, after ``tiny:``."""
+    from stepwiser_lib.core import config
+
+    declared = config.notebook_parameters(config.NOTEBOOKS_DIR / f"{stem}.ipynb")
+    paper, tiny = config.for_notebook("paper", stem), config.for_notebook("tiny", stem)
+    assert 4 <= len(teaching.KEY_SETTINGS[stem]) <= 8
+    for k in teaching.KEY_SETTINGS[stem]:
+        assert k in declared, f"{stem}: {k} is not a parameter"
+        if getattr(paper, k) != getattr(tiny, k):
+            assert "tiny:" in declared[k].comment, f"{stem}.{k}: its comment gives no 'tiny:' reason"

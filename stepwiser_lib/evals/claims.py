@@ -8,9 +8,10 @@ Two readings of the same claims live here:
   per-item predictions, raw and Holm-adjusted p over the whole table, "keeps accuracy" as an
   equivalence test, the paper's own difference against its noise, directions instead of
   "reproduced", and arms that never left their start marked uninformative;
-- :func:`rows`, what one notebook's run says of the claims it touches (its closing cell): the
-  paired comparisons it wrote (``comparisons`` in ``results/<profile>/<file>.json``), items
-  resampled within that one run.
+- :func:`rows`, the item-only reading of one run: the paired comparisons it wrote
+  (``comparisons`` in ``results/<profile>/<file>.json``), items resampled within that one run, in
+  the table's verdict words (the notebooks' closings print :func:`table`'s rows instead:
+  ``stepwiser_lib.tools.teaching.closing_lines``).
 
 The paper's numbers come from :mod:`stepwiser_lib.evals.paper_results`. A claim whose arms a profile
 did not run is left out; the results pages (docs/) say which are missing.
@@ -157,8 +158,9 @@ FILES = ("self_segmentation", "judges", "processbench", "chunk_reset", "rsft")
 def rows(results_dir: str | Path, files: list[str] | None = None) -> list[dict]:
     """One row per paper claim that ``results_dir``'s comparisons test (of ``files``, default
     all): ``claim``, ``paper`` (a − b, points), ``paper_source``, ``ours`` (a − b), ``low``,
-    ``high``, ``test``, ``verdict`` (*reproduced* when our interval excludes zero in the paper's
-    direction, *contradicted* the other way, else *within noise*), and ``file`` and ``question``
+    ``high``, ``test``, ``verdict`` (the table's words, item-only: *same direction* when our
+    interval excludes zero in the paper's direction, *opposite direction* the other way, else
+    *undetermined*: :func:`stepwiser_lib.evals.stats.claim_verdict`), and ``file`` and ``question``
     (the results file and its comparison's own wording)."""
     out = []
     for file in files or FILES:
@@ -423,6 +425,22 @@ def _ordering_text(a: str, b: str, sign: int) -> str:
 
 
 RULES_NAME = {"abs_q": "Abs-Q", "rel_effective": "Rel-Effective", "rel_ratio": "Rel-Ratio"}
+
+
+def ordering_claim(a: str, b: str) -> dict | None:
+    """The paper's side of the judge ordering a − b (variants, e.g. ``"stepwiser:rel_ratio"``) as the
+    table words it: ``claim``, ``paper_diff`` and ``paper_source``; None when the paper has no row
+    for an arm. What a notebook's closing lines state of a claim whose arms this profile has not run."""
+    pap = _pb_paper(a, b)
+    if pap is None:
+        return None
+    pa, pb, model, _ = pap
+    return {
+        "claim": _ordering_text(a, b, 1 if pa - pb > 0 else -1),
+        "paper_diff": round(pa - pb, 1),
+        "paper_source": f"Tables 5/6, {model}, ProcessBench avg F1",
+    }
+
 
 #: Orderings of judge variants the table asks (a, b, the paper's (a, b) variants when they differ:
 #: the oracle-free arm stands for the paper's StepWiser judge).
@@ -966,7 +984,39 @@ VERDICT_ORDER = (
     "equivalent",
     "not shown equivalent",
     "uninformative",
+    "undefined",
 )
+
+#: What each verdict of :func:`verdict` means, in one line: the one vocabulary of every place that
+#: states a claim's finding (the results pages, and each notebook's closing lines,
+#: :func:`stepwiser_lib.tools.teaching.closing_lines`). Keyed by :data:`VERDICT_ORDER`.
+VERDICT_MEANING = {
+    "a higher": (
+        f"a row the paper has no number for: the first arm is higher, beyond this run's noise (Holm-adjusted p < {ALPHA:g})"
+    ),
+    "b higher": (
+        f"a row the paper has no number for: the second arm is higher, beyond this run's noise "
+        f"(Holm-adjusted p < {ALPHA:g})"
+    ),
+    "same direction": f"our difference has the paper's sign, beyond this run's noise (Holm-adjusted p < {ALPHA:g})",
+    "opposite direction": f"our difference has the other sign, beyond this run's noise (Holm-adjusted p < {ALPHA:g})",
+    "smaller than the paper's": (
+        "no direction is shown, but ours is shown smaller than the paper's difference (one-sided test, Holm-adjusted; "
+        "same units only)"
+    ),
+    "undetermined": "this run does not tell: no direction is shown (Holm-adjusted), nor a smaller effect where that is asked",
+    "paper effect not shown": (
+        "ours decides nothing, and the paper's own difference is within an upper bound on its noise: whether "
+        "there is an effect to reproduce is not known"
+    ),
+    "equivalent": f"a 'keeps' claim shown: the difference is within ±{KEEPS_MARGIN:g} points (TOST, Holm-adjusted)",
+    "not shown equivalent": (
+        f"a 'keeps' claim not shown: a change of ±{KEEPS_MARGIN:g} points is not ruled out (TOST); this is not "
+        "evidence of a difference either"
+    ),
+    "uninformative": "an arm never left its start (a degenerate judge), so the comparison asks nothing of its training",
+    "undefined": "the statistic has no value on these items (a class missing), so it decides nothing",
+}
 
 
 def summary_line(doc: dict) -> str:

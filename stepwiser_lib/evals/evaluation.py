@@ -79,8 +79,8 @@ def balanced_accuracy_ci(preds: list[dict], against: str = "label", n_boot: int 
 
 
 def _verdict(low: float, high: float) -> str:
-    """``a higher`` / ``b higher`` when the interval of a - b excludes zero, else ``within noise``."""
-    return "a higher" if low > 0 else "b higher" if high < 0 else "within noise"
+    """``a higher`` / ``b higher`` when the interval of a - b excludes zero, else ``undetermined`` (the claims table's word)."""
+    return "a higher" if low > 0 else "b higher" if high < 0 else "undetermined"
 
 
 def _sig(p: float) -> float:
@@ -110,7 +110,7 @@ def compare(
     balanced-accuracy difference a - b (points) with its 95% interval and p-value from a paired
     bootstrap by problem (every seed of both sees the same resampled problems), and, for a single
     run of each, the exact two-sided McNemar test on per-chunk correctness. ``verdict``:
-    ``a higher`` / ``b higher`` when the interval excludes zero, else ``within noise``."""
+    ``a higher`` / ``b higher`` when the interval excludes zero, else ``undetermined`` (the claims table's word)."""
     b_runs = b if b and isinstance(b[0], list) else [b]
     ref = b_runs[0]
     a, b_runs = _aligned(a, ref), _aligned(b_runs, ref)
@@ -234,7 +234,7 @@ def rate_ci(preds: list[dict], n_boot: int = 2000, seed: int = 0) -> dict:
 def compare_rates(a: list[dict], b: list[dict], n_boot: int = 2000, seed: int = 0, field: str = "correct") -> dict:
     """Paired comparison of two methods on the same problems: the accuracy difference a - b
     (points; each problem's mean over its seeds), its 95% interval and p-value from a paired
-    bootstrap over problems, and the verdict (``a higher`` / ``b higher`` / ``within noise``).
+    bootstrap over problems, and the verdict (``a higher`` / ``b higher`` / ``undetermined``).
     ``field`` compares another per-run number the same way (``steps``: the difference in steps)."""
     pa, pb = _per_problem(a, field), _per_problem(b, field)
     if set(pa) != set(pb):

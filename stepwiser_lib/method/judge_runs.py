@@ -609,7 +609,7 @@ def comparison_report(preds: dict, records: dict, main: str | None, before: dict
     comparisons = compare_all(preds, list(records), main)
     summary = main_summary(main, records, before, comparisons, auc_k)
     sizes = split_sizes(data)[parse_variant(main)[1]]
-    # a paper claim is printed once, in the closing lines (teaching.claim_lines); here only our own questions
+    # a paper claim is printed once, in the closing lines (teaching.closing_lines); here only our own questions
     lines = [comparison_line(c) for c in claims.other_comparisons("judges", comparisons)]
     lines += [dev_test_line(r, records[r], sizes) for r in main_runs]
     if auc_k:  # the same question without the cut-off: does RL rank steps better?

@@ -359,7 +359,7 @@ def compare_avg_f1(
     """Two judges' :func:`average_f1` on the same solutions, paired: the difference a - b (points)
     with its 95% interval and p-value, both judges scored on each replicate of solutions resampled
     within every split and its erroneous and correct groups (as :func:`average_f1_ci`).
-    ``verdict``: ``a higher`` / ``b higher`` when the interval excludes zero, else ``within noise``.
+    ``verdict``: ``a higher`` / ``b higher`` when the interval excludes zero, else ``undetermined`` (the claims table's word).
     [not in paper]"""
     splits = list(labels)
     items = [(s, y, pa, pb) for s in splits for y, pa, pb in zip(labels[s], a[s], b[s], strict=True)]
@@ -382,7 +382,7 @@ def compare_avg_f1(
         "high": high,
         "p_bootstrap": float(f"{r['p']:.3g}"),
         "test": f"paired bootstrap by solution within split and group ({len(items)} solutions)",
-        "verdict": "a higher" if low > 0 else "b higher" if high < 0 else "within noise",
+        "verdict": "a higher" if low > 0 else "b higher" if high < 0 else "undetermined",
     }
 
 

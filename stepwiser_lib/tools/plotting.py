@@ -287,7 +287,7 @@ def rsft_bars(rows: list[dict], ci: dict[str, tuple[float, float]] | None = None
 
 
 def balancing_figure(stats: dict[str, dict], records: list[dict], min_chars: int, max_chars: int):
-    """Notebook 03, section 2: per rule, the positive rate of the training set before and after
+    """Notebook 03's figure: per rule, the positive rate of the training set before and after
     balancing, side by side; the judge examples' lengths with the length filter's cut-offs; and
     the positive rate by chunk position, split by whether the trajectory ended correct, with the
     number of chunks at each position (so that a point resting on a handful of chunks shows)."""

@@ -231,6 +231,92 @@ def findings(profile: str = "tiny") -> str:
     return "\n".join(out)
 
 
+#: The claims table's results files that stand for the paper's downstream uses of a judge (Table 5's
+#: ProcessBench, Tables 7 and 8), against the step-level judge claims of ``judges``.
+DOWNSTREAM = ("processbench", "chunk_reset", "rsft")
+
+
+def _verdict_counts(rows: list[dict]) -> str:
+    counts = {}
+    for r in rows:
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    order = [v for v in claims.VERDICT_ORDER if v in counts]
+    return ", ".join(f"{counts[v]} *{v}*" for v in order)
+
+
+def headline(profile: str = "toy-full") -> str:
+    """Five lines: what the toy world shows about StepWiser and what it does not (issue 51), every
+    number and verdict filled from ``results/<profile>/`` (judges.json, claims.json); "" before the
+    profile has run. The README's first screen and the results page open with it."""
+    res = results_of(profile)
+    jp, cp = res / "judges.json", res / "claims.json"
+    if not (jp.exists() and cp.exists()):
+        return ""
+    jd, doc = io.read_json(jp), io.read_json(cp)
+    m = jd.get("main_summary") or {}
+    runs = m.get("rl_balanced_acc")
+    runs = runs if isinstance(runs, list) else [runs]
+    refs = jd.get("reference_judges", {})
+    ceiling = refs.get("exact checker (label-noise ceiling)", {}).get(m.get("main", "").split(":")[-1], {})
+    rule = refs.get("warm-up analysis read by a rule (no RL)", {}).get(m.get("main", "").split(":")[-1], {})
+    rows = doc["claims"]
+    start = next((r for r in rows if r["b"] == "warm-up (before RL)" and r["file"] == "judges"), None)
+    order = [r for r in rows if r["file"] == "judges" and r is not start]
+    down = [r for r in rows if r["file"] in DOWNSTREAM]
+    comps = {c["claim"]: c for c in jd.get("comparisons", [])}
+    vs_rule = next((c for k, c in comps.items() if "read by a rule" in k), None)
+    beh = m.get("behaviour") or {}
+    follows = [beh.get(k, {}).get("follows_analysis", {}).get("rate") for k in ("warm-up", m.get("main"))]
+    degen = [
+        f"{arm} {n} of {t}"
+        for arm, (n, t) in sorted(
+            {a: tuple(v) for r in rows for a, v in (r.get("degenerate") or {}).items() if v}.items()
+        )
+        if n
+    ]
+    lines = [
+        f"- **{'Shows' if start and start['verdict'] == 'a higher' else 'Does not show'} that GRPO teaches the "
+        f"judge:** it turns a format warm-up at {m.get('warmup_balanced_acc')}% balanced step accuracy into a "
+        f"judge at {min(runs)}-{max(runs)}% on the test chunks over {len(runs)} training seeds"
+        + (f" (the exact checker, the labels' ceiling: {ceiling.get('balanced_acc')}%)" if ceiling else "")
+        + (
+            f"; the claims table: *{start['verdict']}*, {start['estimate']:+.1f} [{start['ci_low']:+.1f}, "
+            f"{start['ci_high']:+.1f}]."
+            if start and start["estimate"] is not None
+            else "."
+        ),
+        "- **What RL learnt** is to read its own analysis"
+        + (
+            f" (the verdict follows it in {follows[1]}% of chunks, {follows[0]}% before RL)"
+            if None not in follows
+            else ""
+        )
+        + (
+            f": a fixed rule reading the warm-up's analysis scores {rule.get('balanced_acc')}%, and RL − rule is "
+            f"{vs_rule['diff']:+.1f} [{vs_rule['low']:+.1f}, {vs_rule['high']:+.1f}] (seed {jd['config'].get('SEED')}, "
+            f"item-only: *{vs_rule['verdict']}*)."
+            if rule and vs_rule and vs_rule.get("diff") is not None
+            else "."
+        ),
+        f"- **Tables 5/6 at the step level** ({len(order)} judge orderings on the test chunks): "
+        + (_verdict_counts(order) or "none run")
+        + ".",
+        f"- **{'Shows some' if any(r['verdict'] == 'same direction' for r in down) else 'Does not show the'} "
+        f"downstream gains** (toy-ProcessBench F1, chunk-reset, RS-FT; {len(down)} rows): "
+        + (_verdict_counts(down) or "none run")
+        + ".",
+        "- **Does not speak to** real models or the paper's scale: a 3-million-parameter model on arithmetic "
+        "chains"
+        + (
+            f"; degenerate judge runs (Positive on under 15% or over 85% of chunks): {', '.join(degen)}"
+            if degen
+            else ""
+        )
+        + ".",
+    ]
+    return "\n".join(lines)
+
+
 def colab_table() -> str:
     """The Colab table from the shipped colab profile: its dry-run plan per stage."""
     nbs = list_notebooks()
@@ -281,6 +367,12 @@ def blocks() -> dict[str, Block]:
         ),
         "findings-tiny": Block(
             RESULTS_TINY, "stepwiser_lib.tools.readme.findings from results/tiny", lambda: findings("tiny")
+        ),
+        "headline-readme": Block(
+            "README.md", "stepwiser_lib.tools.readme.headline from results/toy-full", lambda: headline("toy-full")
+        ),
+        "headline-toy-full": Block(
+            RESULTS_TOY_FULL, "stepwiser_lib.tools.readme.headline from results/toy-full", lambda: headline("toy-full")
         ),
         "claims-toy-full": Block(
             RESULTS_TOY_FULL,

@@ -10,10 +10,12 @@ and print the two side by side.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from ..core.prompts import judge_prompt
-from ..evals.claims import other_comparisons, rows
+from ..evals import claims
+from ..evals.claims import other_comparisons
 from ..evals.stats import cluster_bootstrap
 from ..method import labelling
 from ..method.judge import load_judge, parse_verdict, verdict_reward
@@ -213,13 +215,6 @@ def sample_groups(
 
 # ----------------------------------------------------------------------------- closing cells
 
-MEANING = {
-    "same direction": "this run's difference has the paper's sign, its interval (items of one run) excluding zero",
-    "undetermined": "this run does not tell either way (the interval includes zero)",
-    "opposite direction": "this run's difference has the other sign, its interval excluding zero",
-    "uninformative": "this run cannot ask it: a judge gave no parsable verdict, or was never asked",
-}
-
 
 def mixed_group(groups: list[dict]) -> dict | None:
     """The group worked by hand: the first whose rewards differ (a group that agrees has every
@@ -270,27 +265,113 @@ def equal_rewards_line(groups: list[dict]) -> str:
     )
 
 
-def claim_lines(results_dir: str | Path, file: str, others: bool = False) -> list[str]:
-    """Markdown bullets for the paper claims a notebook's results file tests (:func:`claims.rows`),
-    each with the paper's difference, ours with its 95% interval and paired test, the verdict and
-    what it means. The file's other paired comparisons (questions the paper does not ask) are
-    printed where they are computed, so here they get one line saying how many; with ``others``,
-    a bullet each."""
-    path = Path(results_dir) / f"{file}.json"
-    if not path.exists():
-        return [f"- (no `{path.name}` yet: run the notebook's cells above first)"]
-    out, asked = [], set()
-    for r in rows(results_dir, files=[file]):
-        asked.add((r["question"], r["a"], r["b"]))
-        ours = "no number" if r["ours"] is None else f"{r['ours']:+.1f} [{r['low']:+.1f}, {r['high']:+.1f}]"
-        out.append(
-            f"- **{r['claim']}.** Paper: {r['paper']:+.1f} ({r['paper_source']}). Ours: {ours}, "
-            f"{r['test']}: **{r['verdict']}**: {MEANING[r['verdict']]}."
+# ----------------------------------------------------------------------------- the closing lines
+
+#: Paper claims a notebook's stage is about but another notebook's results test (file ``judges``:
+#: notebook 04), as (a, b, the results file, how the row is made): a notebook's closing lines print
+#: the claims table's row where it exists, and else the paper's difference and what runs it.
+ELSEWHERE = {
+    "labelling": [
+        (
+            "stepwiser:rel_ratio",
+            "stepwiser:abs_q",
+            "judges",
+            "notebook 04's `stepwiser:rel_ratio` and `stepwiser:abs_q` judges, trained where 04's `VARIANTS` lists both",
+        ),
+        (
+            "stepwiser:rel_effective",
+            "stepwiser:abs_q",
+            "judges",
+            "notebook 04's `stepwiser:rel_effective` and `stepwiser:abs_q` judges, trained where 04's `VARIANTS` lists both",
+        ),
+    ],
+    "balancing": [
+        (
+            "stepwiser:rel_ratio",
+            "no_balance_rl:rel_ratio",
+            "judges",
+            "notebook 04's `no_balance_rl:rel_ratio` judge, trained where 04's `VARIANTS` lists it",
         )
+    ],
+}
+
+
+def claims_table(results_dir: str | Path, n_boot: int | None = None) -> tuple[list[dict], bool]:
+    """The claims table of ``results_dir`` and whether it is the profile's final one: its
+    ``claims.json`` (:func:`stepwiser_lib.evals.claims.write`) when that is at least as new as every
+    predictions file there, was computed with ``n_boot`` replicates and speaks today's vocabulary
+    (:data:`~stepwiser_lib.evals.claims.VERDICT_MEANING`); else :func:`claims.table` computed now,
+    over the predictions the folder holds (a notebook run: those of the notebooks run so far).
+    ``n_boot``: the claims table's own setting by default (a second or two at tiny, 10 s at
+    toy-full)."""
+    from ..evals import seeds
+
+    res = Path(results_dir)
+    n_boot = seeds.N_BOOT if n_boot is None else n_boot
+    path = res / "claims.json"
+    preds = list(res.glob("*_predictions.jsonl"))
+    if path.exists() and all(path.stat().st_mtime >= p.stat().st_mtime for p in preds):
+        doc = json.loads(path.read_text())
+        if doc.get("n_boot") == n_boot and all(r.get("verdict") in claims.VERDICT_MEANING for r in doc["claims"]):
+            return doc["claims"], True
+    return (claims.table(res, n_boot) if preds else []), False
+
+
+def _claim_bullet(r: dict) -> str:
+    """One claims-table row as a closing line: the claim, the paper's difference, ours with its 95%
+    interval, the test, the verdict and its meaning (:data:`claims.VERDICT_MEANING`)."""
+    paper = "no number" if r["paper_diff"] is None else f"{r['paper_diff']:+.1f}"
+    arms = f"{r['a']} − {r['b']}: " if r["paper_diff"] is None else ""  # which arm a "higher" verdict names
+    ours = (
+        "no number"
+        if r.get("estimate") is None
+        else f"{arms}{r['estimate']:+.1f} [{r['ci_low']:+.1f}, {r['ci_high']:+.1f}] ({r['metric']})"
+    )
+    return (
+        f"- **{r['claim']}.** Paper: {paper} ({r['paper_source']}). Ours: {ours}; {r['test']}: "
+        f"**{r['verdict']}**: {claims.VERDICT_MEANING[r['verdict']]}."
+    )
+
+
+def closing_lines(results_dir: str | Path, file: str, others: bool = False, n_boot: int | None = None) -> list[str]:
+    """A notebook's finding in the claims table's words (issue 51): Markdown bullets for the rows
+    of :func:`claims_table` whose results file is ``file`` (``self_segmentation``, ``judges``,
+    ``processbench``, ``chunk_reset``, ``rsft``), each with the paper's difference, ours with its
+    95% interval, the test and the verdict with its meaning; a line for each claim of
+    :data:`ELSEWHERE` (its row, or why there is none); and a line saying which family Holm adjusted
+    over. The file's other paired comparisons (questions the paper does not ask) are printed where
+    they are computed, so here they get one line saying how many; with ``others``, a bullet each."""
+    table, final = claims_table(results_dir, n_boot)
+    mine = [r for r in table if r["file"] == file]
+    out = [_claim_bullet(r) for r in mine]
+    for a, b, where, how in ELSEWHERE.get(file, []):
+        row = next((r for r in table if r["file"] == where and (r["a"], r["b"]) == (a, b)), None)
+        if row is not None:
+            out.append(_claim_bullet(row))
+            mine.append(row)
+            continue
+        paper = claims.ordering_claim(a, b)
+        if paper is None:  # the paper has no row for an arm: nothing to say here
+            continue
+        out.append(
+            f"- **{paper['claim']}.** Paper: {paper['paper_diff']:+.1f} ({paper['paper_source']}). Ours: not tested "
+            f"in this results folder: the row needs {how}."
+        )
+    if mine:
+        family = sum(r.get("p_holm") is not None for r in table)
+        out.append(
+            f"- Holm over all {family} informative claims of this profile's final table (`claims.json`)."
+            if final
+            else f"- Holm over the {family} informative claims computed so far (the predictions in this results "
+            "folder); the final tables (`docs/results_tiny.md`, `docs/results_toy_full.md`) adjust over all of a "
+            "profile's claims, so a verdict there can differ."
+        )
+    path = Path(results_dir) / f"{file}.json"
+    asked = {(r["a"], r["b"]) for r in mine}
     rest = [
         c
-        for c in other_comparisons(file, json.loads(path.read_text()).get("comparisons", []))
-        if (c["claim"], c.get("a"), c.get("b")) not in asked and not {"diff", "low", "high"} - set(c)
+        for c in (other_comparisons(file, json.loads(path.read_text()).get("comparisons", [])) if path.exists() else [])
+        if (c.get("a"), c.get("b")) not in asked and not {"diff", "low", "high"} - set(c)
     ]
     if rest and not others:
         out.append(
@@ -304,4 +385,145 @@ def claim_lines(results_dir: str | Path, file: str, others: bool = False) -> lis
             f"- *{c['claim']}* (not a paper claim; {c.get('a', 'a')} − {c.get('b', 'b')}): {c['diff']:+.1f} "
             f"[{c['low']:+.1f}, {c['high']:+.1f}], {c.get('test', 'paired bootstrap')}."
         )
-    return out or ["- This notebook's results test no paired claim at this profile."]
+    if not out:
+        return [
+            f"- No claim of the claims table comes from `{file}` in {Path(results_dir).name}/ yet"
+            + ("" if path.exists() else f" (no `{path.name}`: run the notebook's cells above first)")
+            + "."
+        ]
+    return out
+
+
+# ----------------------------------------------------------------------------- the settings table
+
+#: The settings of each notebook that the paper-beside-the-toy table shows (:func:`settings_table`):
+#: the four to eight that set its scale or its method. Each one whose tiny value differs from the
+#: paper's says why in its parameter comment, after ``tiny:`` (the part the table quotes).
+KEY_SETTINGS = {
+    "01_self_segmentation": (
+        "BASE_MODEL",
+        "TEACHER",
+        "N_PROBLEMS",
+        "SAMPLES_PER_PROBLEM",
+        "MAX_NEW_TOKENS",
+        "SFT_LR",
+        "EVAL_SAMPLES",
+    ),
+    "02_rollout_labelling": (
+        "N_KEPT",
+        "M_ROLLOUTS",
+        "MAX_NEW_TOKENS",
+        "TRAJ_PER_PROMPT",
+        "ADAPTIVE",
+    ),
+    "04_judge_grpo": (
+        "WARMUP",
+        "GRPO_STEPS",
+        "PROMPTS_PER_STEP",
+        "GRPO_LR",
+        "USE_LORA",
+        "BETA",
+        "MAX_COMPLETION",
+    ),
+    "03_balancing": ("PROMPT_FAMILY", "MAX_CHARS", "DEV_FRACTION", "TEST_FRACTION"),
+    "05_processbench": ("BENCH", "PROMPT_FAMILY", "LIMIT", "MAJ_K", "MAX_COMPLETION"),
+    "06_chunk_reset": ("EVAL_TASKS", "N_PROBLEMS", "MAX_ATTEMPTS", "TEMPERATURE"),
+    "07_rsft": ("N_PROMPTS", "SAMPLES", "SFT_LR", "RUNS", "EVAL_PROBLEMS"),
+}
+
+#: Where a paper.yaml comment says a value comes from: a section, table or appendix, or ``[not in paper]``.
+_SOURCE = re.compile(r"\[not in paper\]|§\s*[\d.]*\d|Tables? \d+(?:(?:, | and )\d+)*|App\. [A-Z][\d.]*\d?")
+_YAML_KEY = re.compile(r"^(\s*)([A-Za-z0-9_]+):\s*(.*?)(?:\s+#\s*(.*))?$")
+
+
+def profile_comments(profile: str, notebook: str, profiles_dir: Path | None = None) -> dict[str, str]:
+    """The comment beside each value a profile file sets for ``notebook`` (its ``shared`` keys, then
+    its own section's): YAML drops comments, so the file is read line by line."""
+    from ..core.paths import PROFILES_DIR
+
+    text = (Path(profiles_dir or PROFILES_DIR) / f"{profile}.yaml").read_text(encoding="utf-8")
+    out, section, nb = {}, None, None
+    for line in text.splitlines():
+        m = _YAML_KEY.match(line)
+        if not m or line.lstrip().startswith("#"):
+            continue
+        indent, key, _, comment = len(m.group(1)), m.group(2), m.group(3), m.group(4) or ""
+        if indent == 0:
+            section, nb = key, None
+        elif section == "notebooks" and indent == 2:
+            nb = key
+        elif (section == "shared" and indent == 2) or (section == "notebooks" and nb == notebook and indent == 4):
+            out[key] = comment.strip()
+    return out
+
+
+def _value(v) -> str:
+    if isinstance(v, bool) or v is None:
+        return str(v)
+    if isinstance(v, float):
+        return f"{v:g}"
+    if isinstance(v, (list, tuple)):
+        return ", ".join(map(_value, v)) or "none"
+    if isinstance(v, dict):
+        return json.dumps(v) if v else "none"
+    return f"`{v}`" if isinstance(v, str) else str(v)
+
+
+def _why_tiny(comment: str) -> str:
+    """The ``tiny: ...`` part of a parameter comment (to its end), else the comment."""
+    m = re.search(r"\btiny:\s*", comment)
+    return comment[m.end() :].strip() if m else comment.strip()
+
+
+def settings_rows(cfg, notebook: str | None = None, keys=None) -> list[dict]:
+    """The paper's value of each of ``notebook``'s key settings (:data:`KEY_SETTINGS`, or ``keys``)
+    beside this run's (``cfg``): the paper's from ``configs/profiles/paper.yaml`` with where it
+    says the value comes from (the notebook's own value where paper.yaml sets none), and why this
+    run's differs: the comment beside it in the profile that set it, else (the notebook's own
+    value) the parameter comment's ``tiny:`` part, or the whole comment without one."""
+    from ..core import config
+
+    nb = notebook or cfg.notebook
+    keys = keys or KEY_SETTINGS[nb]
+    declared = config.notebook_parameters(config.NOTEBOOKS_DIR / f"{nb}.ipynb")
+    paper = config.for_notebook("paper", nb)
+    paper_notes = profile_comments("paper", nb)
+    run_notes = {} if cfg.PROFILE == "paper" else profile_comments(cfg.PROFILE, nb)
+    out = []
+    for k in keys:
+        pv, ours = getattr(paper, k), getattr(cfg, k)
+        if k in paper_notes:
+            src = _SOURCE.findall(paper_notes[k])
+            where = "[not in paper]" if "[not in paper]" in src else (src[0] if src else "paper.yaml")
+        else:
+            where = "the notebook's value"
+        if ours == pv:
+            why = "the paper's value"
+        elif k in run_notes:
+            why = f"{cfg.PROFILE}: {run_notes[k] or f'set by configs/profiles/{cfg.PROFILE}.yaml'}"
+        elif ours == declared[k].default:
+            why = _why_tiny(declared[k].comment)
+        else:
+            why = "set for this run (neither the parameters cell's value nor the profile's)"
+        out.append({"setting": k, "paper": f"{_value(pv)} ({where})", "this run": _value(ours), "why": why})
+    return out
+
+
+def settings_table(cfg, notebook: str | None = None, keys=None) -> str:
+    """:func:`settings_rows` as a Markdown table: the paper beside the toy (issue 51), shown under
+    each notebook's config check; the full list is the parameters cell."""
+    rows_ = settings_rows(cfg, notebook, keys)
+    lines = [
+        f"| setting | the paper | this run ({cfg.PROFILE}) | why this run differs |",
+        "|---|---|---|---|",
+    ]
+    cell = lambda t: str(t).replace("|", "\\|")  # noqa: E731
+    lines += [f"| `{r['setting']}` | {cell(r['paper'])} | {cell(r['this run'])} | {cell(r['why'])} |" for r in rows_]
+    return "\n".join(lines)
+
+
+def show_settings(cfg, notebook: str | None = None, keys=None) -> None:
+    """Display :func:`settings_table` in a notebook."""
+    from IPython.display import Markdown, display  # lazy: the library runs without IPython
+
+    display(Markdown(settings_table(cfg, notebook, keys)))
