@@ -77,6 +77,7 @@ lock: $(VENV)/bin/python
 	  $(if $(wildcard /opt/wheels),--find-links /opt/wheels,--torch-backend cpu) \
 	  --custom-compile-command "make lock" --annotation-style line -o requirements-lock.txt
 	sed -i 's/^torch==\([0-9.]*\)+cpu/torch==\1/' requirements-lock.txt
+	$(PY) -m stepwiser_lib.tools.lockfile  # environment.yml: the same pins
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)

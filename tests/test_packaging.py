@@ -66,11 +66,34 @@ def test_python_3_11_to_3_13_and_notebook_tooling_is_an_extra():
     assert "-c constraints.txt" in (ROOT / "Makefile").read_text()
 
 
-def test_environment_yml_mirrors_the_pin_set():
+def test_environment_yml_is_the_lock():
+    """environment.yml installs every pin of requirements-lock.txt (issue 50: it followed
+    constraints.txt's subset), as `make lock` writes it, and so every tested pin."""
+    from stepwiser_lib.tools import lockfile
+
+    lock = (ROOT / "requirements-lock.txt").read_text()
+    assert (ROOT / "environment.yml").read_text() == lockfile.environment_yml(lock)
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
-    env_pins = {x.split("==")[0].lower(): x for x in pip if not x.startswith("-")}
-    assert env_pins == _constraints()
+    env_pins = {x.split("==")[0].lower(): x for x in pip}
+    assert len(pip) == len(lockfile.pins(lock)) > 100 and set(_constraints().values()) <= set(env_pins.values())
+    assert "stepwiser_lib.tools.lockfile" in (ROOT / "Makefile").read_text()
+
+
+def test_console_scripts_run_their_module_main():
+    """Every console script names a ``main(argv)`` that answers --help (issue 50: there were none)."""
+    import importlib
+
+    import pytest
+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert {"stepwiser-run", "stepwiser-export", "stepwiser-label", "stepwiser-workers"} <= set(scripts)
+    for name, target in scripts.items():
+        module, func = target.split(":")
+        main = getattr(importlib.import_module(module), func)
+        with pytest.raises(SystemExit) as e:
+            main(["--help"])
+        assert e.value.code == 0, name
 
 
 def test_gpu_pins_are_compatible():
