@@ -394,7 +394,7 @@ def test_notebook_04_core_is_trls_grpo_loss_before_and_after_one_step(kw, toy_ba
     torch.manual_seed(cfg.SEED)  # the policy before the step, as the core built it
     start = copy.deepcopy(ns["ref"])
     start = get_peft_model(start, lora_config(cfg.LORA_R, cfg.LORA_ALPHA)) if cfg.USE_LORA else start
-    before, after = ns["before"][0].item(), ns["after"][0].item()
+    before, after = ns["loss_before"][0].item(), ns["loss_after"][0].item()
     assert _trl_loss(ns, start) == pytest.approx(before, abs=1e-5)
     assert _trl_loss(ns, ns["policy"]) == pytest.approx(after, abs=1e-5) and after != pytest.approx(before)
     out = capsys.readouterr().out.splitlines()
