@@ -13,8 +13,10 @@ import json
 import re
 from pathlib import Path
 
+from ..core import config
+from ..core.paths import PROFILES_DIR
 from ..core.prompts import judge_prompt
-from ..evals import claims
+from ..evals import claims, seeds
 from ..evals.claims import other_comparisons
 from ..evals.stats import cluster_bootstrap
 from ..method import labelling
@@ -304,7 +306,6 @@ def claims_table(results_dir: str | Path, n_boot: int | None = None) -> tuple[li
     over the predictions the folder holds (a notebook run: those of the notebooks run so far).
     ``n_boot``: the claims table's own setting by default (a second or two at tiny, 10 s at
     toy-full)."""
-    from ..evals import seeds
 
     res = Path(results_dir)
     n_boot = seeds.N_BOOT if n_boot is None else n_boot
@@ -439,7 +440,6 @@ _YAML_KEY = re.compile(r"^(\s*)([A-Za-z0-9_]+):\s*(.*?)(?:\s+#\s*(.*))?$")
 def profile_comments(profile: str, notebook: str, profiles_dir: Path | None = None) -> dict[str, str]:
     """The comment beside each value a profile file sets for ``notebook`` (its ``shared`` keys, then
     its own section's): YAML drops comments, so the file is read line by line."""
-    from ..core.paths import PROFILES_DIR
 
     text = (Path(profiles_dir or PROFILES_DIR) / f"{profile}.yaml").read_text(encoding="utf-8")
     out, section, nb = {}, None, None
@@ -481,7 +481,6 @@ def settings_rows(cfg, notebook: str | None = None, keys=None) -> list[dict]:
     says the value comes from (the notebook's own value where paper.yaml sets none), and why this
     run's differs: the comment beside it in the profile that set it, else (the notebook's own
     value) the parameter comment's ``tiny:`` part, or the whole comment without one."""
-    from ..core import config
 
     nb = notebook or cfg.notebook
     keys = keys or KEY_SETTINGS[nb]
