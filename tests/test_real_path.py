@@ -234,6 +234,7 @@ def test_judges_run_on_any_generator(qwen, monkeypatch):
     monkeypatch.setitem(sys.modules, "vllm", _FakeVLLM(tok))
     monkeypatch.setattr(models.torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(models, "precision", lambda device="auto", capability=None: {"inference": "bfloat16"})
+    monkeypatch.setattr(judge, "exported_judge", lambda path: None)  # a hub id that is no exported judge (offline here)
     j = judge.Judge.load("some/model", backend="vllm", engine={"max_model_len": 4096}, family="paper", max_new_tokens=8)
     res = j.judge([("What is 1+1?", [], "1+1 = 2")])
     assert res[0]["verdict"] is None and res[0]["n_unparsed"] == 1  # the fake writes no verdict
