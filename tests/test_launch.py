@@ -90,6 +90,7 @@ def test_sft_through_accelerate_launch_on_cpu(toy_base_dir, tmp_path, monkeypatc
     assert job["args"][3]["global_batch"] == 4  # the typed settings travel as a dict
 
 
+@pytest.mark.slow  # 35 s on 2 cores: two launched processes train SFT and GRPO (make test-slow; make test stays under 15 minutes)
 def test_two_processes_train_as_one_sft_and_grpo(toy_base_dir, tmp_path, monkeypatch):
     """Issue 34: the multi-process path on two CPU processes (``configs/accelerate/cpu2.yaml``,
     gloo) against one (``cpu.yaml``). SFT with one global batch of 8 split over 2 processes follows

@@ -330,7 +330,8 @@ def test_two_processbench_workers_judge_as_one(tmp_path):
         assert rec["_key"] == results["two"][f]["_key"] and rec["outputs"] == results["two"][f]["outputs"], f
 
 
-@pytest.mark.notebook  # 45 s on 2 cores: five processes, each loading the smoke policy or judges
+@pytest.mark.notebook
+@pytest.mark.slow  # 40-45 s on 2 cores: five processes, each loading the smoke policy or judges (make test-slow; make test stays under 15 minutes)
 def test_two_rsft_workers_sample_and_score_as_one(tmp_path):
     """Issue 34, notebook 07: its sampling and judge scoring in shards of 2 prompts by two worker
     processes at once (``python -m stepwiser_lib.method.rsft --worker I --workers 2``), in two
