@@ -86,8 +86,57 @@ def test_sft_through_accelerate_launch_on_cpu(toy_base_dir, tmp_path, monkeypatc
     assert (Path(r["model_dir"]) / "config.json").exists()
     job = json.loads((tmp_path / "out" / "launch_job.json").read_text())
     assert job["target"] == "stepwiser_lib.engines.sft:sft"
-    assert job["args"][1] == {"__jsonl__": str(tmp_path / "out" / "launch_arg1.jsonl")}  # a path, not records
+    spilled = job["args"][1]  # a table's path, not records
+    assert spilled["records"] == 8 and Path(spilled["__records__"]).parent == tmp_path / "out" / "launch_data"
     assert job["args"][3]["global_batch"] == 4  # the typed settings travel as a dict
+
+
+def test_spilled_records_are_one_mapped_table_that_every_rank_reads_lazily_item_18(tmp_path):
+    """Real-path reading 3, item 18: a launch's long record list was a JSONL file that every rank
+    parsed into dicts, rewritten by every launch. Now it is an Arrow table named by its content,
+    written once, memory-mapped by each rank (``Records``), and each stage's training set is mapped
+    from it (``to_dataset``): the same rows in the same order as in-process, and the same
+    checkpoint key (``records_digest``)."""
+    from stepwiser_lib.core import io
+
+    recs = [
+        {"problem": f"p{i}", "history": [f"h{i}"] * (i % 3), "chunk": "c", "label": i % 3 == 0, "q": None}
+        for i in range(9)
+    ]
+    recs[4]["extra"] = {"nested": [1, 2]}  # records need not share one schema: they travel as JSON text
+    assert launch._spill(recs[:3], tmp_path) == recs[:3]  # short lists stay in the job file
+    old = launch.SPILL_RECORDS
+    launch.SPILL_RECORDS = 4
+    try:
+        job = launch._jsonable(launch._spill(recs, tmp_path / "d"), "t")
+        table = Path(job["__records__"])
+        stamp = (table / "dataset_info.json").stat().st_mtime_ns
+        assert launch._spill(recs, tmp_path / "d") == job and (table / "dataset_info.json").stat().st_mtime_ns == stamp
+    finally:
+        launch.SPILL_RECORDS = old
+    r = launch._unspill(job)
+    assert isinstance(r, launch.Records) and r.table.cache_files  # memory-mapped from disk, not loaded
+    assert len(r) == 9 and list(r) == recs and r[4] == recs[4] and r[2:4] == recs[2:4] and r[9:] == []
+    assert io.records_digest(r) == io.records_digest(recs) == job["digest"]
+
+    def row(e):
+        return {"text": e["problem"] + "|".join(e["history"]), "label": bool(e["label"])}
+
+    assert launch.to_dataset(r, row).to_list() == launch.to_dataset(recs, row).to_list() == [row(e) for e in recs]
+    # GRPO's balanced steps reorder a mapped set by position, as they reordered the list
+    order = judge_train.balanced_indices([bool(e["label"]) for e in r], 4, seed=2)
+    assert (
+        judge_train.grpo_dataset(r).select(order).to_list()
+        == judge_train.grpo_dataset(judge_train.balanced_order(recs, 4, seed=2)).to_list()
+    )
+
+
+def test_balanced_order_is_the_order_it_was():
+    """The index form of the balanced draw (for mapped training sets) keeps the order the issue-47
+    runs trained in: pinned from the list form before the change."""
+    ex = [{"i": i, "label": i % 3 == 0} for i in range(14)]
+    assert [e["i"] for e in judge_train.balanced_order(ex, 4, seed=2)] == [13, 9, 11, 0, 1, 5, 3, 6, 8, 12, 4, 10, 2, 7]
+    assert [e["i"] for e in judge_train.balanced_order(ex, 5, seed=0)] == [4, 1, 6, 3, 9, 11, 2, 12, 8, 0, 7, 10, 13, 5]
 
 
 @pytest.mark.slow  # 35 s on 2 cores: two launched processes train SFT and GRPO (make test-slow; make test stays under 15 minutes)
