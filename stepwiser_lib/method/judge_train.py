@@ -382,13 +382,18 @@ def train_grpo_judge(
         if reward_funcs
         else ([make_direct_reward(format_penalty)] if style == "direct" else [verdict_reward])
     )
-    dataset = grpo_dataset(train, family, style)
+    if order is None:
+        dataset = grpo_dataset(train, family, style)
+    elif isinstance(train, list):  # in-process: the reordered list itself
+        dataset = grpo_dataset([train[i] for i in order], family, style)
+    else:  # a launch's spilled records: reordered by position, never copied into a list
+        dataset = grpo_dataset(train, family, style).select(order)
     trainer_cls = loop_generation_trainer() if s.loss_tokens == "all" else verdict_loss_trainer(tok)
     trainer = trainer_cls(
         model=model,
         reward_funcs=rewards,
         args=args,
-        train_dataset=dataset if order is None else dataset.select(order),
+        train_dataset=dataset,
         processing_class=tok,
         peft_config=lora_config(s.lora_r, s.lora_alpha) if s.use_lora else None,
         callbacks=[_Val()],
