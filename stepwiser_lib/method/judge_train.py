@@ -341,9 +341,6 @@ def train_grpo_judge(
     args = s.grpo_args(
         out_dir, world, progress=progress, run_key=run_key, checkpoint_size=checkpoint_bytes(model, s.use_lora)
     )
-    order = (
-        balanced_indices([bool(e["label"]) for e in train], s.prompts_per_step, s.seed) if s.balanced_steps else None
-    )
     val = (val or [])[: s.val_limit or None] if world == 1 else []
 
     def validate(model_, step: int) -> None:
@@ -382,12 +379,13 @@ def train_grpo_judge(
         if reward_funcs
         else ([make_direct_reward(format_penalty)] if style == "direct" else [verdict_reward])
     )
-    if order is None:
+    if not s.balanced_steps:
         dataset = grpo_dataset(train, family, style)
     elif isinstance(train, list):  # in-process: the reordered list itself
-        dataset = grpo_dataset([train[i] for i in order], family, style)
-    else:  # a launch's spilled records: reordered by position, never copied into a list
-        dataset = grpo_dataset(train, family, style).select(order)
+        dataset = grpo_dataset(balanced_order(train, s.prompts_per_step, s.seed), family, style)
+    else:  # a launch's spilled records: the mapped set reordered by position, from its label column
+        dataset = grpo_dataset(train, family, style)
+        dataset = dataset.select(balanced_indices(dataset["label"], s.prompts_per_step, s.seed))
     trainer_cls = loop_generation_trainer() if s.loss_tokens == "all" else verdict_loss_trainer(tok)
     trainer = trainer_cls(
         model=model,
