@@ -22,7 +22,7 @@ PROCESSBENCH ?= $(if $(wildcard data/full/MANIFEST.json),$(abspath data/full/pro
 DATA_MIRROR ?=
 DATA_ENV = STEPWISER_PROCESSBENCH_DIR=$(or $(PROCESSBENCH),$(abspath $(REAL_DATA)/processbench)) STEPWISER_REAL_DATA=$(abspath $(REAL_DATA))
 
-.PHONY: help venv venv-vllm lock lock-gpu data reproduce docs lint test test-real test-slow lab toy-base toy-processbench bench check-profiles clean standin smollm2 gpu-check label-workers workers
+.PHONY: help venv venv-vllm lock lock-gpu data reproduce docs lint test test-real test-slow lab toy-base toy-processbench bench test-hub check-profiles clean standin smollm2 gpu-check label-workers workers
 
 help:
 	@echo "make reproduce [PROFILE=smoke|tiny|toy-full|colab|paper]  run every notebook headless (default: tiny)"
@@ -41,6 +41,7 @@ help:
 	@echo "make gpu-check   on a CUDA GPU: the real path's GPU-only probes (runs/gpu-check/gpu_probes.json, a minute), then the colab-smoke notebooks with time and peak memory per stage [GPU_PYTHON=... WHEELS=dir BACKEND=vllm DATA=dir PROBES_ONLY=1]"
 	@echo "make standin     the real-architecture stand-ins of colab-smoke: random-weight Qwen2 + NuminaMath-schema file (seconds)"
 	@echo "make test-slow   also the slow checks (minutes of CPU)"
+	@echo "make test-hub    the checks that need huggingface.co: the hub's validation of every exported card"
 	@echo "make lab         JupyterLab on notebooks/"
 	@echo "make bench       labelling speed: naive vs batched vs adaptive -> results/bench/labelling.json"
 	@echo "make toy-base    rebuild the committed toy base model data/toy_base (~90 min on 2 cores)"
@@ -159,7 +160,7 @@ lint: venv
 	$(PY) -m ruff format --check .
 
 test: venv lint
-	$(DATA_ENV) $(PY) -m pytest -m "not slow and not real" -q --durations=15
+	$(DATA_ENV) $(PY) -m pytest -m "not slow and not real and not hub" -q --durations=15
 
 # The real things (docs/real_models.md): the project's vLLM code against the real engine on the
 # stand-in and on SmolLM2-135M-Instruct, the real model's own rates, and all seven notebooks at
@@ -171,7 +172,11 @@ test-real: venv-vllm
 	$(DATA_ENV) $(VPY) -m pytest -m real -q --durations=15 -p no:cacheprovider
 
 test-slow: venv
-	$(DATA_ENV) $(PY) -m pytest -q
+	$(DATA_ENV) $(PY) -m pytest -m "not hub" -q
+
+# The checks that need huggingface.co (network): the hub's own validation of every exported card.
+test-hub: venv
+	$(PY) -m pytest -m hub -q -p no:cacheprovider
 
 # The colab-smoke world on a CUDA machine: wall time and peak GPU memory per stage (at most a
 # few minutes). GPU_PYTHON: an interpreter with a CUDA torch already installed (kept as it is);

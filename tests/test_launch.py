@@ -86,8 +86,70 @@ def test_sft_through_accelerate_launch_on_cpu(toy_base_dir, tmp_path, monkeypatc
     assert (Path(r["model_dir"]) / "config.json").exists()
     job = json.loads((tmp_path / "out" / "launch_job.json").read_text())
     assert job["target"] == "stepwiser_lib.engines.sft:sft"
-    assert job["args"][1] == {"__jsonl__": str(tmp_path / "out" / "launch_arg1.jsonl")}  # a path, not records
+    spilled = job["args"][1]  # a table's path, not records
+    assert spilled["records"] == 8 and Path(spilled["__records__"]).parent == tmp_path / "out" / "launch_data"
+    assert not list((tmp_path / "out" / "launch_data").glob("maps-*"))  # the ranks' mapped rows end with the launch
     assert job["args"][3]["global_batch"] == 4  # the typed settings travel as a dict
+
+
+def test_spilled_records_are_one_mapped_table_that_every_rank_reads_lazily_item_18(tmp_path):
+    """Real-path reading 3, item 18: a launch's long record list was a JSONL file that every rank
+    parsed into dicts, rewritten by every launch. Now it is an Arrow table named by its content,
+    written once, memory-mapped by each rank (``Records``), and each stage's training set is mapped
+    from it (``to_dataset``, a contiguous share per rank): the same rows in the same order as
+    in-process, and the same checkpoint key (``records_digest``)."""
+    from stepwiser_lib.core import io
+
+    recs = [
+        {"problem": f"p{i}", "history": [f"h{i}"] * (i % 3), "chunk": "c", "label": i % 3 == 0, "q": None}
+        for i in range(9)
+    ]
+    recs[4]["extra"] = {"nested": [1, 2]}  # records need not share one schema: they travel as JSON text
+    data = tmp_path / "launch_data"
+    assert launch._spill(recs[:3], data) == recs[:3]  # short lists stay in the job file
+    old = launch.SPILL_RECORDS
+    launch.SPILL_RECORDS = 4
+    try:
+        job = launch._jsonable(launch._spill(recs, data, data / "maps-a"), "t")
+        table = Path(job["__records__"])
+        stamp = (table / "dataset_info.json").stat().st_mtime_ns
+        assert launch._spill(recs, data, data / "maps-a") == job  # a relaunch reuses the table
+        assert (table / "dataset_info.json").stat().st_mtime_ns == stamp
+        other = launch._spill(recs[1:], data, data / "maps-b")  # an earlier job's table ...
+        launch._prune_spills(data, [job])  # ... is removed when a job that does not read it launches
+        assert not Path(other["__records__"]).exists() and table.exists()
+        nan = launch._spill([*recs, {"label": float("nan")}], data)
+    finally:
+        launch.SPILL_RECORDS = old
+    r = launch._unspill(job)
+    assert isinstance(r, launch.Records) and r.table.cache_files  # memory-mapped from disk, not loaded
+    assert len(r) == 9 and list(r) == recs and r[4] == recs[4] and r[2:4] == recs[2:4] and r[9:] == []
+    assert io.records_digest(r) == io.records_digest(recs) == job["digest"]
+    with pytest.raises(ValueError, match="NaN"):  # read as strictly as a JSONL file is
+        list(launch._unspill(nan))
+    with pytest.raises(ValueError, match="9 records, the job says 10"):
+        launch._unspill({**job, "records": 10})
+
+    def row(e):
+        return {"text": e["problem"] + "|".join(e["history"]), "label": bool(e["label"])}
+
+    assert launch.to_dataset(r, row).to_list() == launch.to_dataset(recs, row).to_list() == [row(e) for e in recs]
+    assert sorted(p.name for p in (data / "maps-a").iterdir()) == ["rows0-0-of-1.arrow"]  # one process: one share
+    # GRPO's balanced steps reorder a mapped set by position, as they reordered the list
+    mapped = judge_train.grpo_dataset(r)
+    order = judge_train.balanced_indices(mapped["label"], 4, seed=2)
+    assert (
+        mapped.select(order).to_list()
+        == judge_train.grpo_dataset(judge_train.balanced_order(recs, 4, seed=2)).to_list()
+    )
+
+
+def test_balanced_order_is_the_order_it_was():
+    """The index form of the balanced draw (for mapped training sets) keeps the order the issue-47
+    runs trained in: pinned from the list form before the change."""
+    ex = [{"i": i, "label": i % 3 == 0} for i in range(14)]
+    assert [e["i"] for e in judge_train.balanced_order(ex, 4, seed=2)] == [13, 9, 11, 0, 1, 5, 3, 6, 8, 12, 4, 10, 2, 7]
+    assert [e["i"] for e in judge_train.balanced_order(ex, 5, seed=0)] == [4, 1, 6, 3, 9, 11, 2, 12, 8, 0, 7, 10, 13, 5]
 
 
 @pytest.mark.slow  # 35 s on 2 cores: two launched processes train SFT and GRPO (make test-slow; make test stays under 15 minutes)
@@ -100,6 +162,9 @@ def test_two_processes_train_as_one_sft_and_grpo(toy_base_dir, tmp_path, monkeyp
     curve within 1e-4 (batches of other shapes round differently; measured in LAB_LOG.md)."""
     monkeypatch.delenv(launch.ENV_CHILD, raising=False)
     monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))  # the launched processes import fakes
+    monkeypatch.setattr(
+        launch, "SPILL_RECORDS", 4
+    )  # the records travel as a table each rank maps its share of (item 18)
     recs = [{"prompt": f"What is {a} + {a}?", "completion": f"{a} + {a} = {2 * a}."} for a in range(32)]
     s = SFTSettings(max_steps=6, global_batch=8, lr=1e-3, max_length=128)
     from stepwiser_lib.engines.trainers import GRPOSettings
@@ -118,7 +183,9 @@ def test_two_processes_train_as_one_sft_and_grpo(toy_base_dir, tmp_path, monkeyp
             toy_base_dir,
             ex,
             tmp_path / cfg / "grpo",
-            GRPOSettings(steps=3, prompts_per_step=2, group_size=4, max_completion=16, eval_every=0, lr=1e-3),
+            GRPOSettings(
+                steps=3, prompts_per_step=2, group_size=4, max_completion=16, eval_every=0, lr=1e-3, balanced_steps=True
+            ),
             progress=False,
             reward_funcs=["fakes:length_reward"],
         )  # a reward that varies, by name (the processes import it)

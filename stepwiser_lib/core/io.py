@@ -283,7 +283,11 @@ def digest(*parts: Any) -> str:
 
 def records_digest(records: Iterable) -> str:
     """:func:`digest` of a long sequence of JSON-able records, hashed one at a time (a training set
-    of a million records is never one string)."""
+    of a million records is never one string). Records that carry their digest (a launch's spilled
+    records, :class:`stepwiser_lib.engines.launch.Records`) are not read again."""
+    known = getattr(records, "digest", None)
+    if isinstance(known, str):
+        return known
     h = hashlib.sha256()
     for r in records:
         h.update(json.dumps(r, sort_keys=True, default=str).encode())

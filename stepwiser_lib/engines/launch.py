@@ -22,12 +22,15 @@ import importlib
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import time
+import uuid
+from collections.abc import Sequence
 from pathlib import Path
 
-from ..core.io import read_jsonl, write_jsonl
+from ..core.io import loads_strict, records_digest
 
 ENV_CONFIG = "STEPWISER_LAUNCHER"  # accelerate config file; unset or "inline" = run in-process
 ENV_PROCS = "STEPWISER_NUM_PROCESSES"  # optional override of the config's num_processes
@@ -182,23 +185,135 @@ def launchable(fn):
     return wrapper
 
 
-#: Record lists longer than this go to a JSONL file beside the job, which holds only its path:
-#: every rank parses the job file, and paper-scale training sets are millions of records.
+#: Record lists longer than this leave the job file: every rank parses the job file, and
+#: paper-scale training sets are millions of records (3.3 M RL examples at paper, 8 ranks a node).
 SPILL_RECORDS = 200
-_SPILLED = "__jsonl__"
+_SPILLED = "__records__"
+#: The process group's timeout when a launched stage starts it to map its records: transformers'
+#: ``TrainingArguments.ddp_timeout`` default, which the trainer would have used (it reuses a group
+#: that exists, whatever its own setting).
+DDP_TIMEOUT_S = 1800
 
 
-def _spill(x, path: Path):
-    if isinstance(x, list) and len(x) > SPILL_RECORDS and all(isinstance(r, dict) for r in x):
-        write_jsonl(path, x)
-        return {_SPILLED: str(path)}
-    return x
+class Records(Sequence):
+    """Records a launch spilled: an Arrow table of one JSON string per record, written once by the
+    notebook's process and memory-mapped by every rank (``datasets.load_from_disk``), so the ranks
+    of a node share one copy in the page cache and no rank holds every record as a dict.
+
+    A read-only sequence: ``len``, indexing and iteration parse one record at a time (refusing NaN,
+    as :func:`stepwiser_lib.core.io.iter_jsonl` does). The stage functions turn it into their
+    training set with :func:`to_dataset`. ``digest`` is :func:`stepwiser_lib.core.io.records_digest`
+    of the records, computed when they were written; ``maps`` the folder of this launch's mapped
+    rows (removed when the launch ends). [not in paper]
+    """
+
+    def __init__(self, folder: str | Path, digest: str | None = None, maps: str | Path | None = None):
+        from datasets import load_from_disk
+
+        self.folder = Path(folder)
+        self.table = load_from_disk(str(self.folder))
+        self.digest = digest
+        self.maps = Path(maps) if maps else self.folder.parent / "maps"
+        self._mapped = 0
+
+    def __len__(self) -> int:
+        return self.table.num_rows
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        return loads_strict(self.table[i]["record"])
+
+    def __iter__(self):
+        for batch in self.table.iter(batch_size=1024):
+            yield from (loads_strict(x) for x in batch["record"])
+
+    def map_rows(self, row_fn):
+        """``datasets.Dataset`` of ``row_fn(record)``, the rows in the records' order: each of the
+        launch's N ranks maps a contiguous 1/N of the table into a file of this launch's ``maps``
+        folder, then every rank memory-maps the N files. No rank waits while another maps all of
+        it, and no cache outlives the launch (file names and fingerprints come from the launch,
+        not from hashing ``row_fn``, so an edited prompt never reads old rows)."""
+        from datetime import timedelta
+
+        from accelerate import PartialState
+        from datasets import Dataset, concatenate_datasets
+
+        state = PartialState(timeout=timedelta(seconds=DDP_TIMEOUT_S))  # an existing group is kept
+        k, self._mapped = self._mapped, self._mapped + 1  # every rank maps in the same order
+        shards = max(1, min(state.num_processes, len(self)))
+        self.maps.mkdir(parents=True, exist_ok=True)
+        files = [self.maps / f"rows{k}-{i}-of-{shards}.arrow" for i in range(shards)]
+
+        def rows(batch):
+            out = [row_fn(loads_strict(x)) for x in batch["record"]]
+            return {c: [r[c] for r in out] for c in out[0]}
+
+        if state.process_index < shards:
+            self.table.shard(shards, state.process_index, contiguous=True).map(
+                rows,
+                batched=True,
+                batch_size=256,
+                remove_columns=["record"],
+                cache_file_name=str(files[state.process_index]),
+                new_fingerprint=f"{self.maps.name}-{k}-{state.process_index}",
+                load_from_cache_file=False,
+            )
+        state.wait_for_everyone()
+        return concatenate_datasets([Dataset.from_file(str(f)) for f in files])
+
+
+def to_dataset(records, row_fn):
+    """The ``datasets.Dataset`` of ``row_fn(r)`` for each record. In-process (a list):
+    ``Dataset.from_list``. In a launched job (:class:`Records`): mapped from the memory-mapped table
+    (:meth:`Records.map_rows`), never a list of every record in each rank (real-path reading 3,
+    item 18). Both give the same rows in the same order."""
+    if isinstance(records, Records):
+        return records.map_rows(row_fn)
+    from datasets import Dataset
+
+    return Dataset.from_list([row_fn(r) for r in records])
+
+
+def _spill(x, folder: Path, maps: Path | None = None):
+    """A long list of records as an Arrow table named by its content under ``folder``; written once
+    (a relaunch of the same job reuses it), atomically (a cut write leaves no table, a concurrent
+    writer's finished table is kept)."""
+    if not (isinstance(x, list) and len(x) > SPILL_RECORDS and all(isinstance(r, dict) for r in x)):
+        return x
+    from datasets import Dataset
+
+    digest = records_digest(x)
+    path = folder / f"records-{digest}"
+    if not (path / "dataset_info.json").exists():
+        tmp = folder / f".tmp-records-{digest}-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        Dataset.from_dict({"record": [json.dumps(r, ensure_ascii=False) for r in x]}).save_to_disk(str(tmp))
+        try:
+            os.replace(tmp, path)
+        except OSError:  # another launch wrote the same records first: keep its table
+            shutil.rmtree(tmp, ignore_errors=True)
+            if not (path / "dataset_info.json").exists():
+                raise
+    return {_SPILLED: str(path), "records": len(x), "digest": digest, "maps": str(maps or folder / "maps")}
 
 
 def _unspill(x):
-    if isinstance(x, dict) and set(x) == {_SPILLED}:
-        return read_jsonl(x[_SPILLED])
+    if isinstance(x, dict) and set(x) == {_SPILLED, "records", "digest", "maps"}:
+        r = Records(x[_SPILLED], x["digest"], x["maps"])
+        if len(r) != x["records"]:
+            raise ValueError(f"{x[_SPILLED]}: {len(r)} records, the job says {x['records']}")
+        return r
     return x
+
+
+def _prune_spills(folder: Path, keep: list) -> None:
+    """Remove what earlier launches left in ``folder``: record tables this job does not read, cut
+    writes, and mapped rows (a launch's own are removed when it ends)."""
+    keep = {Path(a[_SPILLED]).name for a in keep if isinstance(a, dict) and _SPILLED in a}
+    for p in folder.glob("*") if folder.is_dir() else []:
+        if p.is_dir() and p.name not in keep:
+            shutil.rmtree(p, ignore_errors=True)
 
 
 def run_launched(target: str, args, kw, config_file: str, out_dir: Path) -> dict:
@@ -207,8 +322,11 @@ def run_launched(target: str, args, kw, config_file: str, out_dir: Path) -> dict
     job = out_dir / "launch_job.json"
     res = out_dir / "launch_result.json"
     res.unlink(missing_ok=True)
-    args = [_spill(a, out_dir / f"launch_arg{i}.jsonl") for i, a in enumerate(args)]
-    kw = {k: _spill(v, out_dir / f"launch_{k}.jsonl") for k, v in kw.items()}
+    data = out_dir / "launch_data"
+    maps = data / f"maps-{uuid.uuid4().hex[:12]}"  # this launch's mapped rows (Records.map_rows)
+    args = [_spill(a, data, maps) for a in args]
+    kw = {k: _spill(v, data, maps) for k, v in kw.items()}
+    _prune_spills(data, [*args, *kw.values()])
     job.write_text(
         json.dumps(
             {
@@ -233,9 +351,14 @@ def run_launched(target: str, args, kw, config_file: str, out_dir: Path) -> dict
     t0 = time.time()
     env = {**os.environ, ENV_CHILD: "1"}
     # Stream the children's output line by line, so a notebook cell shows training progress.
-    with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1) as proc:
-        for line in proc.stdout:
-            print(line, end="", flush=True)
+    try:
+        with subprocess.Popen(
+            cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+        ) as proc:
+            for line in proc.stdout:
+                print(line, end="", flush=True)
+    finally:
+        shutil.rmtree(maps, ignore_errors=True)  # the ranks' mapped rows end with the launch
     if proc.returncode != 0 or not res.exists():
         raise RuntimeError(f"launched job {target} failed (exit {proc.returncode}); job file {job}")
     out = json.loads(res.read_text())

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..core import io
 from ..core.paths import model_fingerprint
-from .launch import launchable
+from .launch import launchable, to_dataset
 from .trainers import (
     SFTSettings,
     check_lengths,
@@ -109,17 +109,13 @@ def sft(
     and stepwise RS-FT (07). Records become conversational prompt/completion pairs, so TRL applies
     the model's chat template and puts the loss on the completion only.
     """
-    from datasets import Dataset
-
     if not records:
         raise ValueError("no SFT records")
-    ds = Dataset.from_list(
-        [
-            {
-                "prompt": [{"role": "user", "content": r["prompt"]}],
-                "completion": [{"role": "assistant", "content": r["completion"]}],
-            }
-            for r in records
-        ]
+    ds = to_dataset(
+        records,
+        lambda r: {
+            "prompt": [{"role": "user", "content": r["prompt"]}],
+            "completion": [{"role": "assistant", "content": r["completion"]}],
+        },
     )
     return train_sft(base_model, ds, out_dir, settings, progress=progress)

@@ -20,7 +20,7 @@ Inference reads the next-token distribution after the last user turn: the score 
 
 from __future__ import annotations
 
-from ..engines.launch import launchable
+from ..engines.launch import launchable, to_dataset
 from ..engines.sft import train_sft
 
 VERDICT_TOKEN = {True: "+", False: "-"}
@@ -89,15 +89,13 @@ def train_disc_judge(model_dir: str, examples: list[dict], out_dir, settings: di
     :class:`stepwiser_lib.engines.trainers.SFTSettings` (``DISC_*`` parameters). The dataset is
     pre-tokenized with the verdict-only loss mask of :func:`encode`. Saves a full model to
     ``out_dir/model`` (a LoRA adapter is merged)."""
-    from datasets import Dataset
-
     from ..engines.models import load_tokenizer  # lazy: torch
 
     if not examples:
         raise ValueError("no examples for the discriminative judge")
     tok = load_tokenizer(model_dir)
-    rows = [encode(tok, e["problem"], e["history"], e["chunk"], bool(e["label"])) for e in examples]
-    r = train_sft(model_dir, Dataset.from_list(rows), out_dir, settings, progress=progress)
+    rows = to_dataset(examples, lambda e: encode(tok, e["problem"], e["history"], e["chunk"], bool(e["label"])))
+    r = train_sft(model_dir, rows, out_dir, settings, progress=progress)
     return {**r, "seconds": r["train_seconds"]}
 
 

@@ -19,7 +19,7 @@ from ..core import io, paths
 from ..core.prompts import judge_prompt
 from ..core.verdicts import VERDICTS, parse_verdict
 from ..core.vocab import JUDGE_KINDS, KINDS, STYLE, WARMUP_OF, parse_variant
-from ..engines.launch import launchable
+from ..engines.launch import launchable, to_dataset
 from ..engines.sft import sft
 from ..engines.trainers import (
     GRPOSettings,
@@ -73,18 +73,14 @@ def rsft_select(
 
 def grpo_dataset(examples: list[dict], family: str = "toy", style: str = "cot"):
     """TRL dataset: conversational ``prompt`` (so the chat template is applied) and ``label``."""
-    from datasets import Dataset
-
-    return Dataset.from_list(
-        [
-            {
-                "prompt": [
-                    {"role": "user", "content": judge_prompt(family, e["problem"], e["history"], e["chunk"], style)}
-                ],
-                "label": bool(e["label"]),
-            }
-            for e in examples
-        ]
+    return to_dataset(
+        examples,
+        lambda e: {
+            "prompt": [
+                {"role": "user", "content": judge_prompt(family, e["problem"], e["history"], e["chunk"], style)}
+            ],
+            "label": bool(e["label"]),
+        },
     )
 
 
@@ -99,12 +95,18 @@ def balanced_order(examples: list[dict], block: int, seed: int = 0) -> list[dict
     notebook 04 measured the greedy positive rate swinging between 4% and 100% within ten
     steps. Balanced steps take that push away. Leftovers of the larger class go last.
     """
+    return [examples[i] for i in balanced_indices([bool(e["label"]) for e in examples], block, seed)]
+
+
+def balanced_indices(labels: list[bool], block: int, seed: int = 0) -> list[int]:
+    """The positions :func:`balanced_order` puts in order, from the labels alone (a launched job
+    reorders its memory-mapped training set by them)."""
     rng = random.Random(f"balanced:{seed}")
-    pos = [e for e in examples if e["label"]]
-    neg = [e for e in examples if not e["label"]]
+    pos = [i for i, y in enumerate(labels) if y]
+    neg = [i for i, y in enumerate(labels) if not y]
     rng.shuffle(pos)
     rng.shuffle(neg)
-    out: list[dict] = []
+    out: list[int] = []
     half = block // 2
     while True:
         n_pos = half + (block % 2 if rng.random() < 0.5 else 0)  # odd blocks: the extra one at random
@@ -339,8 +341,6 @@ def train_grpo_judge(
     args = s.grpo_args(
         out_dir, world, progress=progress, run_key=run_key, checkpoint_size=checkpoint_bytes(model, s.use_lora)
     )
-    if s.balanced_steps:
-        train = balanced_order(train, s.prompts_per_step, s.seed)
     val = (val or [])[: s.val_limit or None] if world == 1 else []
 
     def validate(model_, step: int) -> None:
@@ -379,12 +379,19 @@ def train_grpo_judge(
         if reward_funcs
         else ([make_direct_reward(format_penalty)] if style == "direct" else [verdict_reward])
     )
+    if not s.balanced_steps:
+        dataset = grpo_dataset(train, family, style)
+    elif isinstance(train, list):  # in-process: the reordered list itself
+        dataset = grpo_dataset(balanced_order(train, s.prompts_per_step, s.seed), family, style)
+    else:  # a launch's spilled records: the mapped set reordered by position, from its label column
+        dataset = grpo_dataset(train, family, style)
+        dataset = dataset.select(balanced_indices(dataset["label"], s.prompts_per_step, s.seed))
     trainer_cls = loop_generation_trainer() if s.loss_tokens == "all" else verdict_loss_trainer(tok)
     trainer = trainer_cls(
         model=model,
         reward_funcs=rewards,
         args=args,
-        train_dataset=grpo_dataset(train, family, style),
+        train_dataset=dataset,
         processing_class=tok,
         peft_config=lora_config(s.lora_r, s.lora_alpha) if s.use_lora else None,
         callbacks=[_Val()],
