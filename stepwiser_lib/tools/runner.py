@@ -285,21 +285,5 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def cli(argv: list[str] | None = None) -> None:
-    """``python -m stepwiser_lib.tools.runner``: :func:`main`, and an interrupted run leaves at once.
-
-    After a Ctrl-C the interpreter's own teardown can wait on what the interrupt cut short (a
-    kernel channel half closed, a thread nbclient was waiting on): once, under ``make test``'s
-    load, the runner printed nothing more and did not exit in 180 s. What the run wrote is on disk
-    by then and the kernel leaves when its parent does (ipykernel's parent poller), so there is
-    nothing left to tear down: flush and exit with 130 without running that teardown."""
-    code = main(argv)
-    if code == 130:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(130)
-    sys.exit(code)
-
-
 if __name__ == "__main__":
-    cli()
+    sys.exit(main())
