@@ -64,7 +64,7 @@ def _profile(root, name="x", extra_judges=()):
     io.write_json(
         root / "results" / name / "judges.json",
         {
-            "config": {"GRPO_STEPS": 60, "BETA": 0.2, "DISC_LR": 1e-3},
+            "config": {"GRPO_STEPS": 60, "BETA": 0.2, "DISC_LR": 1e-3, "MAX_COMPLETION": 24},
             "variants": {
                 "stepwiser:rel_ratio": {
                     "test": {
@@ -114,7 +114,7 @@ def test_export_writes_loadable_data_sets_and_judges_with_cards(tmp_path, monkey
     assert meta["verdict"]["pattern"] == VERDICT_PATTERN
     card = (judge_dir / "README.md").read_text()
     assert "| test balanced accuracy | 61.0 [55.5, 66.9] (95% interval over 44 problems, 372 chunks) |" in card
-    assert "| recipe (notebook 04) | `GRPO_STEPS` 60, `BETA` 0.2 |" in card
+    assert "| recipe (notebook 04) | `GRPO_STEPS` 60, `BETA` 0.2, `MAX_COMPLETION` 24 |" in card
     assert "library_name: transformers" in card and "base_model" not in card  # a model this repository built
 
     from stepwiser_lib.method.judge import Judge
@@ -541,3 +541,15 @@ def test_exported_cards_pass_the_hubs_own_validation(tmp_path, monkeypatch):
             raise
         except Exception as e:  # httpx / requests connection errors: no network here
             pytest.fail(f"make test-hub needs huggingface.co, which this machine cannot reach: {type(e).__name__}: {e}")
+
+
+def test_an_exported_judge_keeps_the_output_limit_notebook_04_judged_it_with_EX12():
+    """A GRPO judge records its limit; a judge SFT made (RS-FT) does not, and is exported with the
+    ``MAX_COMPLETION`` notebook 04 judged it at (smoke: 96), not a fixed 128 that would finish
+    outputs notebook 04 cut and so change verdicts."""
+    rsft = {"name": "rsft:rel_ratio", "kind": "rsft", "style": "cot"}
+    assert ex.judged_with({**rsft, "max_new_tokens": 24}, {"MAX_COMPLETION": 96}, "smoke") == 24
+    assert ex.judged_with(rsft, {"MAX_COMPLETION": 96}, "smoke") == 96
+    from stepwiser_lib.core.config import for_notebook
+
+    assert ex.judged_with(rsft, None, "tiny") == for_notebook("tiny", "04_judge_grpo").MAX_COMPLETION

@@ -561,6 +561,18 @@ def _model_files(d: Path, style: str) -> dict:
     return out
 
 
+def judged_with(entry: dict, config: dict | None, profile: str) -> int:
+    """The output tokens notebook 04 judged a registry entry with, so that the exported judge is the
+    one its card reports on: the limit a GRPO run recorded, else (a judge SFT made: RS-FT) notebook
+    04's ``MAX_COMPLETION`` of that run (``results/<profile>/judges.json``), else the profile's.
+    (Review 3, EX12: a fixed 128 made the smoke RS-FT judge, judged at 96, finish an output that
+    notebook 04 had cut, so one verdict differed.)"""
+    if "max_new_tokens" in entry:
+        return int(entry["max_new_tokens"])
+    limit = (config or {}).get("MAX_COMPLETION")
+    return int(limit if limit is not None else for_notebook(profile, "04_judge_grpo").MAX_COMPLETION)
+
+
 def export_judges(profile: str, out: Path, w: Writer | None = None, org: str | None = None) -> list[Path]:
     """Every trained judge of the profile's registry as a loadable folder with its contract and a card
     (registry paths are relative to the output root, :func:`stepwiser_lib.core.paths.output_root`); a
@@ -608,7 +620,7 @@ def export_judges(profile: str, out: Path, w: Writer | None = None, org: str | N
             if not w.dry and cfg.exists():  # PEFT wrote this machine's folder of the base: name it portably
                 io.write_json(cfg, {**io.read_json(cfg), "base_model_name_or_path": portable(entry["base"])})
             w.json(d / "merged_from.json", {"base": portable(entry["base"]), "adapter": "adapter/"})
-        family, max_new = entry.get("prompt_family", "toy"), entry.get("max_new_tokens", 128)
+        family, max_new = entry.get("prompt_family", "toy"), judged_with(entry, config, profile)
         meta = {
             "contract_version": None,  # first in the file; set by the contract
             "name": entry["name"],
