@@ -564,9 +564,8 @@ def _model_files(d: Path, style: str) -> dict:
 def judged_with(entry: dict, config: dict | None, profile: str) -> int:
     """The output tokens notebook 04 judged a registry entry with, so that the exported judge is the
     one its card reports on: the limit a GRPO run recorded, else (a judge SFT made: RS-FT) notebook
-    04's ``MAX_COMPLETION`` of that run (``results/<profile>/judges.json``), else the profile's.
-    (Review 3, EX12: a fixed 128 made the smoke RS-FT judge, judged at 96, finish an output that
-    notebook 04 had cut, so one verdict differed.)"""
+    04's ``MAX_COMPLETION`` of that run (``results/<profile>/judges.json``), else the profile's. A
+    longer limit would finish outputs notebook 04 cut, and so change verdicts (LAB_LOG.md, EX12)."""
     if "max_new_tokens" in entry:
         return int(entry["max_new_tokens"])
     limit = (config or {}).get("MAX_COMPLETION")
