@@ -442,3 +442,55 @@ def test_undefined_statistics_and_unequal_seed_sets_decide_nothing_CL01_CL03_CL0
     )
     with pytest.raises(io.RecordError, match=r"chunk_reset_predictions.jsonl, line 257"):
         claims.table(cr, n_boot=200)
+
+
+def test_what_rl_adds_rows_pair_each_arm_with_its_own_start_rule_and_analysis_issue_59(tmp_path):
+    """Issue 59's rows of ours alone: GRPO against a fixed rule reading its start's analysis, the
+    exact-analysis share after RL against the start's (chunk by chunk), the oracle warm-up's arm
+    against the oracle-free one; and the uninformative gate reads each arm's own start (the no-CoT
+    judge against the no-CoT warm-up), with one definition of degenerate."""
+    from stepwiser_lib.core import vocab
+
+    rng = np.random.default_rng(1)
+    problems = [f"label-0-{i // 4}" for i in range(200)]
+    labels = [bool(i % 2) for i in range(200)]
+
+    def noisy(p):
+        return [lab if rng.random() < p else not lab for lab in labels]
+
+    def with_exact(recs, rate):
+        return [{**r, "analysis": "x", "analysis_exact": bool(rng.random() < rate)} for r in recs]
+
+    start, ostart = vocab.START_NAME["cot"], vocab.START_NAME["derived"]
+    preds = with_exact(_judge_preds(start, [False] * 200, labels, problems), 0.7)
+    preds += with_exact(_judge_preds(ostart, [True] * 200, labels, problems), 0.8)
+    preds += _judge_preds(vocab.rule_name(start), noisy(0.7), labels, problems)
+    preds += _judge_preds(vocab.rule_name(ostart), noisy(0.8), labels, problems)
+    nocot = [rng.random() < 0.5 for _ in labels]
+    preds += _judge_preds(vocab.START_NAME["direct"], nocot, labels, problems)
+    for run in ["", "@seed1", "@seed2"]:
+        preds += with_exact(_judge_preds(f"stepwiser:rel_ratio{run}", noisy(0.9), labels, problems), 0.9)
+        preds += with_exact(_judge_preds(f"oracle_rl:rel_ratio{run}", noisy(0.8), labels, problems), 0.8)
+        preds += _judge_preds(f"no_cot_rl:rel_ratio{run}", nocot, labels, problems)  # its start's verdicts
+    _write(tmp_path / "judge_predictions.jsonl", preds)
+    rows = claims.table(tmp_path, n_boot=1000)
+    by = {(r["a"], r["b"]): r for r in rows if not r["claim"].startswith("after GRPO")}
+    rule_row = by[("stepwiser:rel_ratio", vocab.rule_name(start))]
+    assert rule_row["claim"].startswith("GRPO beats a fixed rule reading the analysis of its start")
+    assert rule_row["paper_diff"] is None and rule_row["verdict"] == "a higher" and rule_row["estimate"] > 10
+    ex = by[("stepwiser:rel_ratio", start)]
+    assert ex["claim"].startswith("GRPO beats the judge it starts from")  # the issue-47 row, unchanged
+    exact = next(
+        r for r in rows if r["claim"].startswith("after GRPO the analysis") and r["a"] == "stepwiser:rel_ratio"
+    )
+    assert exact["b"] == start and exact["verdict"] == "a higher" and 10 < exact["estimate"] < 30
+    assert ("oracle_rl:rel_ratio", ostart) in by and ("oracle_rl:rel_ratio", vocab.rule_name(ostart)) in by
+    orc = by[("oracle_rl:rel_ratio", "stepwiser:rel_ratio")]
+    assert orc["claim"].startswith("a warm-up on exact re-derivations") and orc["verdict"] == "b higher"
+    # the no-CoT judge never left the no-CoT warm-up: unmoved, though not degenerate (Positive about half)
+    assert claims.unmoved(preds, "no_cot_rl:rel_ratio", "rel_ratio")
+    assert not claims.degenerate(preds, "no_cot_rl:rel_ratio", "rel_ratio")
+    assert (
+        "runs give its start's (no-CoT warm-up (before RL))" in claims.uninformative_arms(preds)["no_cot_rl:rel_ratio"]
+    )
+    assert claims.degenerate_runs(preds, "no_cot_rl:rel_ratio") == (0, 3)

@@ -201,6 +201,7 @@ ONLY_WHEN = {
     "ADAPTIVE_ROUND": ("ADAPTIVE", True),
     "ADAPTIVE_Z": ("ADAPTIVE", True),
     "WARMUP_STEPS": ("WARMUP", True),  # the toy judges' format warm-up: off for instruct models
+    "WARMUP_PROBLEMS": ("WARMUP", True),
 }
 
 

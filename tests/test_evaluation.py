@@ -25,6 +25,8 @@ def test_judge_predictions_schema_and_unparsed_is_wrong():
         "verdict": True,
         "score": 0.5,
         "truth": None,
+        "analysis": None,
+        "analysis_exact": None,
     }
     assert p[1]["verdict"] is None and not evaluation.correct(p[1])
     with pytest.raises(ValueError, match="2 judge outputs for 1 chunks"):
@@ -95,3 +97,17 @@ def test_mean_sd_is_the_sample_spread():
     assert evaluation.mean_sd([5.0]) == (5.0, 0.0)
     with pytest.raises(ValueError):
         evaluation.mean_sd([])
+
+
+def test_balanced_threshold_literal():
+    """Issue 59: the cut of p(Positive) with the best balanced accuracy on dev; ties to the
+    smallest; a missing score is wrong at every cut."""
+    # scores bunched near 0.9 (a judge whose greedy verdicts all say Positive) still rank the labels
+    t, bal = evaluation.balanced_threshold([0.91, 0.95, 0.93, 0.97], [False, True, False, True])
+    assert bal == 100.0 and 0.93 < t <= 0.95
+    t, bal = evaluation.balanced_threshold([0.2, 0.2], [True, False])
+    assert (t, bal) == (0.0, 50.0)  # nothing separates them: the smallest cut, chance
+    t, bal = evaluation.balanced_threshold([None, 0.8, 0.1], [True, True, False])
+    assert bal == 75.0  # the unscored Positive is wrong: (1/2 + 1) / 2
+    with pytest.raises(ValueError, match="2 scores for 1 labels"):
+        evaluation.balanced_threshold([0.1, 0.2], [True])

@@ -110,6 +110,54 @@ def test_warmup_on_the_models_own_analyses_keeps_them_as_they_are():
     assert "History: x\n\ny\n" in check_prompt("p", ["x", "y"], "z")
 
 
+def test_warmup_verdict_implied_reads_the_records_own_analysis_only():
+    """WARMUP_VERDICT: implied (issue 59): the verdict is the one the record's own analysis
+    implies (every difference 0 -> Positive), a coin flip where the analysis is unreadable, and
+    labels are never read; coin (the default) keeps the old records byte for byte."""
+    from stepwiser_lib.toy.judge_text import warmup_records
+
+    ex = _examples(6)
+    own = [
+        "stated c = 5\ncheck c: c = 5; stated 5; 5 - 5 = 0",
+        "stated c = 6\ncheck c: c = 5; stated 6; 6 - 5 = 1",
+        "check: no new value",
+        "check d: not defined",
+        "garbled text",
+        "stated c = 5\ncheck c: c = 5; stated 5; 5 - 5 = 0\ncheck answer: c = 5; stated 7; 7 - 5 = 2",
+    ]
+    recs = warmup_records(ex, seed=0, analyses=own, verdict="implied")
+    coin = [parse_verdict(r["completion"]) for r in warmup_records(ex, seed=0, analyses=own)]
+    got = [parse_verdict(r["completion"]) for r in recs]
+    assert got[:4] == ["Positive", "Negative", "Positive", "Negative"]
+    assert got[4] == coin[4]  # unreadable: the same coin flip as the coin warm-up
+    assert got[5] == "Negative"
+    flipped = [{**e, "label": not e["label"]} for e in ex]
+    assert recs == warmup_records(flipped, seed=0, analyses=own, verdict="implied")
+    assert warmup_records(ex, seed=0, analyses=own, verdict="coin") == warmup_records(ex, seed=0, analyses=own)
+    with pytest.raises(ValueError, match="warm-up verdict 'label'"):
+        warmup_records(ex, analyses=own, verdict="label")
+
+
+def test_analysis_change_is_paired_by_chunk():
+    """The analysis before and after RL on the same chunks (issue 59): counts of chunks that lost
+    and gained an exact analysis, and the exact McNemar test on them."""
+    from stepwiser_lib.method.judge_runs import analysis_change
+    from stepwiser_lib.toy.judge_text import toy_analysis
+
+    ex = _examples(8)
+    exact = [{"analysis": toy_analysis(e["problem"], e["chunk"]) + "\n\\boxed{Positive}"} for e in ex]
+    wrong = [{"analysis": "check z: not defined"} for _ in ex]
+    before = exact[:6] + wrong[6:]  # 6 exact
+    after = wrong[:1] + exact[1:]  # lost chunk 0, gained 6 and 7
+    r = analysis_change(before, after, ex)
+    assert (r["n"], r["lost"], r["gained"], r["exact_before"], r["exact_after"]) == (8, 1, 2, 75.0, 87.5)
+    assert r["diff"] == 12.5
+    assert r["p"] == 1.0  # 1 against 2 discordant pairs: twice the smaller tail, capped
+    assert analysis_change(exact, exact, ex)["p"] == 1.0
+    with pytest.raises(ValueError, match="7 and 8 judged chunks for 8"):
+        analysis_change(exact[:7], exact, ex)
+
+
 def test_step_accuracy():
     from stepwiser_lib.method.judge import step_accuracy
 
@@ -200,6 +248,7 @@ def test_parse_variant_and_truth():
         "no_balance_rl",
         "rsft",
         "exact_rl",
+        "oracle_rl",
         "disc_warmup_sft",
         "restate_rl",
     }

@@ -170,13 +170,18 @@ def test_main_summary_and_variants_out():
     assert s["rl_score_auc"] == [0.7, 0.6] and s["warmup_score_auc"] == 0.5
     assert "rl_score_auc" not in jr.main_summary("stepwiser:rel_ratio", records, before, comps)
     rec = {
-        "entry": {"name": "x"},
+        "entry": {"name": "x", "kind": "rsft"},
         "test": {},
         "dev": {},
         "train": {"seconds": 1.0, "steps": 2, "train_examples": 3, "rsft_kept": 4},
     }
-    assert jr.variants_out({"x": rec})["x"] == {
-        "entry": {"name": "x"},
+    # issue 59: an RS-FT judge samples from the main warm-up, so it has an oracle only when that
+    # warm-up trained on derived analyses
+    assert jr.variants_out({"x": rec}, "derived")["x"]["uses_oracle"] is True
+    assert jr.variants_out({"x": rec}, "derived", warmed=False)["x"]["uses_oracle"] is False
+    assert jr.variants_out({"x": rec}, "own")["x"] == {
+        "entry": {"name": "x", "kind": "rsft"},
+        "uses_oracle": False,
         "test": {},
         "dev": {},
         "seconds": 1.0,
@@ -327,7 +332,9 @@ def test_train_warmups_one_per_style_cached_and_the_direct_one_shorter(tmp_path,
     monkeypatch.setattr(sft, "sft", fake_sft)
     monkeypatch.setattr(paths, "model_fingerprint", lambda init: "fp")
     monkeypatch.setattr(
-        tasks, "warmup_records", lambda chunks, fam, seed, style, analyses=None: [{"style": style, "completion": "x"}]
+        tasks,
+        "warmup_records",
+        lambda chunks, fam, seed, style, analyses=None, verdict="coin": [{"style": style, "completion": "x"}],
     )
     kw = dict(family="toy", seed=0, steps=300, direct_steps=60, lr=1e-3, batch=16, micro_batch=8)
     dirs, keys, recs = jr.train_warmups(tmp_path, ["cot", "direct"], [_ex("p")], "init", **kw)
@@ -545,12 +552,14 @@ def test_warmup_stage_trains_the_styles_the_variants_need(tmp_path, monkeypatch,
     monkeypatch.setattr(jr, "train_warmups", fake_train)
     cfg = SimpleNamespace(
         WARMUP=True, WARMUP_PROBLEMS=3, WARMUP_SAMPLES=2, PROMPT_FAMILY="toy", SEED=0, WARMUP_STEPS=300,
-        DIRECT_WARMUP_STEPS=60, WARMUP_LR=1e-3, WARMUP_BATCH=16, WARMUP_MICRO_BATCH=8, WARMUP_ANALYSIS="derived",
+        DIRECT_WARMUP_STEPS=60, WARMUP_LR=1e-3, WARMUP_BATCH=16, WARMUP_MICRO_BATCH=8, WARMUP_ANALYSIS="derived", WARMUP_VERDICT="coin",
     )  # fmt: skip
     data = {"rel_ratio": {"train_unbalanced": [_ex("t1"), _ex("t2")], "dev_balanced": [], "test_balanced": []}}
     variants = [("stepwiser", "rel_ratio"), ("no_cot_rl", "rel_ratio"), ("disc_sft", "rel_ratio")]
     dirs, keys, example = jr.warmup_stage(tmp_path, cfg, variants, "stepwiser:rel_ratio", "init", data)
-    assert seen == {"styles": ["cot", "direct"], "chunks": 3, "steps": 300} and example == "direct text"
+    assert (
+        seen == {"styles": ["cot", "direct"], "chunks": 3, "steps": 300} and example == "cot text"
+    )  # the main judge's warm-up record
     assert (
         "warm-up inputs: 3 distinct chunks, 2 of them training chunks (every rule's, each once) and 1 of the 3 the "
         "chunk policy wrote on 3 SFT-split problems (the others repeat a chunk already in)"
@@ -613,3 +622,90 @@ def test_behaviour_change_says_what_rl_changed():
     )
     assert "the analysis it reads is worse" in line
     assert "worse" not in jr.behaviour_change(before, before, "x") and jr.behaviour_change(None, after, "x") == ""
+
+
+def test_evaluate_runs_reads_other_starts_their_rules_and_a_dev_threshold_issue_59(monkeypatch):
+    """Each other warm-up is a row and its predictions (the oracle warm-up's analyses kept on test,
+    and the rule reading them); a verdict-only run is also read at the dev-chosen cut of its
+    p(Positive), which here separates the chunks its greedy verdicts (all Positive) do not."""
+    from stepwiser_lib.core import vocab
+    from stepwiser_lib.engines import models
+    from stepwiser_lib.method import judge, tasks
+
+    monkeypatch.setattr(tasks, "analysis_verdict", lambda text: "0" in text)
+    monkeypatch.setattr(tasks, "analysis_checks", lambda e, a: {"exact": a.startswith("check 0")})
+    monkeypatch.setattr(judge, "load_judge", lambda e, fam, max_new, batch: ("judge", e["name"], max_new))
+    monkeypatch.setattr(models, "release", lambda *a: None)
+
+    def fake_eval(j, examples, auc_k=0, readout=False):
+        judged = [
+            {
+                "verdict": "Positive",
+                "score": 1.0,
+                "analysis": "\\boxed{Positive}",
+                "p_positive": 0.9 + 0.05 * e["label"],
+            }
+            for e in examples
+        ]
+        return {"balanced_acc": 50.0}, judged
+
+    monkeypatch.setattr(judge, "evaluate_judge", fake_eval)
+    ex = [
+        {**_ex(f"q{i // 2}", f"c{i}"), "label": i % 2 == 0, "traj_id": f"q{i // 2}/s0", "chunk_index": i}
+        for i in range(4)
+    ]
+    data = {"rel_ratio": {"dev_balanced": ex, "test_balanced": ex}}
+    cot = [{"verdict": "Negative", "analysis": f"check {i % 2}\n\\boxed{{Negative}}"} for i in range(4)]
+    warm = {"rel_ratio": {"dev": cot, "test": cot}}
+    oracle = vocab.START_NAME["derived"]
+    records = {
+        "no_cot_rl:rel_ratio": {
+            "entry": {"name": "no_cot_rl:rel_ratio", "rule": "rel_ratio", "style": "direct", "row": "x"},
+            "train": {"seconds": 2.0},
+        }
+    }
+    preds, rows, _, refs = jr.evaluate_runs(
+        records,
+        data,
+        {"rel_ratio": {"balanced_acc": 50.0}},
+        {"rel_ratio": {"balanced_acc": 50.0}},
+        warm,
+        family="toy",
+        max_completion=128,
+        direct_max_completion=8,
+        judge_batch=4,
+        auc_k=0,
+        seed=0,
+        other_starts={oracle: {"rel_ratio": {"dev": cot, "test": cot}}},
+    )
+    names = [r["judge"] for r in rows]
+    assert names[:2] == ["warm-up (before RL)", oracle] and vocab.rule_name(oracle) in names
+    start = preds[(oracle, "rel_ratio", "test")]
+    assert [p["analysis_exact"] for p in start] == [True, False, True, False]
+    assert start[0]["analysis"] == "check 0" and preds[(oracle, "rel_ratio", "dev")][0]["analysis"] is None
+    assert [p["verdict"] for p in preds[(vocab.rule_name(oracle), "rel_ratio", "test")]] == [True, False, True, False]
+    assert vocab.rule_name(oracle) in refs
+    th = preds[("no_cot_rl:rel_ratio (dev threshold)", "rel_ratio", "test")]
+    assert [p["verdict"] for p in th] == [True, False, True, False]  # the cut between 0.90 and 0.95
+    assert records["no_cot_rl:rel_ratio"]["dev_threshold"]["test_balanced_acc"] == 100.0
+    assert all(p["verdict"] is True for p in preds[("no_cot_rl:rel_ratio", "rel_ratio", "test")])
+    assert jr.oracle_map(sorted({k[0] for k in preds}), "own") == {
+        "warm-up (before RL)": False,
+        oracle: True,
+        jr.REF_RULE: False,
+        vocab.rule_name(oracle): True,
+        jr.REF_EXACT: True,
+        "no_cot_rl:rel_ratio": False,
+        "no_cot_rl:rel_ratio (dev threshold)": False,
+    }
+    changes = jr.analysis_changes(
+        {
+            **preds,
+            ("oracle_rl:rel_ratio", "rel_ratio", "test"): [
+                {**p, "analysis_exact": True} for p in preds[(oracle, "rel_ratio", "test")]
+            ],
+        },
+        ["oracle_rl:rel_ratio", "no_cot_rl:rel_ratio"],
+    )
+    assert list(changes) == ["oracle_rl:rel_ratio"]
+    assert (changes["oracle_rl:rel_ratio"]["gained"], changes["oracle_rl:rel_ratio"]["lost"]) == (2, 0)

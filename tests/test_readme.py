@@ -19,6 +19,7 @@ PAGES = (
     "docs/colab.md",
     "docs/architecture.md",
     "docs/glossary.md",
+    "docs/research_protocol.md",
 )
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 

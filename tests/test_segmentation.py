@@ -224,6 +224,26 @@ def test_judge_trials_table_reads_a_judge_trial_record():
     one = {"balanced_acc": 50.0, "positive_rate": 0.0, "seconds_per_step": 1.35}
     no_cot = {**rec, "note": "", "start": {"balanced_acc": 48.6}, "runs": [one]}
     assert judge_markdown([no_cot]).splitlines()[2] == "| nd | GRPO_STEPS=120 | 48.6 / – | 50.0 | 0.0 | – | 1.35 |"
+    # issue 59: a trial that pairs each run with its start gets a second table
+    paired = {
+        **run,
+        "minus_start_rule": {"diff": 0.57, "low": -2.78, "high": 3.93},
+        "analysis_change": {"exact_before": 68.0, "exact_after": 66.0, "lost": 19, "gained": 12, "p": 0.281},
+    }
+    of = {**rec, "start": {**rec["start"], "analysis_rule_balanced_acc": 71.7}, "runs": [paired]}
+    assert judge_markdown([rec, of]).splitlines()[-1] == (
+        "| nd | 71.7 | +0.57 [-2.78, +3.93] | 68.0 → 66.0 (−19 +12, p 0.28) |"
+    )
+
+
+def test_grpo_log_summary_means_the_first_and_last_fifth():
+    from stepwiser_lib.tools.toy_trials import grpo_log_summary
+
+    logs = [{"reward": str(r), "entropy": "0.1", "frac_reward_zero_std": str(z)} for r, z in zip(range(10), [0.5] * 10)]
+    s = grpo_log_summary([*logs, {"train_runtime": 1.0}])
+    assert s["steps_logged"] == 10 and (s["first_reward"], s["last_reward"]) == (0.5, 8.5)
+    assert s["last_entropy"] == 0.1 and s["first_kl"] is None
+    assert grpo_log_summary([{"loss": 1.0}]) == {}
 
 
 def test_text_teachers_segment_without_a_model():

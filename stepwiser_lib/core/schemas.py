@@ -29,7 +29,19 @@ JUDGE_SPLITS = ("train_balanced", "train_unbalanced", "dev_balanced", "test_bala
 STEPWISE_SUPERVISION = {"prompt": str, "completions": list, "labels": list}
 STEPWISE_COLUMNS = tuple(STEPWISE_SUPERVISION)
 #: One judged chunk of ``results/<profile>/judge_predictions.jsonl`` (:mod:`stepwiser_lib.evals.evaluation`).
-PREDICTION_FIELDS = ("judge", "rule", "split", "problem_id", "chunk_id", "label", "verdict", "score", "truth")
+PREDICTION_FIELDS = (
+    "judge",
+    "rule",
+    "split",
+    "problem_id",
+    "chunk_id",
+    "label",
+    "verdict",
+    "score",
+    "truth",
+    "analysis",
+    "analysis_exact",
+)
 
 # ----------------------------------------------------------------------------- ProcessBench
 

@@ -26,7 +26,9 @@ class JudgeKind:
     verdict, ``"direct"`` the boxed verdict alone, ``"disc"`` a "+"/"-" token); ``trainer``:
     ``"grpo"``, ``"disc"`` (SFT of the discriminative judge) or ``"rsft"`` (rejection-sampling
     fine-tuning); ``warmup``: the format warm-up it starts from on the toy path (None: the
-    initial model itself, as the paper's discriminative baseline does)."""
+    initial model itself, as the paper's discriminative baseline does; one of
+    :data:`WARMUP_STYLES`); ``oracle_labels``: it trains on the exact checker's verdicts instead
+    of the Monte-Carlo labels (toy only; ``docs/research_protocol.md``: an oracle)."""
 
     name: str
     row: str
@@ -34,6 +36,14 @@ class JudgeKind:
     trainer: str
     warmup: str | None
     toy_only: bool = False
+    oracle_labels: bool = False
+
+
+#: The format warm-ups of the toy path, each -> the output style it teaches: ``cot`` (the main
+#: CoT warm-up, its analyses as ``WARMUP_ANALYSIS`` says), ``derived`` (the CoT warm-up on exact
+#: re-derivations with coin-flip verdicts: the oracle ablation's start, issue 59), ``direct`` (a
+#: boxed verdict alone) and ``restate`` (an analysis that only restates the chunk).
+WARMUP_STYLES = {"cot": "cot", "derived": "cot", "direct": "direct", "restate": "cot"}
 
 
 #: Every judge kind notebook 04 can train, in the order of the paper's tables.
@@ -52,6 +62,17 @@ JUDGE_KINDS = {
             "cot",
             "grpo",
             "cot",
+            toy_only=True,
+            oracle_labels=True,
+        ),
+        # issue 59: the issue-47 recipe, kept as an ablation: RL from a warm-up on the exact
+        # re-derivations (an oracle), beside the main judge whose warm-up trains on its own text
+        JudgeKind(
+            "oracle_rl",
+            "[not in paper] oracle warm-up: generative + RL from a warm-up on exact re-derivations (toy only)",
+            "cot",
+            "grpo",
+            "derived",
             toy_only=True,
         ),
         # the discriminative judge from the generative judge's CoT warm-up: the warm-up's own effect
@@ -85,6 +106,44 @@ WARMUP_OF = {k: v.warmup for k, v in JUDGE_KINDS.items()}
 
 #: The registry name of the format-warm-up judge (notebook 04's ``start_entry``).
 WARMUP_NAME = "warm-up (before RL)"
+
+#: The name of each warm-up's judge in notebook 04's predictions: the main CoT warm-up keeps
+#: :data:`WARMUP_NAME` (the judge notebooks 05-07 read as the start); every other start is
+#: evaluated too, so that each arm is compared with its own start (issue 59).
+START_NAME = {
+    "cot": WARMUP_NAME,
+    "derived": "oracle warm-up (before RL)",
+    "direct": "no-CoT warm-up (before RL)",
+    "restate": "restating warm-up (before RL)",
+}
+
+
+def rule_name(start: str) -> str:
+    """The predictions' name of a fixed rule reading a start's own analysis (every difference 0 ->
+    Positive): the yardstick RL from that start must beat (issue 59)."""
+    return f"{start.replace(' (before RL)', '')} analysis read by a rule (no RL)"
+
+
+def start_of(kind: str) -> str | None:
+    """The predictions' name of the start a judge ``kind`` trains from (:data:`START_NAME`; None
+    for a kind that starts from the initial model itself)."""
+    w = JUDGE_KINDS[kind].warmup
+    return START_NAME[w] if w else None
+
+
+def uses_oracle(kind: str, warmup_analysis: str = "derived", warmed: bool = True) -> bool:
+    """Whether anything in a judge ``kind``'s training was computed from the true values of the
+    problems it trains on (``docs/research_protocol.md``): labels from the exact checker, or a
+    warm-up on exact re-derivations (the ``derived`` warm-up; the main ``cot`` warm-up when
+    ``WARMUP_ANALYSIS`` is ``derived``), which the RS-FT judge samples from and the
+    ``disc_warmup_sft`` judge starts from. ``warmed``: False when there is no warm-up (instruct
+    models, ``WARMUP: false``). The toy base's pretraining is world knowledge, not an oracle."""
+    k = JUDGE_KINDS[kind]
+    if k.oracle_labels:
+        return True
+    if not warmed:
+        return False
+    return k.warmup == "derived" or (k.warmup == "cot" and warmup_analysis == "derived")
 
 
 def parse_variant(name: str) -> tuple[str, str]:

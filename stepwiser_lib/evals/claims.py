@@ -26,7 +26,7 @@ import numpy as np
 
 from ..core import io, paths
 from ..core.verdicts import UNINFORMATIVE
-from ..core.vocab import KINDS, RULES, WARMUP_NAME
+from ..core.vocab import KINDS, RULES, rule_name, start_of
 from . import paper_results as P
 from . import seeds
 from .stats import claim_verdict
@@ -225,9 +225,9 @@ def markdown(results_dir: str | Path) -> list[str]:
 #: would call a loss; narrower margins than the toy's own interval (about ±3) cannot be shown.
 KEEPS_MARGIN = 3.0
 
-#: A judge run is degenerate when at least this share of its test verdicts equals its start's
-#: (the format warm-up's, before any label) or is one constant verdict: it never left its start,
-#: so a comparison with it asks nothing of its training.
+#: A judge run is *unmoved* when at least this share of its test verdicts equals its own start's
+#: (the format warm-up it trained from, before any label): it never left its start, so a
+#: comparison with it asks nothing of its training.
 DEGENERATE_SHARE = 0.98
 
 #: Family-wise level of the table's verdicts (Holm over every informative row).
@@ -279,28 +279,38 @@ def judge_arm(preds: list[dict], run_ids: list[str], rule: str, problems: list[s
     return out
 
 
-def degenerate(preds: list[dict], run: str, rule: str) -> bool:
-    """Whether judge run ``run`` never left its start on the test chunks of ``rule``: at least
-    :data:`DEGENERATE_SHARE` of its verdicts equal the format warm-up's on the same chunks, or
-    are one constant verdict."""
+def unmoved(preds: list[dict], run: str, rule: str) -> bool:
+    """Whether judge run ``run`` never left its own start on the test chunks of ``rule``: at least
+    :data:`DEGENERATE_SHARE` of its verdicts equal, chunk by chunk, those of the warm-up its kind
+    trains from (:func:`stepwiser_lib.core.vocab.start_of`; issue 59: the no-CoT judge against the
+    no-CoT warm-up, not the CoT one). False when that start's predictions are not there."""
     mine = {
         p["chunk_id"]: p["verdict"] for p in preds if p["judge"] == run and p["rule"] == rule and p["split"] == "test"
     }
-    if not mine:
+    start = start_of(run.split("@")[0].split(":")[0])
+    if not mine or not start:
         return False
-    warm = {
-        p["chunk_id"]: p["verdict"]
-        for p in preds
-        if p["judge"] == WARMUP_NAME and p["rule"] == rule and p["split"] == "test"
+    theirs = {
+        p["chunk_id"]: p["verdict"] for p in preds if p["judge"] == start and p["rule"] == rule and p["split"] == "test"
     }
-    same = sum(warm.get(c, object()) == v for c, v in mine.items()) / len(mine)
-    top = max(sum(v is x for v in mine.values()) for x in (True, False, None)) / len(mine)
-    return max(same, top) >= DEGENERATE_SHARE
+    if not theirs:
+        return False
+    return sum(theirs.get(c, object()) == v for c, v in mine.items()) / len(mine) >= DEGENERATE_SHARE
+
+
+def degenerate(preds: list[dict], run: str, rule: str) -> bool:
+    """Whether judge run ``run`` is degenerate on ``rule``'s test chunks: its Positive rate is
+    outside :data:`POSITIVE_RATE_RANGE` (one constant verdict, or an unparsed one, included). The
+    one definition every count and gate uses (issue 59)."""
+    rate = positive_rate(preds, run, rule)
+    lo, hi = POSITIVE_RATE_RANGE
+    return rate is not None and not lo <= rate <= hi
 
 
 def uninformative_arms(preds: list[dict] | None) -> dict[str, str]:
     """Variant -> why, for every judge variant of notebook 04's predictions most of whose runs are
-    :func:`degenerate` (on its own rule's test chunks)."""
+    :func:`degenerate` or :func:`unmoved` (on its own rule's test chunks): such an arm decides
+    nothing and leaves the Holm family."""
     if not preds:
         return {}
     out = {}
@@ -308,11 +318,23 @@ def uninformative_arms(preds: list[dict] | None) -> dict[str, str]:
     for variant in sorted({n.split("@")[0] for n, _ in names}):
         rule = variant.split(":")[1]
         runs = _runs({n for n, r in names if r == rule}, variant)
-        bad = [r for r in runs if degenerate(preds, r, rule)]
-        if runs and len(bad) * 2 > len(runs):
-            out[variant] = (
-                f"{len(bad)} of {len(runs)} runs give the same test verdict as the untrained warm-up, or "
-                f"one constant verdict, on at least {DEGENERATE_SHARE:.0%} of the chunks"
+        degen = [r for r in runs if degenerate(preds, r, rule)]
+        still = [r for r in runs if r not in degen and unmoved(preds, r, rule)]
+        if runs and (len(degen) + len(still)) * 2 > len(runs):
+            lo, hi = POSITIVE_RATE_RANGE
+            start = start_of(variant.split(":")[0])
+            out[variant] = "; ".join(
+                x
+                for x in (
+                    f"{len(degen)} of {len(runs)} runs degenerate (Positive on under {lo:g}% or over {hi:g}% of the test chunks)"
+                    if degen
+                    else "",
+                    f"{len(still)} of {len(runs)} runs give its start's ({start}) test verdict on at least "
+                    f"{DEGENERATE_SHARE:.0%} of the chunks"
+                    if still
+                    else "",
+                )
+                if x
             )
     return out
 
@@ -339,9 +361,7 @@ def degenerate_runs(preds: list[dict] | None, variant: str) -> tuple[int, int] |
     runs = _runs({p["judge"] for p in preds if p["split"] == "test" and p["rule"] == rule}, variant)
     if not runs:
         return None
-    lo, hi = POSITIVE_RATE_RANGE
-    rates = [positive_rate(preds, r, rule) for r in runs]
-    return sum(not lo <= x <= hi for x in rates if x is not None), len(runs)
+    return sum(degenerate(preds, r, rule) for r in runs), len(runs)
 
 
 def pb_arm(preds: list[dict], rows_: list[str], splits: list[str], ids: list[str]) -> np.ndarray:
@@ -535,6 +555,20 @@ def _paper_effect(diff_a: float, diff_b: float, se: float | None, source: str, n
     }
 
 
+def tables56_effect(pap: tuple, se: float, noise: str) -> dict:
+    """:func:`_paper_effect` of a Tables 5/6 ordering (``pap``: :func:`_pb_paper`'s a, b, model and
+    the other model's difference), against ProcessBench's item noise ``se``."""
+    pa, pb, model, other = pap
+    return _paper_effect(
+        pa,
+        pb,
+        se,
+        f"Tables 5/6, {model}, ProcessBench avg F1",
+        noise,
+        f"{'7B' if model == '1.5B' else '1.5B'}: {other:+.1f}" if other is not None else "",
+    )
+
+
 def specs(results_dir: str | Path) -> list[dict]:
     """Every claim the predictions in ``results_dir`` can test, with its two arms' counts, the
     statistic, the strata items are resampled in, and the paper's difference and noise."""
@@ -599,65 +633,49 @@ def specs(results_dir: str | Path) -> list[dict]:
     if jp:
         tests = [p for p in jp if p["split"] == "test"]
         variants = {p["judge"].split("@")[0] for p in tests if ":" in p["judge"]}
+        names = {p["judge"] for p in tests}
         for a, b, (pa_v, pb_v) in _orderings(variants, same_rule=True):
             rule = a.split(":")[1]
             pap = _pb_paper(pa_v, pb_v)
             if pap is None:
                 continue
             problems = sorted({p["problem_id"] for p in tests if p["rule"] == rule})
-            ra, rb = _runs({p["judge"] for p in tests}, a), _runs({p["judge"] for p in tests}, b)
-            pa, pbb, model, other = pap
-            out.append(
-                _spec(
-                    _ordering_text(a, b, 1 if pa - pbb > 0 else -1),
-                    "judges",
-                    f"balanced step accuracy, {rule} test chunks (paper: ProcessBench avg F1)",
-                    a,
-                    b,
-                    [judge_arm(jp, ra, rule, problems), judge_arm(jp, rb, rule, problems)],
-                    seeds.balanced_accuracy_stat,
-                    None,
-                    ["judge training seeds"] * 2,
-                    _paper_effect(
-                        pa,
-                        pbb,
-                        se_pb,
-                        f"Tables 5/6, {model}, ProcessBench avg F1",
-                        pb_noise,
-                        f"{'7B' if model == '1.5B' else '1.5B'}: {other:+.1f}" if other is not None else "",
-                    ),
-                    uninformative=_why(bad, a, b),
-                    same_units=False,  # balanced step accuracy against ProcessBench F1
-                    degenerate=[degenerate_runs(jp, a), degenerate_runs(jp, b)],
+            ra, rb = _runs(names, a), _runs(names, b)
+            text = _ordering_text(a, b, 1 if pap[0] - pap[1] > 0 else -1)
+            paper = tables56_effect(pap, se_pb, pb_noise)
+            # issue 59: a verdict-only judge is also read at a cut of its p(Positive) chosen on dev
+            # (judge_runs.threshold_reading), a row that informs where its greedy verdicts collapse
+            rt = [f"{r} (dev threshold)" for r in rb if f"{r} (dev threshold)" in names]
+            readings = [(text, b, rb, _why(bad, a, b), degenerate_runs(jp, b))]
+            if rt and len(rt) == len(rb):
+                readings.append(
+                    (
+                        text + ", the latter read at a threshold of its p(Positive) chosen on dev",
+                        f"{b} (dev threshold)",
+                        rt,
+                        _why(bad, a, ""),
+                        None,
+                    )
                 )
-            )
-        # issue 47: does GRPO beat the judge it starts from? Not a paper row (the paper's judges start
-        # from instruct models, ours from a format warm-up), decided by the same Holm family
-        for v in sorted(x for x in variants if x.split(":")[0] == "stepwiser"):
-            rule = v.split(":")[1]
-            problems = sorted({p["problem_id"] for p in tests if p["rule"] == rule})
-            warm = [WARMUP_NAME] if any(p["judge"] == WARMUP_NAME and p["rule"] == rule for p in tests) else []
-            if not warm:
-                continue
-            out.append(
-                _spec(
-                    f"GRPO beats the judge it starts from, the format warm-up ({RULES_NAME.get(rule, rule)})",
-                    "judges",
-                    f"balanced step accuracy, {rule} test chunks",
-                    v,
-                    WARMUP_NAME,
-                    [
-                        judge_arm(jp, _runs({p["judge"] for p in tests}, v), rule, problems),
-                        judge_arm(jp, warm, rule, problems),
-                    ],
-                    seeds.balanced_accuracy_stat,
-                    None,
-                    ["judge training seeds", "the one warm-up"],
-                    NOT_A_PAPER_ROW,
-                    uninformative=_why(bad, v, ""),
-                    degenerate=[degenerate_runs(jp, v), None],
+            for claim, b_name, b_runs, why, b_degenerate in readings:
+                out.append(
+                    _spec(
+                        claim,
+                        "judges",
+                        f"balanced step accuracy, {rule} test chunks (paper: ProcessBench avg F1)",
+                        a,
+                        b_name,
+                        [judge_arm(jp, ra, rule, problems), judge_arm(jp, b_runs, rule, problems)],
+                        seeds.balanced_accuracy_stat,
+                        None,
+                        ["judge training seeds"] * 2,
+                        paper,
+                        uninformative=why,
+                        same_units=False,  # balanced step accuracy against ProcessBench F1
+                        degenerate=[degenerate_runs(jp, a), b_degenerate],
+                    )
                 )
-            )
+        out += start_rows(jp, tests, variants, bad)
     pbp = _read(R, "processbench")
     if pbp:
         names = {p["judge"] for p in pbp}
@@ -671,10 +689,9 @@ def specs(results_dir: str | Path) -> list[dict]:
             ra, rb = pb_rows(names, a), pb_rows(names, b)
             if pap is None or not ra or not rb:
                 continue
-            pa, pbb, model, other = pap
             out.append(
                 _spec(
-                    _ordering_text(a, b, 1 if pa - pbb > 0 else -1),
+                    _ordering_text(a, b, 1 if pap[0] - pap[1] > 0 else -1),
                     "processbench",
                     "toy-ProcessBench avg F1"
                     + (" (dev-chosen thresholds)" if any("dev threshold" in r for r in ra + rb) else ""),
@@ -684,14 +701,7 @@ def specs(results_dir: str | Path) -> list[dict]:
                     seeds.f1_stat(len(splits)),
                     strata,
                     ["judge training seeds"] * 2,
-                    _paper_effect(
-                        pa,
-                        pbb,
-                        se_pb,
-                        f"Tables 5/6, {model}, ProcessBench avg F1",
-                        pb_noise,
-                        f"{'7B' if model == '1.5B' else '1.5B'}: {other:+.1f}" if other is not None else "",
-                    ),
+                    tables56_effect(pap, se_pb, pb_noise),
                     uninformative=_why(bad, a, b),
                     degenerate=[degenerate_runs(jp, a), degenerate_runs(jp, b)],
                 )
@@ -772,6 +782,117 @@ def specs(results_dir: str | Path) -> list[dict]:
                     ),
                     uninformative=_why(bad, a, b),
                     paired_seeds=crn,
+                    degenerate=[degenerate_runs(jp, a), degenerate_runs(jp, b)],
+                )
+            )
+    return out
+
+
+#: The generative RL judges whose start the table asks about (issue 47: does GRPO beat its start?
+#: issue 59: does it beat a fixed rule reading its start's analysis, and keep that analysis?),
+#: each with the words for its start.
+START_ROWS = {"stepwiser": "the format warm-up", "oracle_rl": "the oracle warm-up (exact re-derivations)"}
+
+
+def exact_arm(preds: list[dict], run_ids: list[str], rule: str, problems: list[str]) -> np.ndarray:
+    """Counts ``(runs, problems, 2)``: per problem, (exact analyses, test chunks) of each run's
+    stored analyses (``analysis_exact`` of the predictions; issue 59)."""
+    idx = {q: i for i, q in enumerate(problems)}
+    out = np.zeros((len(run_ids), len(problems), 2))
+    for s, run in enumerate(run_ids):
+        for p in preds:
+            if p["judge"] == run and p["rule"] == rule and p["split"] == "test":
+                out[s, idx[p["problem_id"]]] += (bool(p.get("analysis_exact")), 1)
+    return out
+
+
+def start_rows(jp: list[dict], tests: list[dict], variants: set[str], bad: dict) -> list[dict]:
+    """The rows of ours alone (:data:`NOT_A_PAPER_ROW`, decided by the same Holm family) about what
+    RL adds to its start, for every variant of :data:`START_ROWS` whose start is in the predictions:
+    RL against the start (issue 47); RL against a fixed rule reading the start's own analysis, and
+    the share of exact analyses after RL against the start's, chunk by chunk (issue 59); and, where
+    both generative arms ran, the oracle warm-up's arm against the oracle-free one."""
+    out = []
+    names = {p["judge"] for p in tests}
+    for v in sorted(x for x in variants if x.split(":")[0] in START_ROWS):
+        kind, rule = v.split(":")
+        start, rname = start_of(kind), RULES_NAME.get(rule, rule)
+        problems = sorted({p["problem_id"] for p in tests if p["rule"] == rule})
+        has = lambda name: any(p["judge"] == name and p["rule"] == rule for p in tests)  # noqa: B023, E731
+        if not has(start):
+            continue
+        runs = _runs(names, v)
+        arm = judge_arm(jp, runs, rule, problems)
+        common = dict(uninformative=_why(bad, v, ""), degenerate=[degenerate_runs(jp, v), None])
+        metric = f"balanced step accuracy, {rule} test chunks"
+        out.append(
+            _spec(
+                f"GRPO beats the judge it starts from, {START_ROWS[kind]} ({rname})",
+                "judges",
+                metric,
+                v,
+                start,
+                [arm, judge_arm(jp, [start], rule, problems)],
+                seeds.balanced_accuracy_stat,
+                None,
+                ["judge training seeds", "the one warm-up"],
+                NOT_A_PAPER_ROW,
+                **common,
+            )
+        )
+        ref = rule_name(start)
+        if has(ref):
+            out.append(
+                _spec(
+                    f"GRPO beats a fixed rule reading the analysis of its start, {START_ROWS[kind]} ({rname})",
+                    "judges",
+                    metric,
+                    v,
+                    ref,
+                    [arm, judge_arm(jp, [ref], rule, problems)],
+                    seeds.balanced_accuracy_stat,
+                    None,
+                    ["judge training seeds", "the one warm-up"],
+                    NOT_A_PAPER_ROW,
+                    **common,
+                )
+            )
+        mine = [p for p in tests if p["judge"] in runs and p["rule"] == rule]
+        theirs = [p for p in tests if p["judge"] == start and p["rule"] == rule]
+        if mine and theirs and all(p.get("analysis_exact") is not None for p in mine + theirs):
+            out.append(
+                _spec(
+                    f"after GRPO the analysis is the exact re-derivation as often as at its start, {START_ROWS[kind]} ({rname})",
+                    "judges",
+                    f"% of {rule} test chunks whose analysis is the exact re-derivation, after RL − its start",
+                    v,
+                    start,
+                    [exact_arm(jp, runs, rule, problems), exact_arm(jp, [start], rule, problems)],
+                    seeds.mean_stat,
+                    None,
+                    ["judge training seeds", "the one warm-up"],
+                    NOT_A_PAPER_ROW,
+                    **common,
+                )
+            )
+    for rule in RULES:
+        a, b = f"oracle_rl:{rule}", f"stepwiser:{rule}"
+        if a in variants and b in variants:
+            problems = sorted({p["problem_id"] for p in tests if p["rule"] == rule})
+            out.append(
+                _spec(
+                    f"a warm-up on exact re-derivations (an oracle) trains a better judge than the oracle-free one "
+                    f"({RULES_NAME.get(rule, rule)})",
+                    "judges",
+                    f"balanced step accuracy, {rule} test chunks",
+                    a,
+                    b,
+                    [judge_arm(jp, _runs(names, a), rule, problems), judge_arm(jp, _runs(names, b), rule, problems)],
+                    seeds.balanced_accuracy_stat,
+                    None,
+                    ["judge training seeds"] * 2,
+                    NOT_A_PAPER_ROW,
+                    uninformative=_why(bad, a, b),
                     degenerate=[degenerate_runs(jp, a), degenerate_runs(jp, b)],
                 )
             )

@@ -23,13 +23,21 @@ def chunk_id(example: dict) -> str:
 
 
 def judge_predictions(
-    judge: str, rule: str, split: str, examples: list[dict], judged: list[dict], truth: list[bool | None] | None = None
+    judge: str,
+    rule: str,
+    split: str,
+    examples: list[dict],
+    judged: list[dict],
+    truth: list[bool | None] | None = None,
+    exact: list[bool | None] | None = None,
 ) -> list[dict]:
     """One record per chunk: ``judge`` (variant name, ``@seedN`` for a repeat seed), ``rule`` (whose
     MC labels ``label`` holds), ``split``,
     ``problem_id``, ``chunk_id``, ``label`` (the MC label, True = Positive), ``verdict`` (True,
-    False, or None when unparsable), ``score`` (the judge's p(Positive) or Maj@k fraction) and
-    ``truth`` (the exact step checker, toy world only; else None)."""
+    False, or None when unparsable), ``score`` (the judge's p(Positive) or Maj@k fraction),
+    ``truth`` (the exact step checker, toy world only; else None), and where ``exact`` is given
+    (a CoT judge's test chunks, issue 59) ``analysis`` (the judge's text before its verdict) and
+    ``analysis_exact`` (whether it is the exact re-derivation; toy world only), else None for both."""
     if len(examples) != len(judged):
         raise ValueError(f"{len(judged)} judge outputs for {len(examples)} chunks")
     truth = truth if truth is not None else [None] * len(examples)
@@ -45,9 +53,20 @@ def judge_predictions(
             "verdict": verdict.get(j["verdict"]),
             "score": j.get("score"),
             "truth": t,
+            "analysis": analysis_text(j) if exact is not None else None,
+            "analysis_exact": exact[i] if exact is not None else None,
         }
-        for e, j, t in zip(examples, judged, truth)
+        for i, (e, j, t) in enumerate(zip(examples, judged, truth))
     ]
+
+
+def analysis_text(judged: dict) -> str | None:
+    """A judge output's analysis: its text before the last ``\\boxed`` (all of it without one)."""
+    a = judged.get("analysis")
+    if a is None:
+        return None
+    cut = a.rfind("\\boxed")
+    return (a[:cut] if cut >= 0 else a).strip()
 
 
 def correct(p: dict, against: str = "label") -> bool:
@@ -181,8 +200,33 @@ def reference_judge(preds: list[dict], judge: str, verdicts: list[bool | None]) 
     if len(verdicts) != len(preds):
         raise ValueError(f"{len(verdicts)} verdicts for {len(preds)} chunks")
     return [
-        {**p, "judge": judge, "verdict": v, "score": None if v is None else float(v)} for p, v in zip(preds, verdicts)
+        {
+            **p,
+            "judge": judge,
+            "verdict": v,
+            "score": None if v is None else float(v),
+            "analysis": None,
+            "analysis_exact": None,
+        }
+        for p, v in zip(preds, verdicts)
     ]
+
+
+def balanced_threshold(scores: list[float | None], labels: list[bool]) -> tuple[float, float]:
+    """``(threshold, balanced accuracy %)``: the cut on a judge's p(Positive) (a verdict is Positive
+    when its score is at least the threshold) with the highest balanced accuracy against ``labels``,
+    chosen on a dev split and read on test (issue 59: a judge whose greedy verdicts collapsed to
+    one side may still rank chunks). A missing score is a wrong verdict at every cut. Ties go to
+    the smallest threshold. [not in paper]"""
+    if len(scores) != len(labels):
+        raise ValueError(f"{len(scores)} scores for {len(labels)} labels")
+    vals = sorted({s for s in scores if s is not None})
+    best = (0.5, -1.0)
+    for t in [0.0, *(v + 1e-9 for v in vals)]:
+        bal = stats.balanced_accuracy(labels, [s is not None and (s >= t) == y for s, y in zip(scores, labels)])
+        if bal > best[1] + 1e-12:
+            best = (t, bal)
+    return best[0], round(best[1], 2)
 
 
 def constant_judge(preds: list[dict], verdict: bool = True) -> list[dict]:

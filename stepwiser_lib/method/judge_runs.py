@@ -15,12 +15,23 @@ from ..core import io, paths
 from ..core.prompts import check_prompt
 from ..core.schemas import JUDGE_EXAMPLE, JUDGE_SPLITS
 from ..core.verdicts import mask, tally
-from ..core.vocab import WARMUP_NAME, WARMUP_OF, parse_variant, variant_slug
+from ..core.vocab import (
+    START_NAME,
+    WARMUP_NAME,
+    WARMUP_OF,
+    WARMUP_STYLES,
+    parse_variant,
+    rule_name,
+    start_of,
+    uses_oracle,
+    variant_slug,
+)
 from ..engines import sft
 from ..engines.trainers import SFTSettings
 from ..evals import claims
 from ..evals.evaluation import (
     balanced_accuracy_ci,
+    balanced_threshold,
     compare,
     comparison_line,
     constant_judge,
@@ -28,12 +39,12 @@ from ..evals.evaluation import (
     reference_judge,
 )
 from ..evals.paper_results import paper_row
-from ..evals.stats import wilson
+from ..evals.stats import mcnemar_exact, wilson
 from . import judge, judge_train, tasks
 from .judge import MODEL_FIELDS, resolved_entry, stored_entry
 
 #: The two yardsticks that need no training (toy world).
-REF_RULE = "warm-up analysis read by a rule (no RL)"
+REF_RULE = rule_name(WARMUP_NAME)  # "warm-up analysis read by a rule (no RL)"
 REF_EXACT = "exact checker (label-noise ceiling)"
 
 
@@ -162,15 +173,20 @@ def train_warmups(
     batch: int,
     micro_batch: int,
     analyses: list[str] | None = None,
+    verdict: str = "coin",
 ) -> tuple[dict, dict, dict]:
     """Notebook 04, section 1: one format warm-up per output ``style`` (:func:`stepwiser_lib.method.tasks.warmup_records`
     on ``chunks``: the re-derivation and a coin-flip verdict, never a label), SFT for ``steps``
     optimizer steps (``direct_steps`` for the verdict-only style), cached in ``art/warmup_<style>``
     under a key of every setting. ``analyses``: the CoT warm-up's analyses (:func:`own_analyses`),
-    else the exact re-derivations. Returns style -> model dir, style -> cache key, style -> its records."""
+    else the exact re-derivations; ``verdict``: the CoT warm-up's verdicts (``WARMUP_VERDICT``: a coin
+    flip, or the one its analysis implies). Returns style -> model dir, style -> cache key, style -> its records."""
     dirs, keys, records = {}, {}, {}
     for style in styles:
-        recs = records[style] = tasks.warmup_records(chunks, family, seed, style, analyses if style == "cot" else None)
+        cot = style == "cot"  # the derived warm-up ignores both (judge_text.warmup_records)
+        recs = records[style] = tasks.warmup_records(
+            chunks, family, seed, style, analyses if cot else None, verdict if cot else "coin"
+        )
         d = art / f"warmup_{style}"
         ws = SFTSettings(
             max_steps=direct_steps if style == "direct" else steps,
@@ -231,8 +247,9 @@ def warmup_stage(art, cfg, variants: list[tuple[str, str]], main: str | None, in
         batch=cfg.WARMUP_BATCH,
         micro_batch=cfg.WARMUP_MICRO_BATCH,
         analyses=analyses,
+        verdict=cfg.WARMUP_VERDICT,
     )
-    recs = records[styles[-1]] if styles else []
+    recs = records.get("cot") or (records[styles[-1]] if styles else [])  # the main judge's warm-up, if any
     return dirs, keys, recs[0]["completion"] if recs else None
 
 
@@ -336,6 +353,42 @@ def _masked(row: dict, test_preds: list[dict]) -> dict:
     return mask(row, tally(test_preds), ROW_NUMBERS)
 
 
+def start_entries(warmups: dict, warm_keys: dict) -> dict[str, dict]:
+    """The registry-style entry of every warm-up but the main one (:func:`warmup_entry`), keyed by
+    its predictions' name (:data:`stepwiser_lib.core.vocab.START_NAME`): the starts of the
+    ablations (the oracle warm-up, the no-CoT and restating ones), each evaluated so that every arm
+    is compared with its own start (issue 59)."""
+    return {
+        START_NAME[style]: {
+            "name": START_NAME[style],
+            "kind": "warmup",
+            "rule": None,
+            "style": WARMUP_STYLES[style],
+            "base": d,
+            "adapter": None,
+            "row": f"format warm-up ({style})",
+            "key": warm_keys.get(style),
+        }
+        for style, d in sorted(warmups.items())
+        if style != "cot"
+    }
+
+
+def judge_starts(
+    entries: dict, data: dict, *, family: str, max_completion: int, direct_max_completion: int, batch: int
+):
+    """Greedy verdicts of each start of :func:`start_entries` on every rule's dev and test chunks:
+    name -> rule -> split -> judged chunks (what :func:`evaluate_runs` takes as ``other_starts``)."""
+    out = {}
+    for name, e in entries.items():
+        j = judge.load_judge(e, family, direct_max_completion if e["style"] == "direct" else max_completion, batch)
+        out[name] = {
+            rule: {s: judge.evaluate_judge(j, data[rule][key])[1] for s, key in EVAL_SPLITS.items()} for rule in data
+        }
+        _release(j)
+    return out
+
+
 def evaluate_runs(
     records: dict,
     data: dict,
@@ -350,6 +403,7 @@ def evaluate_runs(
     auc_k: int,
     seed: int,
     warmed: bool = True,
+    other_starts: dict | None = None,
 ) -> tuple[dict, list[dict], dict, dict]:
     """Notebook 04, section 4: the per-chunk predictions and the table rows of the warm-up (per
     rule), the two yardsticks (toy world) and every trained run. Each run is evaluated once on test
@@ -357,11 +411,13 @@ def evaluate_runs(
     record gains ``dev`` and ``test`` metrics with their 95% intervals (problems resampled).
     ``warm_judged``: rule -> split -> the warm-up's judged chunks. A row whose judge parsed no
     verdict on test shows :data:`stepwiser_lib.core.verdicts.UNINFORMATIVE` instead of its numbers, and
-    every row says how its verdicts parsed. Returns (predictions keyed (judge, rule, split), rows,
+    every row says how its verdicts parsed. ``other_starts`` (:func:`judge_starts`): the other
+    warm-ups' judged chunks, each a row, and for a CoT start on the toy world the rule reading
+    its analysis (:func:`rule_name`). Returns (predictions keyed (judge, rule, split), rows,
     run id -> judged test chunks, the yardsticks' summaries)."""
     preds, rows, judged_by, references = {}, [], {}, {}
     for rule in warm_judged:
-        preds.update(predictions(WARMUP_NAME, rule, data[rule], warm_judged[rule]))
+        preds.update(predictions(WARMUP_NAME, rule, data[rule], warm_judged[rule], cot=True))
         ci = balanced_accuracy_ci(preds[(WARMUP_NAME, rule, "test")])
         rows.append(
             _masked(
@@ -377,36 +433,98 @@ def evaluate_runs(
                 preds[(WARMUP_NAME, rule, "test")],
             )
         )
+    for name, by_rule in (other_starts or {}).items():
+        cot = any(j.get("analysis", "").split("\\boxed")[0].strip() for r in by_rule.values() for j in r["test"])
+        for rule, judged in by_rule.items():
+            preds.update(predictions(name, rule, data[rule], judged, cot=cot))
+            test, ci = preds[(name, rule, "test")], balanced_accuracy_ci(preds[(name, rule, "test")])
+            row = {
+                "judge": name,
+                "rule": rule,
+                "dev_balanced_acc": balanced_accuracy_ci(preds[(name, rule, "dev")])["balanced_acc"],
+                "balanced_acc": ci["balanced_acc"],
+                "ci95": f"[{ci['low']}, {ci['high']}]",
+                "train_s": None,
+                "seed": seed,
+            }
+            rows.append(_masked(row, test))
+            if cot and family == "toy":  # the rule reading this start's own analysis
+                ref = rule_name(name)
+                for split in EVAL_SPLITS:
+                    preds[(ref, rule, split)] = reference_judge(
+                        preds[(name, rule, split)], ref, [tasks.analysis_verdict(j["analysis"]) for j in judged[split]]
+                    )
+                rows.append(_reference_row(preds, references, ref, rule, seed))
     for rule in warm_judged if family == "toy" else []:  # they read the toy analysis and the exact checker
         preds.update(reference_predictions(preds, rule, warm_judged[rule]))
-        for name in (REF_RULE, REF_EXACT):
-            sm = references.setdefault(name, {})[rule] = reference_summary(
-                preds[(name, rule, "test")], preds[(name, rule, "dev")]
-            )
-            rows.append(
-                {
-                    "judge": name,
-                    "rule": rule,
-                    **sm,
-                    "ci95": f"[{sm['ci95']['low']}, {sm['ci95']['high']}]",
-                    "seed": seed,
-                }
-            )
+        rows += [_reference_row(preds, references, name, rule, seed) for name in (REF_RULE, REF_EXACT)]
     for run_id, rec in records.items():
         e = rec["entry"]
         j = judge.load_judge(
             e, family, direct_max_completion if e["style"] == "direct" else max_completion, judge_batch
         )
-        rec["dev"], dev_judged = judge.evaluate_judge(j, data[e["rule"]]["dev_balanced"])
+        direct = e["style"] == "direct"  # its p(Positive) on dev too: the threshold reading below
+        rec["dev"], dev_judged = judge.evaluate_judge(j, data[e["rule"]]["dev_balanced"], readout=direct)
         rec["test"], judged_by[run_id] = judge.evaluate_judge(
             j, data[e["rule"]]["test_balanced"], auc_k=auc_k, readout=True
         )
         _release(j)
-        preds.update(predictions(run_id, e["rule"], data[e["rule"]], {"dev": dev_judged, "test": judged_by[run_id]}))
+        preds.update(
+            predictions(
+                run_id,
+                e["rule"],
+                data[e["rule"]],
+                {"dev": dev_judged, "test": judged_by[run_id]},
+                cot=e["style"] == "cot",
+            )
+        )
         for split in ("dev", "test"):
             rec[split]["ci95"] = balanced_accuracy_ci(preds[(run_id, e["rule"], split)])
         rows.append(_masked(variant_row(run_id, rec, seed), preds[(run_id, e["rule"], "test")]))
+        if direct:  # issue 59: a verdict-only judge read at a cut of its p(Positive) chosen on dev
+            preds.update(threshold_reading(run_id, e["rule"], preds, dev_judged, judged_by[run_id], rec))
     return preds, rows, judged_by, references
+
+
+def threshold_name(run_id: str) -> str:
+    """The predictions' name of a judge run read at a dev-chosen threshold (:func:`threshold_reading`)."""
+    return f"{run_id} (dev threshold)"
+
+
+def threshold_reading(run_id: str, rule: str, preds: dict, dev_judged: list[dict], test_judged: list[dict], rec: dict):
+    """A verdict-only judge read at the cut of its p(Positive) that maximises balanced accuracy on
+    dev (:func:`stepwiser_lib.evals.evaluation.balanced_threshold`), applied to dev and test
+    (issue 59: the no-CoT judge's greedy verdicts collapse to one side where its p(Positive) may
+    still rank the chunks; the audit measured test AUCs of 0.37-0.61). Keyed as :func:`predictions`;
+    ``rec`` gains ``dev_threshold`` and the test balanced accuracy at it. {} without probabilities."""
+    dev_p = [j.get("p_positive") for j in dev_judged]
+    test_p = [j.get("p_positive") for j in test_judged]
+    if all(p is None for p in dev_p) or all(p is None for p in test_p):
+        return {}
+    dev = preds[(run_id, rule, "dev")]
+    t, _ = balanced_threshold(dev_p, [p["label"] for p in dev])
+    name = threshold_name(run_id)
+    out = {}
+    for split, ps in (("dev", dev_p), ("test", test_p)):
+        base = preds[(run_id, rule, split)]
+        out[(name, rule, split)] = [
+            {**r, "score": p}
+            for r, p in zip(reference_judge(base, name, [None if p is None else p >= t for p in ps]), ps)
+        ]
+    rec["dev_threshold"] = {
+        "threshold": round(t, 6),
+        "test_balanced_acc": balanced_accuracy_ci(out[(name, rule, "test")])["balanced_acc"],
+        "dev_balanced_acc": balanced_accuracy_ci(out[(name, rule, "dev")])["balanced_acc"],
+    }
+    return out
+
+
+def _reference_row(preds: dict, references: dict, name: str, rule: str, seed: int) -> dict:
+    """A yardstick's table row, its summary kept in ``references[name][rule]``."""
+    sm = references.setdefault(name, {})[rule] = reference_summary(
+        preds[(name, rule, "test")], preds[(name, rule, "dev")]
+    )
+    return {"judge": name, "rule": rule, **sm, "ci95": f"[{sm['ci95']['low']}, {sm['ci95']['high']}]", "seed": seed}
 
 
 def split_sizes(data: dict) -> dict:
@@ -537,12 +655,29 @@ def read_registry(profile: str, names: list[str], allow_all: bool = False, every
 EVAL_SPLITS = {"dev": "dev_balanced", "test": "test_balanced"}
 
 
-def predictions(name: str, rule: str, data_rule: dict, judged: dict) -> dict:
+def predictions(name: str, rule: str, data_rule: dict, judged: dict, cot: bool = False) -> dict:
     """Per-chunk predictions of one judge on both evaluation splits, keyed (judge, rule, split)
-    (:func:`stepwiser_lib.evals.evaluation.judge_predictions`; ``judged``: split -> the judge's outputs)."""
+    (:func:`stepwiser_lib.evals.evaluation.judge_predictions`; ``judged``: split -> the judge's outputs).
+    A ``cot`` judge's test records keep its analysis and whether it is the exact re-derivation
+    (issue 59: the analysis before and after RL, compared chunk by chunk)."""
+
+    def exact(key: str, split: str) -> list | None:
+        if not cot or split != "test":
+            return None
+        return [
+            (tasks.analysis_checks(e, j.get("analysis") or "") or {}).get("exact")
+            for e, j in zip(data_rule[key], judged[split])
+        ]
+
     return {
         (name, rule, split): judge_predictions(
-            name, rule, split, data_rule[key], judged[split], [tasks.step_truth(e) for e in data_rule[key]]
+            name,
+            rule,
+            split,
+            data_rule[key],
+            judged[split],
+            [tasks.step_truth(e) for e in data_rule[key]],
+            exact(key, split),
         )
         for split, key in EVAL_SPLITS.items()
     }
@@ -650,22 +785,50 @@ def main_summary(main: str, records: dict, before: dict, comparisons: list[dict]
     return out
 
 
-def variants_out(records: dict) -> dict:
-    """What ``results/<profile>/judges.json`` keeps of each trained run: its registry entry, test
-    and dev metrics, training time, steps and examples, the GRPO dev curve and RS-FT's kept count
-    where the kind has them."""
+def variants_out(records: dict, warmup_analysis: str = "derived", warmed: bool = True) -> dict:
+    """What ``results/<profile>/judges.json`` keeps of each trained run: its registry entry,
+    ``uses_oracle`` (:func:`stepwiser_lib.core.vocab.uses_oracle`: anything in its training computed
+    from the problems' true values; ``warmup_analysis``: ``WARMUP_ANALYSIS``; ``warmed``: ``WARMUP``),
+    test and dev metrics, training time, steps and examples, the GRPO dev curve and RS-FT's kept
+    count where the kind has them."""
     return {
         r: {
             "entry": rec["entry"],
+            "uses_oracle": uses_oracle(rec["entry"]["kind"], warmup_analysis, warmed),
             "test": rec["test"],
             "dev": rec["dev"],
             "seconds": rec["train"]["seconds"],
             "steps": rec["train"]["steps"],
             "train_examples": rec["train"]["train_examples"],
             **{k: rec["train"][k] for k in ("val_curve", "rsft_kept", "rsft_unparsed") if k in rec["train"]},
+            **({"dev_threshold": rec["dev_threshold"]} if "dev_threshold" in rec else {}),
         }
         for r, rec in records.items()
     }
+
+
+def oracle_map(names: list[str], warmup_analysis: str = "derived", warmed: bool = True) -> dict[str, bool]:
+    """``uses_oracle`` of every judge in notebook 04's predictions (``names``: trained runs, the
+    starts and the yardsticks): a run as its kind (:func:`stepwiser_lib.core.vocab.uses_oracle`),
+    a start as the warm-up it is (the derived one, or the main one on derived analyses), a rule
+    as the start whose analysis it reads, the exact checker always (issue 59)."""
+    starts = {v: k for k, v in START_NAME.items()}
+    rules = {rule_name(name): style for name, style in starts.items()}
+
+    def start_oracle(style: str) -> bool:
+        return warmed and (style == "derived" or (style == "cot" and warmup_analysis == "derived"))
+
+    out = {}
+    for n in names:
+        if n in starts:
+            out[n] = start_oracle(starts[n])
+        elif n == REF_EXACT:
+            out[n] = True
+        elif n in rules:
+            out[n] = start_oracle(rules[n])
+        elif ":" in n:  # a run, or a run read at a dev threshold
+            out[n] = uses_oracle(parse_variant(n.split(" (")[0].split("@")[0])[0], warmup_analysis, warmed)
+    return out
 
 
 def warmup_entry(warmups: dict, warm_keys: dict, init: str) -> dict:
@@ -717,6 +880,60 @@ def behaviour(judged: list[dict], examples: list[dict]) -> dict | None:
         }
 
     return {k: rate(v) for k, v in parts.items()}
+
+
+def analysis_change(before: list[dict], after: list[dict], examples: list[dict]) -> dict | None:
+    """Did RL change how often the judge's analysis is the exact re-derivation? Paired by chunk
+    (issue 59): the same ``examples`` judged by the start (``before``) and by the trained judge
+    (``after``); ``lost`` chunks exact before and not after, ``gained`` the reverse; the exact
+    two-sided McNemar test on those discordant pairs. None off the toy world. [not in paper]"""
+    if not (len(before) == len(after) == len(examples)):
+        raise ValueError(f"{len(before)} and {len(after)} judged chunks for {len(examples)} examples")
+    rows = [
+        (tasks.analysis_checks(e, b.get("analysis") or ""), tasks.analysis_checks(e, a.get("analysis") or ""))
+        for b, a, e in zip(before, after, examples)
+    ]
+    if any(rb is None or ra is None for rb, ra in rows):
+        return None
+    return exact_change([rb["exact"] for rb, _ in rows], [ra["exact"] for _, ra in rows])
+
+
+def exact_change(xb: list[bool], xa: list[bool]) -> dict:
+    """:func:`analysis_change` from the per-chunk flags (exact before, exact after), in one order."""
+    if len(xb) != len(xa):
+        raise ValueError(f"{len(xb)} flags before RL against {len(xa)} after")
+    lost = sum(b and not a for b, a in zip(xb, xa))
+    gained = sum(a and not b for b, a in zip(xb, xa))
+    n = len(xb)
+    return {
+        "n": n,
+        "exact_before": round(100 * sum(xb) / n, 1) if n else None,
+        "exact_after": round(100 * sum(xa) / n, 1) if n else None,
+        "lost": lost,
+        "gained": gained,
+        "diff": round(100 * (gained - lost) / n, 2) if n else None,
+        "p": mcnemar_exact(gained, lost, "two-sided"),
+        "test": "exact McNemar, two-sided, paired by chunk",
+    }
+
+
+def analysis_changes(preds: dict, run_ids: list[str]) -> dict[str, dict]:
+    """For every CoT run in ``run_ids`` whose own start has stored test analyses (``preds`` as
+    :func:`evaluate_runs` returns them), :func:`exact_change` against that start, chunk by chunk
+    on the test split (issue 59: does RL leave the analysis no worse than it found it?)."""
+    out = {}
+    for run in run_ids:
+        kind, rule = parse_variant(run.split("@")[0])
+        start = start_of(kind)
+        mine, theirs = preds.get((run, rule, "test")), preds.get((start, rule, "test")) if start else None
+        if not mine or not theirs or any(p["analysis_exact"] is None for p in [*mine, *theirs]):
+            continue
+        by_chunk = {p["chunk_id"]: p["analysis_exact"] for p in theirs}
+        out[run] = {
+            "start": start,
+            **exact_change([by_chunk[p["chunk_id"]] for p in mine], [p["analysis_exact"] for p in mine]),
+        }
+    return out
 
 
 #: How :func:`behaviour_lines` names each measure of :func:`behaviour`.

@@ -96,11 +96,16 @@ def rule_segment(response: str) -> str:
 
 
 def warmup_records(
-    examples: list[dict], family: str = "toy", seed: int = 0, style: str = "cot", analyses: list[str] | None = None
+    examples: list[dict],
+    family: str = "toy",
+    seed: int = 0,
+    style: str = "cot",
+    analyses: list[str] | None = None,
+    verdict: str = "coin",
 ) -> list[dict]:
     """The judge's format warm-up SFT records on the toy path (notebook 04; [not in paper]):
     :func:`stepwiser_lib.toy.judge_text.warmup_records`."""
-    return judge_text.warmup_records(examples, family, seed, style, analyses)
+    return judge_text.warmup_records(examples, family, seed, style, analyses, verdict)
 
 
 def file_kw(files: dict, task: str) -> dict:

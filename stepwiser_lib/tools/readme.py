@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from ..core import io, paths
+from ..core import io, paths, vocab
 from ..core.config import checked_parameters, list_notebooks, with_defaults
 from ..core.paths import ROOT
 from ..evals import claims
@@ -244,29 +244,56 @@ def _verdict_counts(rows: list[dict]) -> str:
     return ", ".join(f"{counts[v]} *{v}*" for v in order)
 
 
+def _row(rows: list[dict], prefix: str, a: str | None = None) -> dict | None:
+    """The first claims row whose claim starts with ``prefix`` (and whose arm a is ``a``)."""
+    return next((r for r in rows if r["claim"].startswith(prefix) and (a is None or r["a"] == a)), None)
+
+
+def _est(r: dict | None) -> str:
+    """A claims row's verdict and estimate, as the headline prints them."""
+    if not r or r.get("estimate") is None:
+        return f"*{r['verdict']}*" if r else ""
+    return f"*{r['verdict']}*, {r['estimate']:+.1f} [{r['ci_low']:+.1f}, {r['ci_high']:+.1f}]"
+
+
 def headline(profile: str = "toy-full") -> str:
-    """Five lines: what the toy world shows about StepWiser and what it does not (issue 51), every
-    number and verdict filled from ``results/<profile>/`` (judges.json, claims.json); "" before the
-    profile has run. The README's first screen and the results page open with it."""
+    """Five or six lines: where the toy judge's skill comes from, what RL adds to it and what the
+    toy world does not show (issues 51 and 59), every number and verdict filled from
+    ``results/<profile>/`` (judges.json, claims.json); "" before the profile has run. The README's
+    first screen and the results page open with it."""
     res = results_of(profile)
     jp, cp = res / "judges.json", res / "claims.json"
     if not (jp.exists() and cp.exists()):
         return ""
     jd, doc = io.read_json(jp), io.read_json(cp)
     m = jd.get("main_summary") or {}
+    main = m.get("main") or ""
+    kind, _, rule_ = main.partition(":")
+    cfg = jd.get("config", {})
     runs = m.get("rl_balanced_acc")
     runs = runs if isinstance(runs, list) else [runs]
     refs = jd.get("reference_judges", {})
-    ceiling = refs.get("exact checker (label-noise ceiling)", {}).get(m.get("main", "").split(":")[-1], {})
-    rule = refs.get("warm-up analysis read by a rule (no RL)", {}).get(m.get("main", "").split(":")[-1], {})
+    ceiling = refs.get(judge_runs.REF_EXACT, {}).get(rule_, {})
+    start_name = vocab.start_of(kind) if kind in vocab.KINDS else None
+    rule_ref = refs.get(vocab.rule_name(start_name), {}).get(rule_, {}) if start_name else {}
+    # results written before issue 59 carry no uses_oracle: their config says what the warm-up read
+    oracle = (jd.get("uses_oracle") or {}).get(main)
+    if oracle is None and kind in vocab.KINDS:
+        oracle = vocab.uses_oracle(kind, cfg.get("WARMUP_ANALYSIS", "derived"), cfg.get("WARMUP", True))
     rows = doc["claims"]
-    start = next((r for r in rows if r["b"] == "warm-up (before RL)" and r["file"] == "judges"), None)
-    order = [r for r in rows if r["file"] == "judges" and r is not start]
+    start = _row(rows, "GRPO beats the judge it starts from", main)
+    vs_rule_row = _row(rows, "GRPO beats a fixed rule reading", main)
+    exact = _row(rows, "after GRPO the analysis", main)
+    oracle_row = _row(rows, "a warm-up on exact re-derivations")
+    ours = {id(r) for r in (start, vs_rule_row, exact, oracle_row) if r} | {
+        id(r) for r in rows if r["claim"].startswith(("GRPO beats", "after GRPO"))
+    }
+    order = [r for r in rows if r["file"] == "judges" and id(r) not in ours and r.get("paper_diff") is not None]
     down = [r for r in rows if r["file"] in DOWNSTREAM]
     comps = {c["claim"]: c for c in jd.get("comparisons", [])}
     vs_rule = next((c for k, c in comps.items() if "read by a rule" in k), None)
     beh = m.get("behaviour") or {}
-    follows = [beh.get(k, {}).get("follows_analysis", {}).get("rate") for k in ("warm-up", m.get("main"))]
+    follows = [beh.get(k, {}).get("follows_analysis", {}).get("rate") for k in ("warm-up", main)]
     degen = [
         f"{arm} {n} of {t}"
         for arm, (n, t) in sorted(
@@ -274,31 +301,51 @@ def headline(profile: str = "toy-full") -> str:
         )
         if n
     ]
+    verdict_words = (
+        "its verdicts the ones those analyses imply, read by a fixed rule"
+        if cfg.get("WARMUP_VERDICT") == "implied"
+        else "coin-flip verdicts"
+    )
+    source = (
+        f"SFT on exact re-derivations computed from the problems' true values (an oracle), {verdict_words}"
+        if oracle
+        else f"SFT on the chunk policy's own analyses (nothing computed from the problems' true values), {verdict_words}"
+    )
     lines = [
-        f"- **{'Shows' if start and start['verdict'] == 'a higher' else 'Does not show'} that GRPO teaches the "
-        f"judge:** it turns a format warm-up at {m.get('warmup_balanced_acc')}% balanced step accuracy into a "
-        f"judge at {min(runs)}-{max(runs)}% on the test chunks over {len(runs)} training seeds"
+        f"- **Where the judge's skill comes from:** a warm-up by {source}, at {m.get('warmup_balanced_acc')}% "
+        f"balanced step accuracy; GRPO on the Monte-Carlo labels makes it a judge at {min(runs)}-{max(runs)}% on "
+        f"the test chunks over {len(runs)} training seed{'s' if len(runs) != 1 else ''}"
         + (f" (the exact checker, the labels' ceiling: {ceiling.get('balanced_acc')}%)" if ceiling else "")
-        + (
-            f"; the claims table: *{start['verdict']}*, {start['estimate']:+.1f} [{start['ci_low']:+.1f}, "
-            f"{start['ci_high']:+.1f}]."
-            if start and start["estimate"] is not None
-            else "."
-        ),
-        "- **What RL learnt** is to read its own analysis"
-        + (
-            f" (the verdict follows it in {follows[1]}% of chunks, {follows[0]}% before RL)"
-            if None not in follows
-            else ""
+        + (f"; GRPO − its start: {_est(start)}." if start else "."),
+    ]
+    if vs_rule_row:
+        lines.append(
+            f"- **What RL adds beyond reading its analysis:** a fixed rule reading the start's own analysis scores "
+            f"{rule_ref.get('balanced_acc')}%; GRPO − rule: {_est(vs_rule_row)}"
+            + (f"; the share of exact analyses, after RL − before: {_est(exact)} (paired by chunk)." if exact else ".")
         )
-        + (
-            f": a fixed rule reading the warm-up's analysis scores {rule.get('balanced_acc')}%, and RL − rule is "
-            f"{vs_rule['diff']:+.1f} [{vs_rule['low']:+.1f}, {vs_rule['high']:+.1f}] (seed {jd['config'].get('SEED')}, "
-            f"item-only: *{vs_rule['verdict']}*)."
-            if rule and vs_rule and vs_rule.get("diff") is not None
-            else "."
-        ),
-        f"- **Tables 5/6 at the step level** ({len(order)} judge orderings on the test chunks): "
+    elif rule_ref and vs_rule and vs_rule.get("diff") is not None:  # results from before issue 59
+        lines.append(
+            "- **What RL learnt** is to read its own analysis"
+            + (
+                f" (the verdict follows it in {follows[1]}% of chunks, {follows[0]}% before RL)"
+                if None not in follows
+                else ""
+            )
+            + f": a fixed rule reading the warm-up's analysis scores {rule_ref.get('balanced_acc')}%, and RL − rule is "
+            f"{vs_rule['diff']:+.1f} [{vs_rule['low']:+.1f}, {vs_rule['high']:+.1f}] ("
+            + (f"the mean of {vs_rule['seeds_a']} seeds" if vs_rule.get("seeds_a", 1) > 1 else "one seed")
+            + f", item-only: *{vs_rule['verdict']}*)."
+        )
+    if oracle_row:
+        lines.append(
+            "- **[not in paper] The oracle ablation** (the warm-up on exact re-derivations, the issue-47 recipe): "
+            f"oracle − oracle-free {_est(oracle_row)}."
+        )
+    lines += [
+        f"- **Tables 5/6 at the step level** ({len(order)} judge orderings on the test chunks"
+        + (", without an oracle" if oracle is False else ", with the oracle warm-up")
+        + "): "
         + (_verdict_counts(order) or "none run")
         + ".",
         f"- **{'Shows some' if any(r['verdict'] == 'same direction' for r in down) else 'Does not show the'} "

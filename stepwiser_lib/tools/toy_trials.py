@@ -31,8 +31,16 @@ from ..engines.checkpoints import resolve_model
 from ..engines.models import make_generator, release  # a trials CLI: torch at the top (tests/test_layers.py HEAVY)
 from ..engines.sft import sft
 from ..engines.trainers import SFTSettings
-from ..evals.claims import DEGENERATE_SHARE
-from ..evals.evaluation import balanced_accuracy_ci, compare_rates, problem_predictions, rate_ci
+from ..evals.claims import DEGENERATE_SHARE, POSITIVE_RATE_RANGE
+from ..evals.evaluation import (
+    balanced_accuracy_ci,
+    compare,
+    compare_rates,
+    judge_predictions,
+    problem_predictions,
+    rate_ci,
+    reference_judge,
+)
 from ..method import chunk_reset as cr
 from ..method import judge, judge_runs, judge_train, rsft, segmentation, tasks
 from ..method.sampling import sample_solutions, solution_predictions, summarize
@@ -389,7 +397,8 @@ def judge_rsft_trial(
             "balanced_acc": balanced_accuracy_ci(preds)["balanced_acc"],
             "positive_rate": round(100 * sum(v == "Positive" for v in after) / len(dev), 2),
             "same_as_warmup": round(100 * same, 2),
-            "degenerate": same >= DEGENERATE_SHARE,
+            "unmoved": same
+            >= DEGENERATE_SHARE,  # never left its start (claims.unmoved); "degenerate" is the Positive rate
         },
         "seconds": round(time.time() - t0, 1),
     }
@@ -434,7 +443,9 @@ def judge_trial(
     warm_art = (
         root
         / "warmups"
-        / io.digest(paths.model_fingerprint(init_dir), cfg.WARMUP_STEPS, cfg.WARMUP_LR, cfg.WARMUP_ANALYSIS)[:12]
+        / io.digest(
+            paths.model_fingerprint(init_dir), cfg.WARMUP_STEPS, cfg.WARMUP_LR, cfg.WARMUP_ANALYSIS, cfg.WARMUP_VERDICT
+        )[:12]
     )
     warm_art.mkdir(parents=True, exist_ok=True)
     warmups, _, _ = judge_runs.warmup_stage(
@@ -456,25 +467,33 @@ def judge_trial(
             if any(v is not None for v in implied)
             else None
         )
-        return {
-            "balanced_acc": acc["balanced_acc"],
-            "ci95": balanced_accuracy_ci(
-                [
-                    {"problem_id": e["problem_id"], "label": e["label"], "verdict": x["verdict"] == "Positive"}
-                    for e, x in zip(dev, judged)
-                    if x["verdict"]
-                ]
-            ),
-            "positive_rate": acc["positive_rate"],
-            "unparsed": acc["unparsed"],
-            "truth_balanced_acc": acc.get("truth_balanced_acc"),
-            "analysis_rule_balanced_acc": rule,
-            **({k: v["rate"] for k, v in beh.items()} if beh else {}),
-        }
+        return (
+            judged,
+            implied,
+            {
+                "balanced_acc": acc["balanced_acc"],
+                "ci95": balanced_accuracy_ci(
+                    [
+                        {"problem_id": e["problem_id"], "label": e["label"], "verdict": x["verdict"] == "Positive"}
+                        for e, x in zip(dev, judged)
+                        if x["verdict"]
+                    ]
+                ),
+                "positive_rate": acc["positive_rate"],
+                "unparsed": acc["unparsed"],
+                "truth_balanced_acc": acc.get("truth_balanced_acc"),
+                "analysis_rule_balanced_acc": rule,
+                **({k: v["rate"] for k, v in beh.items()} if beh else {}),
+            },
+        )
 
     style = STYLE[kind]
     start_style = WARMUP_OF[kind]
     start = {"style": style, "base": str(warmups.get(start_style) or init_dir), "adapter": None, "max_new_tokens": 8}
+    start_judged, start_implied, start_m = measure(start)
+    # the yardstick RL must beat (issue 59): a fixed rule reading the start's own analysis
+    preds = judge_predictions(variant, rule, "dev_balanced", dev, start_judged)
+    start_rule = reference_judge(preds, "start analysis read by a rule", start_implied) if start_implied else None
     runs = []
     for sd in seeds:
         out = root / name / f"seed{sd}"
@@ -482,17 +501,24 @@ def judge_trial(
             variant, data, out, base_model=init_dir, warmups=warmups, recipe=recipe, family="toy", seed=sd
         )
         tr = r["train"]
-        m = measure({**r["entry"], "max_new_tokens": r["entry"].get("max_new_tokens", cfg.MAX_COMPLETION)})
+        judged, _, m = measure({**r["entry"], "max_new_tokens": r["entry"].get("max_new_tokens", cfg.MAX_COMPLETION)})
+        paired = {}
+        if start_rule:
+            c = compare([judge_predictions(variant, rule, "dev_balanced", dev, judged)], start_rule)
+            paired["minus_start_rule"] = {k: c.get(k) for k in ("diff", "low", "high", "p_bootstrap", "verdict")}
+            paired["analysis_change"] = judge_runs.analysis_change(start_judged, judged, dev)
         lo, hi = POSITIVE_RANGE
         runs.append(
             {
                 "seed": sd,
                 **m,
+                **paired,
                 "degenerate": not lo <= m["positive_rate"] <= hi,
                 "train_seconds": tr["seconds"],
                 "seconds_per_step": round(tr["seconds"] / max(1, tr["steps"]), 2),
                 "steps": tr["steps"],
                 "train_examples": tr["train_examples"],
+                **({"grpo_log": grpo_log_summary(tr["log_history"])} if tr.get("log_history") else {}),
             }
         )
         print(json.dumps({"trial": name, **runs[-1]}), flush=True)
@@ -507,6 +533,8 @@ def judge_trial(
             k: getattr(cfg, k)
             for k in (
                 "WARMUP_STEPS",
+                "WARMUP_ANALYSIS",
+                "WARMUP_VERDICT",
                 "GRPO_STEPS",
                 "PROMPTS_PER_STEP",
                 "GROUP_SIZE",
@@ -523,12 +551,37 @@ def judge_trial(
         | dict(overrides or {}),
         "train_limit": train_limit,
         "dev_chunks": len(dev),
-        "start": measure(start),
+        "start": start_m,
         "runs": runs,
         "mean_balanced_acc": round(sum(accs) / len(accs), 2),
         "min_balanced_acc": min(accs),
         "degenerate_runs": sum(r["degenerate"] for r in runs),
         "seconds": round(time.time() - t0, 1),
+    }
+
+
+#: The GRPO log fields :func:`grpo_log_summary` keeps (TRL's names).
+GRPO_LOG_FIELDS = ("reward", "entropy", "frac_reward_zero_std", "completions/mean_length", "kl")
+
+
+def grpo_log_summary(log_history: list[dict]) -> dict:
+    """A GRPO run's training log in a few numbers (issue 59: why RL left the analysis where it
+    was): the mean of each of :data:`GRPO_LOG_FIELDS` over the first and the last fifth of the
+    logged steps (``entropy``: nats per output token; ``frac_reward_zero_std``: the share of groups
+    whose rewards all agree, which teach nothing)."""
+    rows = [h for h in log_history if "reward" in h]
+    if not rows:
+        return {}
+    k = max(1, len(rows) // 5)
+
+    def mean(part, f):
+        xs = [float(h[f]) for h in part if f in h]
+        return round(sum(xs) / len(xs), 4) if xs else None
+
+    return {
+        "steps_logged": len(rows),
+        **{f"first_{f}": mean(rows[:k], f) for f in GRPO_LOG_FIELDS},
+        **{f"last_{f}": mean(rows[-k:], f) for f in GRPO_LOG_FIELDS},
     }
 
 
@@ -539,6 +592,7 @@ def judge_markdown(records: list[dict]) -> str:
         "| exact analysis % per seed | s per step |",
         "|---|---|---|---|---|---|---|",
     ]
+    paired = []  # issue 59's trials also pair each run with its start, chunk by chunk
     for r in records:
         ch = ", ".join(
             f"{k}={v}" for k, v in r["settings"].items() if k not in JUDGE_DEFAULT_KEYS or k in r.get("note", "")
@@ -552,11 +606,36 @@ def judge_markdown(records: list[dict]) -> str:
             + " ".join("–" if x.get("analysis_exact") is None else str(x["analysis_exact"]) for x in r["runs"])
             + f" | {r['runs'][0]['seconds_per_step']} |"
         )
+        if any("minus_start_rule" in x for x in r["runs"]):
+            paired.append(
+                f"| {r['name']} | {r['start'].get('analysis_rule_balanced_acc')} | "
+                + "; ".join(
+                    f"{x['minus_start_rule']['diff']:+.2f} [{x['minus_start_rule']['low']:+.2f}, "
+                    f"{x['minus_start_rule']['high']:+.2f}]"
+                    for x in r["runs"]
+                )
+                + " | "
+                + "; ".join(
+                    f"{c['exact_before']} → {c['exact_after']} (−{c['lost']} +{c['gained']}, p {c['p']:.2g})"
+                    for x in r["runs"]
+                    if (c := x.get("analysis_change"))
+                )
+                + " |"
+            )
+    if paired:
+        out += [
+            "",
+            "| trial | start read by a rule: dev bal. acc | RL − that rule per seed [95%], paired bootstrap by problem "
+            "| exact analyses, start → after RL per seed (lost, gained; exact McNemar p) |",
+            "|---|---|---|---|",
+            *paired,
+        ]
     return "\n".join(out) + "\n"
 
 
-#: A trained judge is degenerate when its Positive rate is outside this range (issue 47's target).
-POSITIVE_RANGE = (15.0, 85.0)
+#: A trained judge is degenerate when its Positive rate is outside this range: the claims table's
+#: one definition (issue 59).
+POSITIVE_RANGE = POSITIVE_RATE_RANGE
 JUDGE_DEFAULT_KEYS: tuple[str, ...] = ()
 
 

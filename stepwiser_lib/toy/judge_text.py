@@ -45,38 +45,62 @@ def analysis_checks(problem_text: str, chunk: str, analysis: str) -> dict:
     }
 
 
+#: How a CoT warm-up record's verdict is chosen (``WARMUP_VERDICT``).
+WARMUP_VERDICTS = ("coin", "implied")
+
+
 def warmup_records(
-    examples: list[dict], family: str = "toy", seed: int = 0, style: str = "cot", analyses: list[str] | None = None
+    examples: list[dict],
+    family: str = "toy",
+    seed: int = 0,
+    style: str = "cot",
+    analyses: list[str] | None = None,
+    verdict: str = "coin",
 ) -> list[dict]:
     """Format warm-up SFT data for a tiny judge (notebook 04). [not in paper]
 
-    It teaches the output *contract* only: for ``style="cot"`` an analysis followed by a boxed
+    It teaches the output *contract*: for ``style="cot"`` an analysis followed by a boxed
     verdict, the analysis being ``analyses[i]`` when given (the initial model's own checking text
     of the chunk: ``WARMUP_ANALYSIS: own``) and else the exact re-derivation of
-    :func:`toy_analysis` (``derived``); for ``"direct"`` the boxed verdict alone; for
+    :func:`toy_analysis` (``derived``); for ``"derived"`` (the ``oracle_rl`` ablation's start,
+    issue 59) always the exact re-derivation and a coin-flip verdict, whatever ``analyses`` and
+    ``verdict`` say: the issue-47 recipe; for ``"direct"`` the boxed verdict alone; for
     ``"restate"`` (the ``restate_rl`` ablation) an analysis that only restates the chunk
     (:func:`stepwiser_lib.toy.toyworld.restate_text`), in the CoT judge prompt.
-    The verdict is drawn at random (50/50, seeded by the example's text), independent of the chunk and of any label (the ``label`` field
-    is never read), so the warm-up cannot teach which verdict is right; that is left to RL.
+    ``verdict="coin"``: the verdict is drawn at random (50/50, seeded by the example's text),
+    independent of the chunk and of any label (the ``label`` field is never read), so the warm-up
+    cannot teach which verdict is right; that is left to RL. ``verdict="implied"`` (CoT only):
+    the verdict the record's own analysis implies, read by the fixed rule
+    (:func:`analysis_implied`: every difference 0 -> Positive; a coin flip where the analysis is
+    unreadable). The warm-up then teaches the readout convention as well as the format, and RL
+    starts from a judge whose verdict follows its analysis, so whatever RL adds beyond a fixed rule
+    reading that analysis it adds to the analysis itself (issue 59). With ``own`` analyses this
+    reads only text the model wrote; with derived ones it is the exact checker's verdict (an
+    oracle).
     """
     if analyses is not None and len(analyses) != len(examples):
         raise ValueError(f"{len(analyses)} analyses for {len(examples)} warm-up examples")
+    if verdict not in WARMUP_VERDICTS:
+        raise ValueError(f"warm-up verdict {verdict!r}: want one of {WARMUP_VERDICTS}")
     out = []
     for i, e in enumerate(examples):
         rng = random.Random(f"warmup:{seed}:{e['problem']}:{e['chunk']}")
-        verdict = rng.choice(("Positive", "Negative"))
-        box = f"\\boxed{{{verdict}}}"
+        coin = rng.choice(("Positive", "Negative"))
         if style == "direct":
-            completion = box
+            completion = f"\\boxed{{{coin}}}"
         elif style == "restate":
-            completion = f"{restate_text(e['chunk'])}\n{box}"
+            completion = f"{restate_text(e['chunk'])}\n\\boxed{{{coin}}}"
+        elif style == "derived":
+            completion = f"{toy_analysis(e['problem'], e['chunk'])}\n\\boxed{{{coin}}}"
         else:
             analysis = analyses[i].strip() if analyses is not None else toy_analysis(e["problem"], e["chunk"])
-            completion = f"{analysis}\n{box}"
+            implied = analysis_implied(analysis) if verdict == "implied" else None
+            v = coin if implied is None else ("Positive" if implied else "Negative")
+            completion = f"{analysis}\n\\boxed{{{v}}}"
         out.append(
             {
                 "prompt": judge_prompt(
-                    family, e["problem"], e["history"], e["chunk"], "cot" if style == "restate" else style
+                    family, e["problem"], e["history"], e["chunk"], "cot" if style in ("restate", "derived") else style
                 ),
                 "completion": completion,
             }
