@@ -68,6 +68,19 @@ def test_notebook_runs_at_smoke(stem):
         res = json.loads((paths.results_dir("smoke") / "judges.json").read_text())
         kinds = {v["entry"]["kind"] for v in res["variants"].values()}
         assert kinds == {"stepwiser", "disc_sft", "no_cot_rl", "no_balance_rl", "rsft", "disc_warmup_sft", "restate_rl"}
+        # issue 59: who used an oracle (none at smoke: the main warm-up is on its own analyses), every
+        # other start evaluated with its rule, the analyses paired by chunk, the no-CoT threshold reading
+        assert (
+            not any(res["uses_oracle"][v] for v in res["variants"])
+            and res["uses_oracle"]["warm-up (before RL)"] is False
+        )
+        assert {"no-CoT warm-up (before RL)", "restating warm-up (before RL)"} <= set(res["uses_oracle"])
+        assert "restating warm-up analysis read by a rule (no RL)" in res["uses_oracle"]
+        assert {"stepwiser:rel_ratio", "stepwiser:rel_ratio@seed1", "restate_rl:rel_ratio"} <= set(
+            res["analysis_change"]
+        )
+        assert "dev_threshold" in res["variants"]["no_cot_rl:rel_ratio"]
+        assert "no_cot_rl:rel_ratio (dev threshold)" in res["uses_oracle"]
         assert {"stepwiser:rel_ratio@seed1", "disc_sft:rel_ratio@seed1"} <= set(res["variants"])  # both repeated
         assert all(0 <= v[s]["balanced_acc"] <= 100 for v in res["variants"].values() for s in ("dev", "test"))
         assert res["variants"]["stepwiser:rel_ratio"]["val_curve"][0]["step"] == 0
@@ -79,9 +92,17 @@ def test_notebook_runs_at_smoke(stem):
         from stepwiser_lib.evals import evaluation
 
         preds = io.read_jsonl(paths.results_dir("smoke") / "judge_predictions.jsonl")
-        refs = {"warm-up analysis read by a rule (no RL)", "exact checker (label-noise ceiling)"}
+        refs = {
+            "warm-up analysis read by a rule (no RL)",
+            "exact checker (label-noise ceiling)",
+            "restating warm-up analysis read by a rule (no RL)",  # issue 59: every CoT start's rule
+        }
         assert set(res["reference_judges"]) == refs
-        assert {p["judge"] for p in preds} == set(res["variants"]) | {"warm-up (before RL)"} | refs
+        starts = {"warm-up (before RL)", "no-CoT warm-up (before RL)", "restating warm-up (before RL)"}
+        assert {p["judge"] for p in preds} == set(res["variants"]) | starts | refs | {
+            "no_cot_rl:rel_ratio (dev threshold)",
+            "no_cot_rl:rel_ratio@seed1 (dev threshold)",
+        }
         exact = [p for p in preds if p["judge"] == "exact checker (label-noise ceiling)"]
         assert all(p["verdict"] == p["truth"] for p in exact)  # the checker agrees with itself
         assert (
