@@ -22,7 +22,7 @@ PROCESSBENCH ?= $(if $(wildcard data/full/MANIFEST.json),$(abspath data/full/pro
 DATA_MIRROR ?=
 DATA_ENV = STEPWISER_PROCESSBENCH_DIR=$(or $(PROCESSBENCH),$(abspath $(REAL_DATA)/processbench)) STEPWISER_REAL_DATA=$(abspath $(REAL_DATA))
 
-.PHONY: help venv venv-vllm lock lock-gpu data reproduce docs lint test test-real test-slow lab toy-base toy-processbench bench test-hub check-profiles clean standin smollm2 gpu-check label-workers workers
+.PHONY: help venv venv-vllm lock lock-gpu data reproduce docs lint test test-real test-slow lab toy-base toy-processbench bench bench-grpo test-hub check-profiles clean standin smollm2 gpu-check label-workers workers
 
 help:
 	@echo "make reproduce [PROFILE=smoke|tiny|toy-full|colab|paper]  run every notebook headless (default: tiny)"
@@ -44,6 +44,7 @@ help:
 	@echo "make test-hub    the checks that need huggingface.co: the hub's validation of every exported card"
 	@echo "make lab         JupyterLab on notebooks/"
 	@echo "make bench       labelling speed: naive vs batched vs adaptive -> results/bench/labelling.json"
+	@echo "make bench-grpo  one GRPO step of the judge by parts, before and after issue 61's levers, and the judge's evaluation pass -> results/bench/grpo_step.json (needs notebooks 01-03 of toy-full and a warm-up judge; MODEL=dir; ~8 min)"
 	@echo "make toy-base    rebuild the committed toy base model data/toy_base (~90 min on 2 cores)"
 	@echo "make toy-processbench  rebuild data/toy_processbench (four test splits and the dev split) from the toy base model (~2 min)"
 	@echo "make check-profiles  validate every shipped profile against every notebook (seconds)"
@@ -229,6 +230,11 @@ toy-processbench: venv
 bench: venv
 	$(PY) -m stepwiser_lib.tools.bench --profile $(if $(filter smoke,$(PROFILE)),smoke,tiny)
 	$(PY) -m stepwiser_lib.tools.readme
+
+# toy-full's settings (issue 61's yardstick; BENCH_PROFILE=tiny for another); MODEL=dir: the warm-up judge to start from
+BENCH_PROFILE ?= toy-full
+bench-grpo: venv
+	$(PY) -m stepwiser_lib.tools.grpo_bench --profile $(BENCH_PROFILE) $(if $(MODEL),--model $(MODEL),)
 
 clean:
 	rm -rf runs/smoke results/smoke figures/smoke runs/colab-smoke results/colab-smoke figures/colab-smoke

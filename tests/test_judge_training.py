@@ -233,6 +233,109 @@ def test_sampling_copy_of_a_lora_model_has_its_logits(toy_base_dir):
     assert models.for_sampling(model) is model is not merged  # a plain model is sampled as it is
 
 
+def test_the_sampling_copy_samples_with_its_own_weights_under_trls_fused_head(toy_base_dir):
+    """TRL's GRPOTrainer swaps in an instance ``forward`` (its fused LM head) that closes over the
+    original model. The merged copy must not keep it: it ran every decode step through the
+    unmerged LoRA model (issue 61). Checked by changing the original after the copy."""
+    import torch
+    from peft import get_peft_model
+    from trl.trainer.utils import add_fused_lm_head
+
+    from stepwiser_lib.engines import models
+
+    model, tok = models.load_model(toy_base_dir)
+    add_fused_lm_head(model)
+    pm = get_peft_model(model, models.lora_config(4, 8))
+    merged = models.for_sampling(pm)
+    x = torch.tensor([tok("a = 3 + 4", add_special_tokens=False)["input_ids"]])
+    with torch.no_grad():
+        before = merged(input_ids=x).logits.clone()
+        for n, p in pm.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.5)
+        assert torch.equal(merged(input_ids=x).logits, before)  # the copy's own weights, not the live model's
+        assert not torch.allclose(pm(input_ids=x).logits, before, atol=1e-3)
+    assert not any("lora" in n for n, _ in merged.named_modules())
+
+
+def _fused_lora(toy_base_dir, temperature):
+    import torch
+    from peft import get_peft_model
+    from trl.trainer.utils import add_fused_lm_head
+
+    from stepwiser_lib.engines import models
+
+    model, _ = models.load_model(toy_base_dir)
+    add_fused_lm_head(model, temperature=temperature, outputs=("log_probs", "entropy"))
+    pm = get_peft_model(model, models.lora_config(4, 8))
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for n, p in pm.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.05)
+    return pm
+
+
+@pytest.mark.parametrize("bands", [1, 3])
+def test_shared_prompt_passes_give_trls_log_probs_and_gradients(toy_base_dir, monkeypatch, bands):
+    """The seam with TRL's log-probability pass (issue 61): each distinct prompt run once, its
+    cache repeated for its completions, in shuffled row order (TRL shuffles before the loss),
+    left-padded prompts of unequal length and right-padded completions in length bands: the same
+    log-probabilities, entropies and LoRA gradients as TRL's own pass over prompt + completion."""
+    import torch
+
+    monkeypatch.setattr(judge_train, "LENGTH_BANDS", bands)
+    pm = _fused_lora(toy_base_dir, temperature=0.7)
+    g = torch.Generator().manual_seed(1)
+    n, groups, p, c = 4, 3, 20, 12
+    heads = torch.randint(2, 400, (groups, p), generator=g)
+    head_mask = torch.ones(groups, p, dtype=torch.long)
+    head_mask[0, :5] = 0  # left padding
+    head_mask[1, :2] = 0
+    ids = torch.cat([heads.repeat_interleave(n, 0), torch.randint(2, 400, (groups * n, c), generator=g)], 1)
+    mask = torch.cat([head_mask.repeat_interleave(n, 0), torch.ones(groups * n, c, dtype=torch.long)], 1)
+    for row, length in enumerate([12, 3, 7, 12, 1, 9, 5, 12, 2, 11, 6, 4]):
+        mask[row, p + length :] = 0  # right padding after the end
+    perm = torch.randperm(groups * n, generator=g)
+    ids, mask = ids[perm], mask[perm]
+    labels = ids.masked_fill(mask == 0, -100)
+    labels[:, :-c] = -100
+    out = pm(input_ids=ids, attention_mask=mask, labels=labels, fused_lm_head=True)
+    theirs, their_ent = out.log_probs[:, -c:], out.entropy[:, -c:]
+    ours, our_ent = judge_train.shared_prompt_logps(pm, ids, mask, c, 0.7, True)
+    keep = mask[:, -c:].bool()
+    assert ours.shape == theirs.shape and torch.allclose(ours[keep], theirs[keep], atol=1e-5)
+    assert torch.allclose(our_ent[keep], their_ent[keep], atol=1e-5)
+    params = [q for q in pm.parameters() if q.requires_grad]
+    g_theirs = torch.autograd.grad((theirs * keep).sum(), params)
+    g_ours = torch.autograd.grad((ours * keep).sum(), params)
+    assert all(torch.allclose(a, b, rtol=1e-4, atol=1e-3) for a, b in zip(g_ours, g_theirs))
+
+
+def test_shared_prompt_pass_refuses_a_model_that_keeps_no_cache(toy_base_dir):
+    """Gradient checkpointing turns the cache off in training: the completions would run without
+    their prompt, so the pass stops instead of returning wrong log-probabilities (the trainer
+    sends such a model to TRL's pass before it gets here)."""
+    import torch
+
+    pm = _fused_lora(toy_base_dir, temperature=1.0)
+    pm.gradient_checkpointing_enable()
+    pm.train()
+    ids = torch.randint(2, 400, (4, 10))
+    with pytest.raises(RuntimeError, match="cached 0 of 6 positions"):
+        judge_train.shared_prompt_logps(pm, ids, torch.ones_like(ids), 4, 1.0, False)
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_grpo_trainer_runs_its_log_prob_passes_per_prompt(toy_base_dir, examples, tmp_path, monkeypatch, shared):
+    """One GRPO step through our trainer uses the shared-prompt pass for both the reference and the
+    loss (the loss's rows come shuffled), and TRL's own pass when it is switched off."""
+    monkeypatch.setattr(judge_train, "SHARE_PROMPT_PASSES", shared)
+    trainer, _ = _grpo_trainer(toy_base_dir, examples, tmp_path, temperature=1.0)
+    trainer.train()
+    assert trainer._shared_prompt_passes == (2 if shared else 0)  # the KL reference's and the loss's
+
+
 KILLED_GRPO = """
 import os, signal, sys
 sys.path.insert(0, "tests")

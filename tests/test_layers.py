@@ -27,6 +27,7 @@ HEAVY = {
     "toy.toybase",
     "tools.plotting",
     "tools.bench",
+    "tools.grpo_bench",
     "tools.toy_trials",
     "tools.gpuprobe",
 }

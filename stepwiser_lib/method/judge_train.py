@@ -222,6 +222,56 @@ def loop_generation_trainer():
 
     class LoopGenerationGRPOTrainer(GRPOTrainer):
         _loop_calls = 0
+        _shared_prompt_passes = 0
+
+        def _get_per_token_logps_and_entropies(
+            self,
+            model,
+            input_ids,
+            attention_mask,
+            logits_to_keep,
+            batch_size=None,
+            compute_entropy=False,
+            compute_aux_loss=False,
+            **extra,
+        ):
+            # A group's completions share their prompt: its forward pass runs once per distinct
+            # prompt, not once per completion (issue 61). TRL shuffles the rows before the loss,
+            # so the groups are found by content, not by position.
+            if (
+                not SHARE_PROMPT_PASSES
+                or compute_aux_loss
+                or any(v is not None for v in extra.values())
+                # gradient checkpointing turns the cache off in training: the completions would run
+                # without their prompt (real models on a GPU); TRL's one pass per row serves them
+                or getattr(self.accelerator.unwrap_model(model), "is_gradient_checkpointing", False)
+            ):
+                return super()._get_per_token_logps_and_entropies(
+                    model,
+                    input_ids,
+                    attention_mask,
+                    logits_to_keep,
+                    batch_size=batch_size,
+                    compute_entropy=compute_entropy,
+                    compute_aux_loss=compute_aux_loss,
+                    **extra,
+                )
+            self._shared_prompt_passes += 1
+            step = batch_size or input_ids.size(0)
+            logps, ents = [], []
+            for start in range(0, input_ids.size(0), step):
+                with self.accelerator.autocast():
+                    lp, ent = shared_prompt_logps(
+                        model,
+                        input_ids[start : start + step],
+                        attention_mask[start : start + step],
+                        logits_to_keep,
+                        self.temperature,
+                        compute_entropy,
+                    )
+                logps.append(lp)
+                ents.append(ent)
+            return torch.cat(logps), (torch.cat(ents) if compute_entropy else None), None
 
         def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
             runs = group_runs(prompt_ids)
@@ -266,6 +316,76 @@ def loop_generation_trainer():
             return [r.tokens for group in rows for r in group], None
 
     return LoopGenerationGRPOTrainer
+
+
+#: Run the training log-probability passes (the KL reference's and the loss's) once per group's
+#: prompt (:func:`shared_prompt_logps`). The same numbers up to float rounding as TRL's one pass
+#: over prompt + completion per row (a test checks log-probabilities and gradients); off, TRL's
+#: own pass (``make bench-grpo``'s "before" arm).
+SHARE_PROMPT_PASSES = True
+
+#: :func:`shared_prompt_logps` runs the completions in this many bands of similar length, each as
+#: wide as its longest (1: one pass as wide as the longest completion of all).
+LENGTH_BANDS = 4
+
+
+def shared_prompt_logps(model, input_ids, attention_mask, logits_to_keep: int, temperature: float, entropy: bool):
+    """Per-token log-probabilities (and entropies) of the completions, as TRL's
+    ``_get_per_token_logps_and_entropies`` computes them, with each distinct prompt's forward pass
+    run once: rows whose prompt part (tokens and padding) is the same, in any order (a GRPO group),
+    share one pass whose key/value cache is repeated for their completions, which run on it, inside
+    the gradient where the caller is. Toy judge: 143-token prompts, 77-token completions, groups of
+    4: 45% of the pass's tokens. Positions run 0..P+C-1 over the padded width as in TRL's pass."""
+    import torch
+    from transformers import DynamicCache
+    from transformers.cache_utils import DynamicLayer
+    from trl.trainer.utils import entropy_from_logits, selective_log_softmax
+
+    p = input_ids.size(1) - logits_to_keep
+    rows = input_ids.size(0)
+    key = input_ids[:, :p].masked_fill(attention_mask[:, :p] == 0, -1)
+    uniq, sel = torch.unique(key, dim=0, return_inverse=True)  # sel: each row's distinct prompt
+    firsts = torch.full((uniq.size(0),), rows, device=input_ids.device).scatter_reduce(
+        0, sel, torch.arange(rows, device=input_ids.device), "amin"
+    )
+    heads, head_mask = input_ids[firsts, :p], attention_mask[firsts, :p]
+    cache = DynamicCache()
+    first = model(
+        input_ids=heads, attention_mask=head_mask, past_key_values=cache, use_cache=True, logits_to_keep=1
+    ).logits[:, -1:]
+    if cache.get_seq_length() != p:  # the model kept no cache (gradient checkpointing in training)
+        raise RuntimeError(
+            f"shared_prompt_logps: the prompt pass cached {cache.get_seq_length()} of {p} positions; "
+            "run with SHARE_PROMPT_PASSES = False (TRL's pass) for this model"
+        )
+    comp, comp_mask = input_ids[:, p:], attention_mask[:, p:]
+    # Completions are right-padded to the longest; in length bands each band runs only as wide as
+    # its own longest completion (the padding's logits are masked out by the caller anyway).
+    order = torch.argsort(comp_mask.sum(1), stable=True)
+    bands = [b for b in torch.tensor_split(order, min(LENGTH_BANDS, rows)) if len(b)]
+    parts_lp, parts_ent, rows_done = [], [], []
+    for idx in bands:
+        w = max(1, int(comp_mask[idx].sum(1).max()))
+        band = DynamicCache()
+        band.layers = []
+        for layer in cache.layers:  # the band's prompts' keys and values, once per completion
+            new = DynamicLayer()
+            new.is_initialized, new.dtype, new.device = True, layer.keys.dtype, layer.keys.device
+            new.keys, new.values = layer.keys.index_select(0, sel[idx]), layer.values.index_select(0, sel[idx])
+            band.layers.append(new)
+        mask = torch.cat([attention_mask[idx, :p], comp_mask[idx, :w]], 1)
+        rest = model(input_ids=comp[idx, :w], attention_mask=mask, past_key_values=band, use_cache=True).logits
+        # the logits that predict completion token t: the prompt's last for t = 0, else completion t - 1
+        logits = torch.cat([first.index_select(0, sel[idx]), rest[:, :-1]], 1).float() / temperature
+        lp = selective_log_softmax(logits, comp[idx, :w])
+        parts_lp.append(torch.nn.functional.pad(lp, (0, logits_to_keep - w)))
+        if entropy:
+            with torch.no_grad():  # the entropy is logged and masks tokens; no gradient flows through it
+                parts_ent.append(torch.nn.functional.pad(entropy_from_logits(logits), (0, logits_to_keep - w)))
+        rows_done.append(idx)
+    back = torch.argsort(torch.cat(rows_done))  # the caller's row order
+    logps = torch.cat(parts_lp).index_select(0, back)
+    return logps, (torch.cat(parts_ent).index_select(0, back) if entropy else None)
 
 
 def reward_function(f):

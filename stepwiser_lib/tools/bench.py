@@ -88,7 +88,7 @@ def _outcomes(gen, trajs, template, m, seed, per_prefix: bool, max_new_tokens: i
     return res, dt, sum(c.n_tokens for cs in outs for c in cs)
 
 
-def _matmul_tokens_per_s(model, seconds: float = 2.0) -> float:
+def matmul_tokens_per_s(model, seconds: float = 2.0) -> float:
     """The compute floor: new tokens/s if a decode step cost only its weight matmuls, measured as
     a 128-row batch through every linear layer's weight (``2 * params`` flops per token)."""
     import torch
@@ -287,7 +287,7 @@ def run(
             k: {"min": round(v[0], 1), "median": round(med[k], 1), "max": round(v[-1], 1)} for k, v in rate.items()
         },
         "new_tokens_per_s": {k: round(toks[k] / statistics.median(timing[k])) for k in timing},
-        "matmul_floor_tokens_per_s": _matmul_tokens_per_s(gen.model),
+        "matmul_floor_tokens_per_s": matmul_tokens_per_s(gen.model),
         "seconds": {k: round(statistics.median(v), 1) for k, v in timing.items()},
     }
     io.write_result(paths.ROOT / "results" / "bench" / "labelling.json", out)

@@ -11,7 +11,8 @@ times and each notebook's table at that profile), ``claims-tiny``
 (:func:`stepwiser_lib.evals.claims.markdown`), ``findings-tiny`` (:func:`findings`: the prose under
 tiny's tables, its numbers from the results) and ``bench-table``
 (:func:`stepwiser_lib.tools.bench.readme_table`) in ``docs/results_tiny.md``; ``claims-toy-full``,
-``findings-toy-full`` and ``results-toy-full`` in ``docs/results_toy_full.md``.
+``findings-toy-full``, ``results-toy-full`` and ``grpo-bench-table``
+(:func:`stepwiser_lib.tools.grpo_bench.readme_table`) in ``docs/results_toy_full.md``.
 """
 
 from __future__ import annotations
@@ -393,13 +394,18 @@ def claims_block(profile: str) -> str:
 
 def blocks() -> dict[str, Block]:
     """name -> :class:`Block` (its file, the source named in its marker, its body)."""
-    from . import bench  # lazy: torch (bench imports the model code at its top)
+    from . import bench, grpo_bench  # lazy: torch (both import the model code at their top)
 
     return {
         "bench-table": Block(
             RESULTS_TINY,
             "stepwiser_lib.tools.bench.readme_table from results/bench/labelling.json",
             lambda: bench.readme_table(io.read_json(committed("results/bench/labelling.json"))),
+        ),
+        "grpo-bench-table": Block(
+            RESULTS_TOY_FULL,
+            "stepwiser_lib.tools.grpo_bench.readme_table from results/bench/grpo_step.json",
+            lambda: grpo_bench.readme_table(io.read_json(committed("results/bench/grpo_step.json"))),
         ),
         "colab-table": Block(COLAB, "stepwiser_lib.tools.plan.colab_table", colab_table),
         "results-tiny": Block(
