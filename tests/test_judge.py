@@ -158,6 +158,43 @@ def test_analysis_change_is_paired_by_chunk():
         analysis_change(exact[:7], exact, ex)
 
 
+def test_exploration_counts_what_a_group_can_find():
+    """issue 59's exploration diagnostic: exact analyses among k samples, chunks whose greedy
+    analysis is inexact but a sample is exact, groups with differing rewards, and the reward rate
+    of exact against inexact samples; each a Wilson interval with its count."""
+    from stepwiser_lib.method.judge_runs import exploration
+    from stepwiser_lib.toy.judge_text import toy_analysis
+
+    ex = _examples(3)
+    right = ["Positive" if e["label"] else "Negative" for e in ex]
+    wrongv = ["Negative" if e["label"] else "Positive" for e in ex]
+
+    def exact(i, v):
+        return toy_analysis(ex[i]["problem"], ex[i]["chunk"]) + f"\n\\boxed{{{v}}}"
+
+    def bad(v):
+        return f"check z: not defined\n\\boxed{{{v}}}"
+
+    greedy = [{"analysis": exact(0, right[0])}, {"analysis": bad(right[1])}, {"analysis": bad(right[2])}]
+    samples = [
+        [exact(0, right[0])] * 4,  # all exact, all rewarded: a group with nothing to learn
+        [exact(1, right[1]), bad(wrongv[1]), bad(wrongv[1]), "no verdict"],  # one exact sample, mixed
+        [bad(right[2])] * 4,  # greedy inexact, no exact sample
+    ]
+    r = exploration(ex, greedy, samples, group=4)
+    assert r["k"] == 4 and r["group"] == 4
+    assert (r["sample_exact"]["rate"], r["sample_exact"]["n"]) == (41.7, 12)  # 5 of 12
+    assert (r["sample_rewarded"]["rate"], r["sample_rewarded"]["n"]) == (75.0, 12)  # 4 + 1 + 4
+    assert (r["any_exact"]["rate"], r["any_exact"]["n"]) == (66.7, 3)
+    assert (r["any_exact_where_greedy_inexact"]["rate"], r["any_exact_where_greedy_inexact"]["n"]) == (50.0, 2)
+    assert (r["mixed_group"]["rate"], r["mixed_group"]["n"]) == (33.3, 3)
+    assert (r["rewarded_if_exact"]["rate"], r["rewarded_if_exact"]["n"]) == (100.0, 5)
+    assert (r["rewarded_if_inexact"]["rate"], r["rewarded_if_inexact"]["n"]) == (57.1, 7)  # 4 of 7
+    assert r["mixed_group"]["low"] < 33.3 < r["mixed_group"]["high"]
+    with pytest.raises(ValueError, match="3 examples, 2 greedy outputs, 3 sample lists"):
+        exploration(ex, greedy[:2], samples)
+
+
 def test_step_accuracy():
     from stepwiser_lib.method.judge import step_accuracy
 

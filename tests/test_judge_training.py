@@ -109,6 +109,9 @@ def test_judge_inference_api(toy_base_dir, examples):
     assert j.judge(triples) == one  # greedy is deterministic
     maj = j.judge(triples, k=3, seed=1)
     assert all(0.0 <= x["score"] <= 1.0 and x["n_unparsed"] <= 3 for x in maj)
+    kept = j.judge(triples, k=3, seed=1, samples=True)  # every sample kept (issue 59's exploration)
+    assert [{k: v for k, v in x.items() if k != "samples"} for x in kept] == maj
+    assert all(len(x["samples"]) == 3 and x["samples"][0] == x["analysis"] for x in kept)
 
 
 def test_verdict_readout_on_literal_outputs(toy_base_dir, examples):

@@ -236,6 +236,20 @@ def test_judge_trials_table_reads_a_judge_trial_record():
     )
 
 
+def test_exploration_table_reads_an_exploration_record():
+    from stepwiser_lib.tools.toy_trials import EXPLORE_COLUMNS, explore_markdown
+
+    rate = {"rate": 54.3, "low": 52.5, "high": 56.1, "n": 2800}
+    rec = {
+        "name": "ex",
+        "greedy_exact": {"rate": 68.0, "low": 63.0, "high": 72.6, "n": 350},
+        "temperatures": {"1.0": {"k": 8, "group": 4, **{c: rate for c in EXPLORE_COLUMNS}}},
+    }
+    lines = explore_markdown([rec]).splitlines()
+    assert len(lines) == 3 and lines[2].startswith("| ex (k 8, groups of 4) | 1.0 | 68.0 [63.0, 72.6] (n 350) |")
+    assert lines[2].count("54.3 [52.5, 56.1] (n 2800)") == len(EXPLORE_COLUMNS)
+
+
 def test_grpo_log_summary_means_the_first_and_last_fifth():
     from stepwiser_lib.tools.toy_trials import grpo_log_summary
 

@@ -213,8 +213,11 @@ class Judge:
         seed: int = 0,
         progress: bool | str = False,
         seeds: list[int] | None = None,
+        samples: bool = False,
     ) -> list[dict]:
         """``seeds``: one per triple instead of ``seed`` (each triple's samples then depend on it alone).
+        ``samples``: each result also keeps every sampled output (``samples``, ``k`` texts), not only
+        the first (``analysis``).
         Prompts longer than the judge's context (its ``max_position_embeddings`` less the output
         limit) are judged, with a warning that says how many: their verdicts are unreliable."""
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
@@ -249,6 +252,7 @@ class Judge:
                     "analysis": cands[0].text,
                     "score": pos / len(vs),
                     "n_unparsed": len(vs) - pos - neg,
+                    **({"samples": [c.text for c in cands]} if samples else {}),
                 }
             )
         return res

@@ -869,17 +869,63 @@ def behaviour(judged: list[dict], examples: list[dict]) -> dict | None:
         "positive": pos,
     }
 
-    def rate(xs):
-        k, n = sum(xs), len(xs)
-        lo, hi = wilson(k, n)
-        return {
-            "rate": round(100 * k / n, 1) if n else None,
-            "low": round(100 * lo, 1),
-            "high": round(100 * hi, 1),
-            "n": n,
-        }
+    return {k: rate_ci(v) for k, v in parts.items()}
 
-    return {k: rate(v) for k, v in parts.items()}
+
+def rate_ci(xs: list[bool]) -> dict:
+    """A rate (%) of true flags with its Wilson 95% interval and its count."""
+    k, n = sum(xs), len(xs)
+    lo, hi = wilson(k, n)
+    return {"rate": round(100 * k / n, 1) if n else None, "low": round(100 * lo, 1), "high": round(100 * hi, 1), "n": n}
+
+
+def exploration(examples: list[dict], greedy: list[dict], samples: list[list[str]], group: int = 4) -> dict | None:
+    """What a GRPO group of the judge can find (issue 59: why RL leaves its own analysis where it
+    was): for each chunk of ``examples``, its greedy output (``greedy``, as :meth:`Judge.judge`
+    returns it) and ``k`` outputs sampled from the same judge (``samples``). Each rate (%) with
+    its Wilson 95% interval and count:
+
+    - ``sample_exact``: sampled analyses that are the exact re-derivation; ``sample_rewarded``:
+      samples whose verdict earns the GRPO reward (it equals the Monte-Carlo label);
+    - ``any_exact``: chunks with an exact analysis among the ``k`` samples, and
+      ``any_exact_where_greedy_inexact``: the same among the chunks whose greedy analysis is not
+      exact (what RL would have to find there);
+    - ``mixed_group``: chunks whose first ``group`` samples do not all earn the same reward (a
+      GRPO group of that size with an advantage to learn from);
+    - ``rewarded_if_exact`` and ``rewarded_if_inexact``: the reward rate of exact and of inexact
+      samples (does the reward favour an exact analysis?).
+
+    None off the toy world. [not in paper]"""
+    if not (len(examples) == len(greedy) == len(samples)):
+        raise ValueError(f"{len(examples)} examples, {len(greedy)} greedy outputs, {len(samples)} sample lists")
+    parts: dict[str, list[bool]] = {
+        k: []
+        for k in (
+            "sample_exact",
+            "sample_rewarded",
+            "any_exact",
+            "any_exact_where_greedy_inexact",
+            "mixed_group",
+            "rewarded_if_exact",
+            "rewarded_if_inexact",
+        )
+    }
+    for e, g, outs in zip(examples, greedy, samples):
+        gc = tasks.analysis_checks(e, g.get("analysis") or "")
+        checks = [tasks.analysis_checks(e, t) for t in outs]
+        if gc is None or any(c is None for c in checks):
+            return None
+        exact = [c["exact"] for c in checks]
+        rewarded = [v is not None and (v == "Positive") == e["label"] for v in (judge.parse_verdict(t) for t in outs)]
+        parts["sample_exact"] += exact
+        parts["sample_rewarded"] += rewarded
+        parts["any_exact"].append(any(exact))
+        if not gc["exact"]:
+            parts["any_exact_where_greedy_inexact"].append(any(exact))
+        parts["mixed_group"].append(len(set(rewarded[:group])) > 1)
+        for x, r in zip(exact, rewarded):
+            parts["rewarded_if_exact" if x else "rewarded_if_inexact"].append(r)
+    return {"k": len(samples[0]) if samples else 0, "group": group, **{k: rate_ci(v) for k, v in parts.items()}}
 
 
 def analysis_change(before: list[dict], after: list[dict], examples: list[dict]) -> dict | None:

@@ -51,6 +51,7 @@ RSFT_TRIALS = Path("results") / "trials" / "rsft.jsonl"
 RESET_TRIALS = Path("results") / "trials" / "chunk_reset.jsonl"
 JUDGE_RSFT_TRIALS = Path("results") / "trials" / "judge_rsft.jsonl"
 JUDGE_TRIALS = Path("results") / "trials" / "judge.jsonl"
+EXPLORE_TRIALS = Path("results") / "trials" / "judge_exploration.jsonl"
 
 
 def _append(rel: Path, rec: dict) -> None:
@@ -404,29 +405,18 @@ def judge_rsft_trial(
     }
 
 
-def judge_trial(
+def _judge_trial_setup(
     profile: str,
-    name: str,
-    *,
-    kind: str = "stepwiser",
-    rule: str = "rel_ratio",
-    seeds: tuple[int, ...] = (0,),
-    init: str | None = None,
-    warmup_steps: int | None = None,
-    overrides: dict | None = None,
+    kind: str,
+    rule: str,
+    init: str | None,
+    warmup_steps: int | None,
+    overrides: dict | None,
     train_limit: int = 0,
-    note: str = "",
-) -> dict:
-    """One recipe of a judge ``kind`` (notebook 04; issue 47: judges that learn), measured on the
-    profile's **dev** chunks only: for each training seed the dev balanced accuracy, Positive rate
-    and what the judge writes (:func:`stepwiser_lib.method.judge_runs.behaviour`: exact analyses,
-    verdicts that follow them), with the seconds per GRPO step; the start (the warm-up) the same
-    way. ``overrides``: notebook 04 parameters (``GRPO_STEPS``, ``LOSS_TOKENS``, ``BETA``, ...);
-    ``init``: another initial model (default the profile's ``JUDGE_INIT``); ``train_limit``: the
-    first N balanced training examples only (a learning curve; 0: all). Models live under
-    ``runs/<profile>/trials/judge/``; the test split is never read."""
-
-    t0 = time.time()
+):
+    """A judge trial's notebook 04 config with ``overrides``, its recipe, the judge data, the
+    initial model, the trials folder and the warm-ups (cached under ``trials/judge/warmups`` by
+    the settings that make them)."""
     cfg = config.for_notebook(profile, "04_judge_grpo")
     changes = {**(overrides or {}), **({"WARMUP_STEPS": warmup_steps} if warmup_steps is not None else {})}
     unknown = sorted(set(changes) - set(cfg.as_dict()))
@@ -451,6 +441,85 @@ def judge_trial(
     warmups, _, _ = judge_runs.warmup_stage(
         warm_art, cfg, [parse_variant(variant)], variant if kind == "stepwiser" else None, init_dir, data
     )
+    return cfg, recipe, data, init_dir, root, warmups
+
+
+def explore_trial(
+    profile: str,
+    name: str,
+    *,
+    rule: str = "rel_ratio",
+    k: int = 8,
+    temperatures: tuple[float, ...] = (1.0,),
+    group: int = 4,
+    overrides: dict | None = None,
+    note: str = "",
+) -> dict:
+    """What the StepWiser judge's GRPO groups can find, before any RL (issue 59): the CoT warm-up
+    of the trial settings ``overrides`` (the start RL trains from) judges every **dev** chunk
+    greedily and ``k`` times at each rollout temperature; :func:`judge_runs.exploration` counts
+    exact analyses among the samples, groups of ``group`` with differing rewards and whether
+    the reward favours exact analyses. The test split is never read."""
+    t0 = time.time()
+    cfg, _, data, init_dir, _, warmups = _judge_trial_setup(profile, "stepwiser", rule, None, None, overrides)
+    dev = data[rule]["dev_balanced"]
+    j = judge.load_judge(
+        {"style": "cot", "base": str(warmups.get(WARMUP_OF["stepwiser"]) or init_dir), "adapter": None},
+        "toy",
+        cfg.MAX_COMPLETION,
+        cfg.JUDGE_BATCH,
+    )
+    triples = [judge.triple(e) for e in dev]
+    greedy = j.judge(triples)
+    by_t = {}
+    for t in temperatures:
+        res = j.judge(triples, k=k, temperature=t, seed=cfg.SEED, samples=True)
+        by_t[str(t)] = judge_runs.exploration(dev, greedy, [r["samples"] for r in res], group=group)
+        print(json.dumps({"trial": name, "temperature": t, **by_t[str(t)]}), flush=True)
+    release(j)
+    return {
+        "name": name,
+        "profile": profile,
+        "note": note,
+        "kind": "exploration",
+        "settings": {"WARMUP_ANALYSIS": cfg.WARMUP_ANALYSIS, "WARMUP_VERDICT": cfg.WARMUP_VERDICT, "k": k}
+        | dict(overrides or {}),
+        "dev_chunks": len(dev),
+        "greedy_exact": judge_runs.rate_ci(
+            [tasks.analysis_checks(e, g["analysis"])["exact"] for e, g in zip(dev, greedy)]
+        ),
+        "temperatures": by_t,
+        "seconds": round(time.time() - t0, 1),
+    }
+
+
+def judge_trial(
+    profile: str,
+    name: str,
+    *,
+    kind: str = "stepwiser",
+    rule: str = "rel_ratio",
+    seeds: tuple[int, ...] = (0,),
+    init: str | None = None,
+    warmup_steps: int | None = None,
+    overrides: dict | None = None,
+    train_limit: int = 0,
+    note: str = "",
+) -> dict:
+    """One recipe of a judge ``kind`` (notebook 04; issue 47: judges that learn), measured on the
+    profile's **dev** chunks only: for each training seed the dev balanced accuracy, Positive rate
+    and what the judge writes (:func:`stepwiser_lib.method.judge_runs.behaviour`: exact analyses,
+    verdicts that follow them), with the seconds per GRPO step; the start (the warm-up) the same
+    way. ``overrides``: notebook 04 parameters (``GRPO_STEPS``, ``LOSS_TOKENS``, ``BETA``, ...);
+    ``init``: another initial model (default the profile's ``JUDGE_INIT``); ``train_limit``: the
+    first N balanced training examples only (a learning curve; 0: all). Models live under
+    ``runs/<profile>/trials/judge/``; the test split is never read."""
+
+    t0 = time.time()
+    cfg, recipe, data, init_dir, root, warmups = _judge_trial_setup(
+        profile, kind, rule, init, warmup_steps, overrides, train_limit
+    )
+    variant = f"{kind}:{rule}"
     dev = data[rule]["dev_balanced"]
 
     def measure(entry: dict) -> dict:
@@ -583,6 +652,37 @@ def grpo_log_summary(log_history: list[dict]) -> dict:
         **{f"first_{f}": mean(rows[:k], f) for f in GRPO_LOG_FIELDS},
         **{f"last_{f}": mean(rows[-k:], f) for f in GRPO_LOG_FIELDS},
     }
+
+
+#: The columns of :func:`explore_markdown`: :func:`judge_runs.exploration`'s rates, in words.
+EXPLORE_COLUMNS = {
+    "sample_exact": "exact analyses among the samples",
+    "any_exact_where_greedy_inexact": "an exact sample where the greedy analysis is inexact",
+    "mixed_group": "groups with differing rewards",
+    "rewarded_if_exact": "reward rate: exact samples",
+    "rewarded_if_inexact": "reward rate: inexact samples",
+}
+
+
+def explore_markdown(records: list[dict]) -> str:
+    """The exploration diagnostics (:func:`explore_trial`) as the lab log's table: one row per
+    trial and rollout temperature, each rate with its Wilson 95% interval."""
+    cols = list(EXPLORE_COLUMNS)
+    out = [
+        "| trial | temperature | greedy: exact analyses | "
+        + " | ".join(f"{EXPLORE_COLUMNS[c]} (%)" for c in cols)
+        + " |",
+        "|---|---|---|" + "---|" * len(cols),
+    ]
+
+    def cell(x):
+        return f"{x['rate']} [{x['low']}, {x['high']}] (n {x['n']})" if x and x["rate"] is not None else "–"
+
+    for r in records:
+        for t, e in r["temperatures"].items():
+            head = f"| {r['name']} (k {e['k']}, groups of {e['group']}) | {t} | {cell(r['greedy_exact'])} | "
+            out.append(head + " | ".join(cell(e[c]) for c in cols) + " |")
+    return "\n".join(out) + "\n"
 
 
 def judge_markdown(records: list[dict]) -> str:
@@ -824,17 +924,28 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--warmup-steps", type=int, default=None)
     ap.add_argument("--train-limit", type=int, default=0, help="--judge: the first N training examples only")
     ap.add_argument("--set", nargs="*", default=[], help="--judge: notebook 04 parameters, NAME=VALUE (YAML values)")
+    ap.add_argument(
+        "--explore",
+        action="store_true",
+        help="what the judge's GRPO groups can find (explore_trial): k samples per dev chunk from the warm-up",
+    )
+    ap.add_argument("--k", type=int, default=8, help="--explore: samples per chunk")
     ap.add_argument("--table", action="store_true", help="print the trials so far as the lab log's tables")
     a = ap.parse_args(argv)
     if a.table:
         print(markdown(io.read_jsonl(paths.ROOT / TRIALS)), end="")
-        for path, fmt in ((RSFT_TRIALS, rsft_markdown), (RESET_TRIALS, reset_markdown), (JUDGE_TRIALS, judge_markdown)):
+        for path, fmt in (
+            (RSFT_TRIALS, rsft_markdown),
+            (RESET_TRIALS, reset_markdown),
+            (JUDGE_TRIALS, judge_markdown),
+            (EXPLORE_TRIALS, explore_markdown),
+        ):
             if (paths.ROOT / path).exists():
                 print("\n" + fmt(io.read_jsonl(paths.ROOT / path)), end="")
         return
     if not a.name:
         ap.error("--name is required for a trial")
-    if a.judge:
+    if a.judge or a.explore:
         import yaml
 
         def value(v: str):
@@ -845,6 +956,12 @@ def main(argv: list[str] | None = None) -> None:
                 return x
 
         overrides = {k: value(v) for k, v in (x.split("=", 1) for x in a.set)}
+        if a.explore:
+            rec = explore_trial(
+                a.profile, a.name, k=a.k, temperatures=tuple(a.temperatures), overrides=overrides, note=a.note
+            )
+            _append(EXPLORE_TRIALS, rec)
+            return
         rec = judge_trial(
             a.profile,
             a.name,
