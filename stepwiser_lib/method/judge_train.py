@@ -334,8 +334,8 @@ def shared_prompt_logps(model, input_ids, attention_mask, logits_to_keep: int, t
     ``_get_per_token_logps_and_entropies`` computes them, with each distinct prompt's forward pass
     run once: rows whose prompt part (tokens and padding) is the same, in any order (a GRPO group),
     share one pass whose key/value cache is repeated for their completions, which run on it, inside
-    the gradient where the caller is. Toy judge: 143-token prompts, 77-token completions, groups of
-    4: 45% of the pass's tokens. Positions run 0..P+C-1 over the padded width as in TRL's pass."""
+    the gradient where the caller is (what it saves is measured in ``LAB_LOG.md``, "Speed: a GRPO
+    step by parts"). Positions run 0..P+C-1 over the padded width as in TRL's pass."""
     import torch
     from transformers import DynamicCache
     from transformers.cache_utils import DynamicLayer
