@@ -44,7 +44,7 @@ help:
 	@echo "make test-hub    the checks that need huggingface.co: the hub's validation of every exported card"
 	@echo "make lab         JupyterLab on notebooks/"
 	@echo "make bench       labelling speed: naive vs batched vs adaptive -> results/bench/labelling.json"
-	@echo "make bench-grpo  one GRPO step of the judge by parts, before and after issue 61's levers, and the judge's evaluation pass -> results/bench/grpo_step.json (needs notebooks 01-03 of toy-full and a warm-up judge; MODEL=dir; ~8 min)"
+	@echo "make bench-grpo  one GRPO step of the judge by parts, before and after issue 61's levers, and the judge's evaluation pass -> results/bench/grpo_step.json (needs notebooks 01-03 of toy-full and a warm-up judge; MODEL=dir; ~8 min); PROCESSES=2: GRPO steps an hour of 2 side-by-side processes against one (TRAIN_PROCESSES) -> results/bench/grpo_processes.json (~3 min)"
 	@echo "make toy-base    rebuild the committed toy base model data/toy_base (~90 min on 2 cores)"
 	@echo "make toy-processbench  rebuild data/toy_processbench (four test splits and the dev split) from the toy base model (~2 min)"
 	@echo "make check-profiles  validate every shipped profile against every notebook (seconds)"
@@ -234,7 +234,7 @@ bench: venv
 # toy-full's settings (issue 61's yardstick; BENCH_PROFILE=tiny for another); MODEL=dir: the warm-up judge to start from
 BENCH_PROFILE ?= toy-full
 bench-grpo: venv
-	$(PY) -m stepwiser_lib.tools.grpo_bench --profile $(BENCH_PROFILE) $(if $(MODEL),--model $(MODEL),)
+	$(PY) -m stepwiser_lib.tools.grpo_bench --profile $(BENCH_PROFILE) $(if $(MODEL),--model $(MODEL),) $(if $(PROCESSES),--processes $(PROCESSES),)
 
 clean:
 	rm -rf runs/smoke results/smoke figures/smoke runs/colab-smoke results/colab-smoke figures/colab-smoke

@@ -1,3 +1,5 @@
+import os
+
 import pytest
 
 from stepwiser_lib.core import io
@@ -709,3 +711,117 @@ def test_evaluate_runs_reads_other_starts_their_rules_and_a_dev_threshold_issue_
     )
     assert list(changes) == ["oracle_rl:rel_ratio"]
     assert (changes["oracle_rl:rel_ratio"]["gained"], changes["oracle_rl:rel_ratio"]["lost"]) == (2, 0)
+
+
+def _child_train(name, data, d, *, seed, **kw):
+    """A stand-in for train_variant that runs in a training process (module level: pickled by
+    name): it records which process trained it and how many threads torch had there."""
+    import time
+
+    import torch
+
+    if seed == 99:
+        raise RuntimeError("a run that fails")
+    time.sleep(0.3)  # long enough that both processes take runs
+    return {
+        "entry": {"name": name, "kind": name.split(":")[0]},
+        "train": {"seconds": 0.3, "pid": os.getpid(), "threads": torch.get_num_threads(), "seed": seed},
+    }
+
+
+def test_train_in_processes_shares_the_runs_out_and_train_runs_reads_them_from_disk(tmp_path, monkeypatch, capsys):
+    """TRAIN_PROCESSES (issue 61): the runs are trained by side-by-side processes with a share of
+    the cores each, cached under the keys train_runs uses, so that it trains nothing itself."""
+    from stepwiser_lib.core import paths
+    from stepwiser_lib.method import judge_train
+
+    monkeypatch.setattr(paths, "model_fingerprint", lambda init: "fp")
+    monkeypatch.setattr(judge_train, "recipe_key", lambda kind, recipe: {kind: recipe[kind]})
+    kw = dict(init="init", warmups={}, data={}, family="toy")
+    recipe = {"stepwiser": 1, "disc_sft": 1}
+    runs = jr.training_runs(["stepwiser:rel_ratio", "disc_sft:rel_ratio"], 0, [1])
+    jobs = [
+        (
+            n,
+            s,
+            r,
+            jr.run_key(n, s, recipe=recipe, init="init", warm_keys={}, data_hash={"rel_ratio": "h"}, family="toy"),
+        )
+        for n, s, r in runs
+    ]
+    done = jr.train_in_processes(jobs, 2, {"art": tmp_path, "recipe": recipe, **kw, "train": _child_train})
+    assert sorted(done) == sorted(r for _, _, r in runs) and all(t for _, t in done.values())
+    recs = {r: io.read_json(tmp_path / jr.variant_slug(r) / "record.json") for _, _, r in runs}
+    assert len({rec["train"]["pid"] for rec in recs.values()}) == 2  # both processes trained
+    assert {rec["train"]["pid"] for rec in recs.values()}.isdisjoint({os.getpid()})
+    assert {rec["train"]["threads"] for rec in recs.values()} == {max(1, (os.cpu_count() or 1) // 2)}
+    assert recs["disc_sft:rel_ratio@seed1"]["train"]["seed"] == 1
+
+    def no_training(*a, **k):
+        raise AssertionError("train_runs trained a run the processes had trained")
+
+    monkeypatch.setattr(judge_train, "train_variant", no_training)
+    out = jr.train_runs(
+        tmp_path,
+        ["stepwiser:rel_ratio", "disc_sft:rel_ratio"],
+        0,
+        [1],
+        recipe=recipe,
+        warm_keys={},
+        data_hash={"rel_ratio": "h"},
+        **kw,
+    )
+    assert list(out) == [r for _, _, r in runs] and "(from disk)" in capsys.readouterr().out
+    assert all(jr.on_disk(tmp_path, r, k) for _, _, r, k in jobs) and not jr.on_disk(tmp_path, runs[0][2], "other key")
+    monkeypatch.setattr(jr, "train_in_processes", lambda *a: pytest.fail("processes started for runs on disk"))
+    jr.train_runs(
+        tmp_path,
+        ["stepwiser:rel_ratio", "disc_sft:rel_ratio"],
+        0,
+        [1],
+        recipe=recipe,
+        warm_keys={},
+        data_hash={"rel_ratio": "h"},
+        processes=2,
+        **kw,
+    )
+    monkeypatch.undo()
+    # a failing run raises in the caller; the runs already done stay on disk
+    with pytest.raises(RuntimeError, match="a run that fails"):
+        jr.train_in_processes(
+            [("rsft:rel_ratio", 99, "rsft:rel_ratio@seed99", "k")],
+            2,
+            {"art": tmp_path, "recipe": recipe, **kw, "train": _child_train},
+        )
+    assert (tmp_path / jr.variant_slug("stepwiser:rel_ratio") / "record.json").exists()
+
+
+def test_train_runs_trains_one_at_a_time_on_a_gpu(tmp_path, monkeypatch, capsys):
+    from stepwiser_lib.core import paths
+    from stepwiser_lib.engines import models
+    from stepwiser_lib.method import judge_train
+
+    monkeypatch.setattr(models, "pick_device", lambda device="auto": "cuda")
+    monkeypatch.setattr(paths, "model_fingerprint", lambda init: "fp")
+    monkeypatch.setattr(judge_train, "recipe_key", lambda kind, recipe: {})
+    monkeypatch.setattr(jr, "train_in_processes", lambda *a: pytest.fail("side-by-side processes on a GPU"))
+    monkeypatch.setattr(
+        judge_train,
+        "train_variant",
+        lambda name, data, d, *, seed, **kw: {"entry": {"name": name}, "train": {"seconds": 1.0}},
+    )
+    recs = jr.train_runs(
+        tmp_path,
+        ["disc_sft:rel_ratio"],
+        0,
+        [1],
+        recipe={},
+        init="i",
+        warmups={},
+        warm_keys={},
+        data={},
+        data_hash={"rel_ratio": "h"},
+        family="toy",
+        processes=2,
+    )
+    assert len(recs) == 2 and "runs train one at a time" in capsys.readouterr().out

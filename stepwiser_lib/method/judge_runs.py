@@ -16,7 +16,9 @@ from ..core.prompts import check_prompt
 from ..core.schemas import JUDGE_EXAMPLE, JUDGE_SPLITS
 from ..core.verdicts import mask, tally
 from ..core.vocab import (
+    JUDGE_KINDS,
     START_NAME,
+    STYLE,
     WARMUP_NAME,
     WARMUP_OF,
     WARMUP_STYLES,
@@ -275,6 +277,122 @@ def evaluate_start(
     return before, before_judged, before_dev, before_dev_judged
 
 
+def run_key(name: str, s: int, *, recipe: dict, init: str, warm_keys: dict, data_hash: dict, family: str) -> str:
+    """The cache key of one training run: only the settings its kind trains with
+    (:func:`stepwiser_lib.method.judge_train.recipe_key`: a new DISC_LR retrains no GRPO judge), its
+    seed, its initial model, the warm-ups, its rule's data and the prompt family."""
+    return io.digest(
+        name,
+        s,
+        judge_train.recipe_key(parse_variant(name)[0], recipe),
+        paths.model_fingerprint(init),
+        warm_keys,
+        data_hash[parse_variant(name)[1]],
+        family,
+    )
+
+
+def on_disk(art, run_id: str, key: str) -> bool:
+    """Whether ``art/<slug>/record.json`` holds run ``run_id`` for ``key`` with its model whole
+    (what :func:`_train_cached` would read instead of training)."""
+    path = art / variant_slug(run_id) / "record.json"
+    try:
+        rec = io.read_json(path)
+    except (OSError, ValueError):
+        return False
+    return isinstance(rec, dict) and rec.get("_key") == key and entry_whole(rec.get("entry") or {})
+
+
+def _train_cached(
+    art, name: str, s: int, run_id: str, key: str, *, recipe, init, warmups, data, family, progress=True, train=None
+):
+    """One run of :func:`train_runs`, trained (by ``train``, default
+    :func:`stepwiser_lib.method.judge_train.train_variant`) unless ``art/<slug>/record.json`` holds it
+    for ``key``: (the record, whether it was trained now)."""
+    d = art / variant_slug(run_id)
+    train = train or judge_train.train_variant
+    trained = []
+    rec = io.cached_json(
+        d / "record.json",
+        key,
+        lambda: (
+            trained.append(run_id)
+            or stored_record(
+                train(
+                    name,
+                    data,
+                    d,
+                    base_model=init,
+                    warmups=warmups,
+                    recipe=recipe,
+                    family=family,
+                    seed=s,
+                    progress=progress,
+                )
+            )
+        ),
+        valid=lambda r: entry_whole(r["entry"]),
+    )
+    return rec, bool(trained)
+
+
+#: What a training process of :func:`train_runs` shares with every run it trains (set once per
+#: process by :func:`_worker_init`, so the judge data are sent once, not once a run).
+_SHARED: dict = {}
+
+
+def _worker_init(threads: int, shared: dict) -> None:
+    from ..engines.models import set_threads  # lazy: torch
+
+    set_threads(threads)
+    _SHARED.clear()
+    _SHARED.update(shared)
+
+
+def _worker_run(job: tuple) -> tuple[str, float, bool, int]:
+    name, s, run_id, key = job
+    kw = {k: _SHARED.get(k) for k in ("recipe", "init", "warmups", "data", "family", "train")}
+    rec, trained = _train_cached(_SHARED["art"], name, s, run_id, key, progress=False, **kw)
+    return run_id, rec["train"]["seconds"], trained, os.getpid()
+
+
+def _cost(name: str) -> int:
+    """Rough relative cost of a run by its kind's trainer and output style, to start the longest
+    first (a pool then ends with short runs, so neither process idles long at the end)."""
+    kind = parse_variant(name)[0]
+    trainer, style = JUDGE_KINDS[kind].trainer, STYLE[kind]
+    return 4 if trainer == "grpo" and style != "direct" else 1
+
+
+def train_in_processes(jobs: list[tuple], processes: int, shared: dict) -> dict[str, tuple[float, bool]]:
+    """``jobs`` ((variant, seed, run id, key), each cached like :func:`train_runs`'s) trained by
+    ``processes`` processes side by side, each with its share of the cores (issue 61: on a 2-core
+    CPU two one-thread processes train 1.5x the GRPO steps of one two-thread process, because a
+    toy model's decode step is mostly Python, which one process runs on one core at a time;
+    ``make bench-grpo PROCESSES=2``: results/bench/grpo_processes.json). A run's numbers do not depend on it (tiny's three runs: bit for bit). The longest kinds start first. Returns run id -> (seconds,
+    trained now). A run that fails raises here, after the runs already done are on disk. ``shared``:
+    what every run reads (``art``, ``recipe``, ``init``, ``warmups``, ``data``, ``family``, and
+    optionally ``train``, a module-level function that replaces ``train_variant``: tests)."""
+    import multiprocessing as mp
+
+    from tqdm.auto import tqdm
+
+    threads = max(1, (os.cpu_count() or 1) // processes)
+    order = sorted(jobs, key=lambda j: -_cost(j[0]))
+    done = {}
+    # spawn: a fresh interpreter per process (no forked torch thread pools or CUDA state)
+    with mp.get_context("spawn").Pool(processes, _worker_init, (threads, shared)) as pool:
+        bar = tqdm(
+            total=len(order), desc=f"training runs ({processes} processes, {threads} thread(s) each)", unit="run"
+        )
+        for run_id, secs, trained, pid in pool.imap_unordered(_worker_run, order, chunksize=1):
+            done[run_id] = (secs, trained)
+            bar.update(1)
+            bar.write(f"{run_id:32s} trained in {secs:7.1f} s{'' if trained else '  (from disk)'}  (process {pid})")
+        bar.close()
+    return done
+
+
 def train_runs(
     art,
     variants: list[str],
@@ -288,43 +406,44 @@ def train_runs(
     data: dict,
     data_hash: dict,
     family: str,
+    processes: int = 1,
 ) -> dict[str, dict]:
     """Notebook 04, section 3: every run of :func:`training_runs` trained once
-    (:func:`stepwiser_lib.method.judge_train.train_variant`) and cached in ``art/<slug>/record.json`` under a key
-    of only the settings its kind trains with (:func:`stepwiser_lib.method.judge_train.recipe_key`: a new
-    DISC_LR retrains no GRPO judge). The key travels with the run's registry entry, so later
-    results computed from an older judge are redone. Returns run id -> record; prints a line a run."""
+    (:func:`stepwiser_lib.method.judge_train.train_variant`) and cached in ``art/<slug>/record.json`` under
+    :func:`run_key`. The key travels with the run's registry entry, so later results computed from an
+    older judge are redone. ``processes`` (``TRAIN_PROCESSES``) > 1: the runs are trained by that many
+    processes side by side first (:func:`train_in_processes`; on a CPU machine, else one at a time),
+    then read from disk here. Returns run id -> record; prints a line a run."""
+    runs = training_runs(variants, seed, repeat_seeds)
+    pooled = {}
+    if processes > 1 and len(runs) > 1:
+        from ..engines.models import pick_device  # lazy: torch
+
+        if (device := pick_device()) != "cpu":
+            print(
+                f"TRAIN_PROCESSES {processes}: side-by-side training processes are for a CPU machine; on {device} the "
+                "runs train one at a time (several GPUs: the launcher, docs/real_models.md)"
+            )
+            processes = 1
+    kw = dict(recipe=recipe, init=init, warmups=warmups, data=data, family=family)
+    keys = {
+        run_id: run_key(
+            name, s, warm_keys=warm_keys, data_hash=data_hash, **{k: kw[k] for k in ("recipe", "init", "family")}
+        )
+        for name, s, run_id in runs
+    }
+    if processes > 1 and len(runs) > 1:
+        todo = [(name, s, run_id, keys[run_id]) for name, s, run_id in runs if not on_disk(art, run_id, keys[run_id])]
+        if len(todo) > 1:  # one run left trains here, with every core
+            pooled = train_in_processes(todo, processes, {"art": art, **kw})
     records = {}
-    for name, s, run_id in training_runs(variants, seed, repeat_seeds):
-        rule = parse_variant(name)[1]
-        d = art / variant_slug(run_id)
-        key = io.digest(
-            name,
-            s,
-            judge_train.recipe_key(parse_variant(name)[0], recipe),
-            paths.model_fingerprint(init),
-            warm_keys,
-            data_hash[rule],
-            family,
-        )
-        trained = []
-        rec = io.cached_json(
-            d / "record.json",
-            key,
-            lambda: (
-                trained.append(run_id)
-                or stored_record(
-                    judge_train.train_variant(
-                        name, data, d, base_model=init, warmups=warmups, recipe=recipe, family=family, seed=s
-                    )
-                )
-            ),
-            valid=lambda r: entry_whole(r["entry"]),
-        )
+    for name, s, run_id in runs:
+        rec, trained = _train_cached(art, name, s, run_id, keys[run_id], **kw)
         records[run_id] = {**rec, "entry": {**resolved_entry(rec["entry"]), "name": run_id, "key": rec["_key"]}}
-        print(
-            f"{run_id:32s} trained in {records[run_id]['train']['seconds']:7.1f} s{'' if trained else '  (from disk)'}"
-        )
+        if run_id not in pooled:
+            print(
+                f"{run_id:32s} trained in {records[run_id]['train']['seconds']:7.1f} s{'' if trained else '  (from disk)'}"
+            )
     return records
 
 

@@ -287,6 +287,60 @@ def run(profile: str, model_dir: str, steps: int, skip: int, arms: dict[str, dic
     }
 
 
+def processes_bench(profile: str, model_dir: str, steps: int, skip: int, processes: int, out_dir: Path) -> dict:
+    """Issue 61: GRPO steps an hour from ``processes`` side-by-side processes with a share of the
+    cores each (notebook 04's ``TRAIN_PROCESSES``) against one process with every core, the
+    "after" arm in both: first the one process, then the ``processes`` at once (each this CLI in a
+    subprocess, ``OMP_NUM_THREADS`` its share), wall clocks from start to the last exit."""
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "stepwiser_lib.tools.grpo_bench", "--profile", profile, "--model", model_dir]
+    cmd += ["--steps", str(steps), "--skip", str(skip), "--repeats", "1", "--arms", "after"]
+    cores = os.cpu_count() or 1
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    def launch(n: int, threads: int) -> tuple[float, list[dict]]:
+        t0 = time.perf_counter()
+        procs = [
+            subprocess.Popen(
+                [*cmd, "--out", str(out_dir / f"p{n}_{i}.json")],
+                env={**os.environ, "OMP_NUM_THREADS": str(threads)},
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            for i in range(n)
+        ]
+        if any(p.wait() for p in procs):
+            raise RuntimeError(f"a bench process failed: {' '.join(cmd)}")
+        wall = time.perf_counter() - t0
+        return wall, [json.loads((out_dir / f"p{n}_{i}.json").read_text())["after"] for i in range(n)]
+
+    arms = {}
+    for n, threads in ((1, cores), (processes, max(1, cores // processes))):
+        wall, res = launch(n, threads)
+        per_step = [r["seconds_per_step"] for r in res]
+        arms[f"{n} process(es) x {threads} thread(s)"] = {
+            "processes": n,
+            "threads_each": threads,
+            "seconds_per_step_each": per_step,
+            "steps_per_hour": round(sum(3600 / x for x in per_step)),
+            "wall_seconds_all": round(wall, 1),
+            "steps_each": steps,
+        }
+    one, many = arms.values()
+    return {
+        "profile": profile,
+        "model": paths.stored_path(model_dir),
+        "steps": steps,
+        "skip": skip,
+        "machine": {"cpus": cores, "processor": platform.processor() or platform.machine()},
+        "arms": arms,
+        "throughput_ratio": round(many["steps_per_hour"] / one["steps_per_hour"], 2),
+        "wall_ratio": round(processes * one["wall_seconds_all"] / many["wall_seconds_all"], 2),
+    }
+
+
 PART_NAMES = {
     "sampling": "group sampling (the loop)",
     "reward": "verdict reward",
@@ -346,8 +400,24 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=2, help="alternations of the arms")
     ap.add_argument("--arms", nargs="*", default=list(ARMS), help=f"which of {list(ARMS)}")
     ap.add_argument("--out", default="results/bench/grpo_step.json")
+    ap.add_argument(
+        "--processes",
+        type=int,
+        default=0,
+        help="instead: GRPO steps an hour of this many side-by-side processes against one (TRAIN_PROCESSES; "
+        "writes --out, default results/bench/grpo_processes.json)",
+    )
     a = ap.parse_args(argv)
     model = a.model or default_model(a.profile)
+    if a.processes:
+        out = Path(a.out if a.out != ap.get_default("out") else "results/bench/grpo_processes.json")
+        res = processes_bench(
+            a.profile, model, a.steps, a.skip, a.processes, paths.run_dir(a.profile) / "bench" / "processes"
+        )
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(res, indent=2) + "\n")
+        print(json.dumps({k: res[k] for k in ("throughput_ratio", "wall_ratio")}))
+        return
     res = run(a.profile, model, a.steps, a.skip, {k: ARMS[k] for k in a.arms}, a.repeats)
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(res, indent=2) + "\n")
