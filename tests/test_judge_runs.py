@@ -761,30 +761,12 @@ def test_train_in_processes_shares_the_runs_out_and_train_runs_reads_them_from_d
         raise AssertionError("train_runs trained a run the processes had trained")
 
     monkeypatch.setattr(judge_train, "train_variant", no_training)
-    out = jr.train_runs(
-        tmp_path,
-        ["stepwiser:rel_ratio", "disc_sft:rel_ratio"],
-        0,
-        [1],
-        recipe=recipe,
-        warm_keys={},
-        data_hash={"rel_ratio": "h"},
-        **kw,
-    )
+    every = dict(recipe=recipe, warm_keys={}, data_hash={"rel_ratio": "h"}, **kw)  # what train_runs reads
+    out = jr.train_runs(tmp_path, ["stepwiser:rel_ratio", "disc_sft:rel_ratio"], 0, [1], **every)
     assert list(out) == [r for _, _, r in runs] and "(from disk)" in capsys.readouterr().out
     assert all(jr.on_disk(tmp_path, r, k) for _, _, r, k in jobs) and not jr.on_disk(tmp_path, runs[0][2], "other key")
     monkeypatch.setattr(jr, "train_in_processes", lambda *a: pytest.fail("processes started for runs on disk"))
-    jr.train_runs(
-        tmp_path,
-        ["stepwiser:rel_ratio", "disc_sft:rel_ratio"],
-        0,
-        [1],
-        recipe=recipe,
-        warm_keys={},
-        data_hash={"rel_ratio": "h"},
-        processes=2,
-        **kw,
-    )
+    jr.train_runs(tmp_path, ["stepwiser:rel_ratio", "disc_sft:rel_ratio"], 0, [1], processes=2, **every)
     monkeypatch.undo()
     # a failing run raises in the caller; the runs already done stay on disk
     with pytest.raises(RuntimeError, match="a run that fails"):
