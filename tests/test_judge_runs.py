@@ -806,4 +806,40 @@ def test_train_runs_trains_one_at_a_time_on_a_gpu(tmp_path, monkeypatch, capsys)
         family="toy",
         processes=2,
     )
-    assert len(recs) == 2 and "runs train one at a time" in capsys.readouterr().out
+    assert len(recs) == 2 and "the runs go one at a time" in capsys.readouterr().out
+
+
+def _child_judge(entry, data, splits, *, family, max_completion, direct_max_completion, batch):
+    """A stand-in for judge_entry in a judging process (module level: pickled by name)."""
+    import torch
+
+    return {
+        (rule, split): ({"pid": os.getpid(), "threads": torch.get_num_threads(), **kw}, data[rule][split][:1])
+        for rule, split, kw in splits
+    }
+
+
+def test_judge_many_judges_side_by_side_and_returns_the_jobs_in_order(monkeypatch):
+    """The evaluations of notebook 04 (issue 61): the judges shared out to TRAIN_PROCESSES
+    processes, their results returned in the order of the jobs, as one process returns them."""
+    data = {"rel_ratio": {"dev": [{"i": 0}], "test": [{"i": 1}]}}
+    jobs = {
+        f"j{i}": ({"name": f"j{i}", "style": "cot"}, [("rel_ratio", "dev", {}), ("rel_ratio", "test", {"auc_k": i})])
+        for i in range(4)
+    }
+    settings = dict(family="toy", max_completion=8, direct_max_completion=4, batch=2, judge_entry=_child_judge)
+    two = jr.judge_many(jobs, data, processes=2, **settings)
+    one = jr.judge_many(jobs, data, processes=1, **settings)
+    assert list(two) == list(one) == list(jobs)
+    assert {two[n][("rel_ratio", "dev")][0]["pid"] for n in jobs} - {os.getpid()}  # not judged here
+    assert all(two[n][("rel_ratio", "test")][0]["auc_k"] == int(n[1:]) for n in jobs)
+    assert {two[n][k][0]["threads"] for n in jobs for k in two[n]} == {max(1, (os.cpu_count() or 1) // 2)}
+    strip = lambda out: {
+        n: {k: (m["auc_k"] if "auc_k" in m else None, j) for k, (m, j) in v.items()} for n, v in out.items()
+    }  # noqa: E731
+    assert strip(two) == strip(one)
+    from stepwiser_lib.engines import models
+
+    monkeypatch.setattr(models, "pick_device", lambda device="auto": "cuda")
+    monkeypatch.setattr(jr, "in_processes", lambda *a: pytest.fail("side-by-side judges on a GPU"))
+    assert list(jr.judge_many(jobs, data, processes=2, **settings)) == list(jobs)

@@ -364,6 +364,41 @@ def _cost(name: str) -> int:
     return 4 if trainer == "grpo" and style != "direct" else 1
 
 
+def in_processes(fn, jobs: list, processes: int, shared: dict, desc: str, unit: str):
+    """Yield ``fn(job)`` for each of ``jobs``, computed by ``processes`` side-by-side processes with
+    an equal share of the cores each, in the order they finish. ``fn``: a module-level function
+    (pickled by name) that reads what every job shares from :data:`_SHARED` (``shared``, sent to
+    each process once). A job that fails raises here."""
+    import multiprocessing as mp
+
+    from tqdm.auto import tqdm
+
+    threads = max(1, (os.cpu_count() or 1) // processes)
+    # spawn: a fresh interpreter per process (no forked torch thread pools or CUDA state)
+    with mp.get_context("spawn").Pool(processes, _worker_init, (threads, shared)) as pool:
+        bar = tqdm(total=len(jobs), desc=f"{desc} ({processes} processes, {threads} thread(s) each)", unit=unit)
+        for out in pool.imap_unordered(fn, jobs, chunksize=1):
+            bar.update(1)
+            yield bar, out
+        bar.close()
+
+
+def cpu_processes(processes: int, what: str) -> int:
+    """``processes`` on a CPU machine; 1 (with a printed note) on a GPU, where one process has the
+    whole device (several GPUs: the launcher, docs/real_models.md)."""
+    if processes <= 1:
+        return 1
+    from ..engines.models import pick_device  # lazy: torch
+
+    if (device := pick_device()) != "cpu":
+        print(
+            f"TRAIN_PROCESSES {processes}: side-by-side processes are for a CPU machine; on {device} the {what} "
+            "go one at a time (several GPUs: the launcher, docs/real_models.md)"
+        )
+        return 1
+    return processes
+
+
 def train_in_processes(jobs: list[tuple], processes: int, shared: dict) -> dict[str, tuple[float, bool]]:
     """``jobs`` ((variant, seed, run id, key), each cached like :func:`train_runs`'s) trained by
     ``processes`` processes side by side, each with its share of the cores (issue 61: on a 2-core
@@ -373,24 +408,67 @@ def train_in_processes(jobs: list[tuple], processes: int, shared: dict) -> dict[
     trained now). A run that fails raises here, after the runs already done are on disk. ``shared``:
     what every run reads (``art``, ``recipe``, ``init``, ``warmups``, ``data``, ``family``, and
     optionally ``train``, a module-level function that replaces ``train_variant``: tests)."""
-    import multiprocessing as mp
-
-    from tqdm.auto import tqdm
-
-    threads = max(1, (os.cpu_count() or 1) // processes)
     order = sorted(jobs, key=lambda j: -_cost(j[0]))
     done = {}
-    # spawn: a fresh interpreter per process (no forked torch thread pools or CUDA state)
-    with mp.get_context("spawn").Pool(processes, _worker_init, (threads, shared)) as pool:
-        bar = tqdm(
-            total=len(order), desc=f"training runs ({processes} processes, {threads} thread(s) each)", unit="run"
-        )
-        for run_id, secs, trained, pid in pool.imap_unordered(_worker_run, order, chunksize=1):
-            done[run_id] = (secs, trained)
-            bar.update(1)
-            bar.write(f"{run_id:32s} trained in {secs:7.1f} s{'' if trained else '  (from disk)'}  (process {pid})")
-        bar.close()
+    for bar, (run_id, secs, trained, pid) in in_processes(
+        _worker_run, order, processes, shared, "training runs", "run"
+    ):
+        done[run_id] = (secs, trained)
+        bar.write(f"{run_id:32s} trained in {secs:7.1f} s{'' if trained else '  (from disk)'}  (process {pid})")
     return done
+
+
+def judge_entry(
+    entry: dict,
+    data: dict,
+    splits: list[tuple],
+    *,
+    family: str,
+    max_completion: int,
+    direct_max_completion: int,
+    batch: int,
+) -> dict:
+    """One judge (a registry-style ``entry``) loaded and evaluated
+    (:func:`stepwiser_lib.method.judge.evaluate_judge`) on each of ``splits`` in turn: (rule, split
+    name of :data:`EVAL_SPLITS`, keyword arguments) -> (metrics, judged chunks). A verdict-only judge
+    reads with ``direct_max_completion`` new tokens."""
+    j = judge.load_judge(entry, family, direct_max_completion if entry["style"] == "direct" else max_completion, batch)
+    out = {(rule, split): judge.evaluate_judge(j, data[rule][EVAL_SPLITS[split]], **kw) for rule, split, kw in splits}
+    _release(j)
+    return out
+
+
+def _worker_judge(job: tuple) -> tuple[str, dict, float]:
+    import time
+
+    name, entry, splits = job
+    t0 = time.time()
+    kw = {k: _SHARED[k] for k in ("family", "max_completion", "direct_max_completion", "batch")}
+    fn = _SHARED.get("judge_entry") or judge_entry  # tests: a module-level stand-in
+    return name, fn(entry, _SHARED["data"], splits, **kw), time.time() - t0
+
+
+def judge_many(
+    jobs: dict[str, tuple[dict, list[tuple]]], data: dict, *, processes: int = 1, **settings
+) -> dict[str, dict]:
+    """:func:`judge_entry` for each judge of ``jobs`` (name -> (entry, splits)), by ``processes``
+    side-by-side processes on a CPU machine (``TRAIN_PROCESSES``, issue 61: a judge's greedy decode
+    is as Python-bound as GRPO's), else one at a time. ``settings``: ``family``,
+    ``max_completion``, ``direct_max_completion``, ``batch`` (and, in tests, ``judge_entry``: a
+    module-level function that replaces :func:`judge_entry` in the processes). Greedy verdicts do not depend on the
+    processes (tiny: bit for bit). Returns name -> (rule, split) -> (metrics, judged), in ``jobs``' order."""
+    processes = cpu_processes(processes, "judges") if len(jobs) > 1 else 1
+    if processes == 1:
+        fn = settings.pop("judge_entry", None) or judge_entry
+        return {name: fn(e, data, splits, **settings) for name, (e, splits) in jobs.items()}
+    done = {}
+    order = [(name, e, splits) for name, (e, splits) in jobs.items()]
+    for bar, (name, out, secs) in in_processes(
+        _worker_judge, order, processes, {"data": data, **settings}, "judges", "judge"
+    ):
+        done[name] = out
+        bar.write(f"{name:40s} judged in {secs:7.1f} s")
+    return {name: done[name] for name in jobs}
 
 
 def train_runs(
@@ -416,15 +494,8 @@ def train_runs(
     then read from disk here. Returns run id -> record; prints a line a run."""
     runs = training_runs(variants, seed, repeat_seeds)
     pooled = {}
-    if processes > 1 and len(runs) > 1:
-        from ..engines.models import pick_device  # lazy: torch
-
-        if (device := pick_device()) != "cpu":
-            print(
-                f"TRAIN_PROCESSES {processes}: side-by-side training processes are for a CPU machine; on {device} the "
-                "runs train one at a time (several GPUs: the launcher, docs/real_models.md)"
-            )
-            processes = 1
+    if len(runs) > 1:
+        processes = cpu_processes(processes, "runs")
     kw = dict(recipe=recipe, init=init, warmups=warmups, data=data, family=family)
     keys = {
         run_id: run_key(
@@ -494,18 +565,24 @@ def start_entries(warmups: dict, warm_keys: dict) -> dict[str, dict]:
 
 
 def judge_starts(
-    entries: dict, data: dict, *, family: str, max_completion: int, direct_max_completion: int, batch: int
+    entries: dict,
+    data: dict,
+    *,
+    family: str,
+    max_completion: int,
+    direct_max_completion: int,
+    batch: int,
+    processes: int = 1,
 ):
-    """Greedy verdicts of each start of :func:`start_entries` on every rule's dev and test chunks:
-    name -> rule -> split -> judged chunks (what :func:`evaluate_runs` takes as ``other_starts``)."""
-    out = {}
-    for name, e in entries.items():
-        j = judge.load_judge(e, family, direct_max_completion if e["style"] == "direct" else max_completion, batch)
-        out[name] = {
-            rule: {s: judge.evaluate_judge(j, data[rule][key])[1] for s, key in EVAL_SPLITS.items()} for rule in data
-        }
-        _release(j)
-    return out
+    """Greedy verdicts of each start of :func:`start_entries` on every rule's dev and test chunks
+    (side by side with ``processes``, :func:`judge_many`): name -> rule -> split -> judged chunks
+    (what :func:`evaluate_runs` takes as ``other_starts``)."""
+    jobs = {name: (e, [(rule, s, {}) for rule in data for s in EVAL_SPLITS]) for name, e in entries.items()}
+    settings = dict(
+        family=family, max_completion=max_completion, direct_max_completion=direct_max_completion, batch=batch
+    )
+    out = judge_many(jobs, data, processes=processes, **settings)
+    return {name: {rule: {s: out[name][(rule, s)][1] for s in EVAL_SPLITS} for rule in data} for name in entries}
 
 
 def evaluate_runs(
@@ -523,6 +600,7 @@ def evaluate_runs(
     seed: int,
     warmed: bool = True,
     other_starts: dict | None = None,
+    processes: int = 1,
 ) -> tuple[dict, list[dict], dict, dict]:
     """Notebook 04, section 4: the per-chunk predictions and the table rows of the warm-up (per
     rule), the two yardsticks (toy world) and every trained run. Each run is evaluated once on test
@@ -532,7 +610,8 @@ def evaluate_runs(
     verdict on test shows :data:`stepwiser_lib.core.verdicts.UNINFORMATIVE` instead of its numbers, and
     every row says how its verdicts parsed. ``other_starts`` (:func:`judge_starts`): the other
     warm-ups' judged chunks, each a row, and for a CoT start on the toy world the rule reading
-    its analysis (:func:`rule_name`). Returns (predictions keyed (judge, rule, split), rows,
+    its analysis (:func:`rule_name`). ``processes``: the runs are judged side by side
+    (:func:`judge_many`). Returns (predictions keyed (judge, rule, split), rows,
     run id -> judged test chunks, the yardsticks' summaries)."""
     preds, rows, judged_by, references = {}, [], {}, {}
     for rule in warm_judged:
@@ -577,17 +656,20 @@ def evaluate_runs(
     for rule in warm_judged if family == "toy" else []:  # they read the toy analysis and the exact checker
         preds.update(reference_predictions(preds, rule, warm_judged[rule]))
         rows += [_reference_row(preds, references, name, rule, seed) for name in (REF_RULE, REF_EXACT)]
+    jobs = {}
+    for run_id, rec in records.items():
+        e = rec["entry"]  # a verdict-only judge: its p(Positive) on dev too (the threshold reading below)
+        dev_kw, test_kw = {"readout": e["style"] == "direct"}, {"auc_k": auc_k, "readout": True}
+        jobs[run_id] = (e, [(e["rule"], "dev", dev_kw), (e["rule"], "test", test_kw)])
+    settings = dict(
+        family=family, max_completion=max_completion, direct_max_completion=direct_max_completion, batch=judge_batch
+    )
+    evaluated = judge_many(jobs, data, processes=processes, **settings)
     for run_id, rec in records.items():
         e = rec["entry"]
-        j = judge.load_judge(
-            e, family, direct_max_completion if e["style"] == "direct" else max_completion, judge_batch
-        )
-        direct = e["style"] == "direct"  # its p(Positive) on dev too: the threshold reading below
-        rec["dev"], dev_judged = judge.evaluate_judge(j, data[e["rule"]]["dev_balanced"], readout=direct)
-        rec["test"], judged_by[run_id] = judge.evaluate_judge(
-            j, data[e["rule"]]["test_balanced"], auc_k=auc_k, readout=True
-        )
-        _release(j)
+        direct = e["style"] == "direct"
+        rec["dev"], dev_judged = evaluated[run_id][(e["rule"], "dev")]
+        rec["test"], judged_by[run_id] = evaluated[run_id][(e["rule"], "test")]
         preds.update(
             predictions(
                 run_id,
