@@ -314,7 +314,7 @@ def headline(profile: str = "toy-full") -> str:
     )
     lines = [
         f"- **Where the judge's skill comes from:** a warm-up by {source}, at {m.get('warmup_balanced_acc')}% "
-        f"balanced step accuracy; GRPO on the Monte-Carlo labels makes it a judge at {min(runs)}-{max(runs)}% on "
+        f"balanced step accuracy; after GRPO on the Monte-Carlo labels it scores {min(runs)}-{max(runs)}% on "
         f"the test chunks over {len(runs)} training seed{'s' if len(runs) != 1 else ''}"
         + (f" (the exact checker, the labels' ceiling: {ceiling.get('balanced_acc')}%)" if ceiling else "")
         + (f"; GRPO − its start: {_est(start)}." if start else "."),
