@@ -377,7 +377,8 @@ def train_in_processes(jobs: list[tuple], processes: int, shared: dict) -> dict[
 
     from tqdm.auto import tqdm
 
-    threads = max(1, (os.cpu_count() or 1) // processes)
+    # each its share of the cores this process may use ($OMP_NUM_THREADS, else every core)
+    threads = max(1, (int(os.environ.get("OMP_NUM_THREADS") or 0) or os.cpu_count() or 1) // processes)
     order = sorted(jobs, key=lambda j: -_cost(j[0]))
     done = {}
     # spawn: a fresh interpreter per process (no forked torch thread pools or CUDA state)
