@@ -160,8 +160,13 @@ lint: venv
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
+# Two pytest-xdist workers of one thread each (issue 61): the smoke and colab-smoke notebook
+# chains side by side, each in order in its worker (tests/test_notebooks.py's groups), the unit
+# tests shared out between them; on 2 cores two one-thread processes do 1.5x the work of one
+# two-thread process (make bench-grpo PROCESSES=2). TEST_WORKERS=0: one process, as before.
+TEST_WORKERS ?= 2
 test: venv lint
-	$(DATA_ENV) $(PY) -m pytest -m "not slow and not real and not hub" -q --durations=15
+	$(DATA_ENV) $(if $(filter-out 0,$(TEST_WORKERS)),OMP_NUM_THREADS=1,) $(PY) -m pytest -m "not slow and not real and not hub" -q --durations=15 $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup,)
 
 # The real things (docs/real_models.md): the project's vLLM code against the real engine on the
 # stand-in and on SmolLM2-135M-Instruct, the real model's own rates, and all seven notebooks at

