@@ -250,6 +250,12 @@ def test_degenerate_runs_are_counted_by_their_positive_rate():
     preds += _judge_preds("stepwiser:rel_ratio@seed2", [True] * 6 + [False] * 34, labels, problems)  # 15%: kept
     assert claims.positive_rate(preds, "stepwiser:rel_ratio@seed1", "rel_ratio") == 87.5
     assert claims.degenerate_runs(preds, "stepwiser:rel_ratio") == (1, 3)
+    # a run's other reading (a verdict-only judge at its dev threshold) is neither a run nor a seed
+    preds += _judge_preds("stepwiser:rel_ratio@seed1 (dev threshold)", labels, labels, problems)
+    preds += _judge_preds("stepwiser:rel_ratio@seed10", labels, labels, problems)
+    assert claims.degenerate_runs(preds, "stepwiser:rel_ratio") == (1, 4)
+    names = {p["judge"] for p in preds}
+    assert claims._runs(names, "stepwiser:rel_ratio")[-1] == "stepwiser:rel_ratio@seed2"
     assert claims.degenerate_runs(preds, "chunk policy (no judge)") is None
     assert claims.degenerate_runs(preds, "disc_sft:rel_ratio") is None and claims.degenerate_runs(None, "x:y") is None
 

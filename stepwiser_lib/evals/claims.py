@@ -20,6 +20,7 @@ did not run is left out; the results pages (docs/) say which are missing.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -258,10 +259,10 @@ def _read(results_dir: Path, stem: str) -> list[dict] | None:
 
 
 def _runs(names, variant: str) -> list[str]:
-    """The run ids of ``variant`` among ``names``: the variant itself and its ``@seedN`` repeats."""
-    return sorted(
-        {n for n in names if n == variant or n.startswith(variant + "@seed")}, key=lambda n: (n != variant, n)
-    )
+    """The run ids of ``variant`` among ``names``: the variant itself and its ``@seedN`` repeats,
+    nothing else (not a run's other readings, such as ``"<run> (dev threshold)"``)."""
+    repeat = re.compile(re.escape(variant) + r"@seed\d+")
+    return sorted({n for n in names if n == variant or repeat.fullmatch(n)}, key=lambda n: (n != variant, n))
 
 
 def judge_arm(preds: list[dict], run_ids: list[str], rule: str, problems: list[str]) -> np.ndarray:
