@@ -18,6 +18,22 @@ SMOKE = pytest.mark.xdist_group("smoke")
 COLAB_SMOKE = pytest.mark.xdist_group("colab-smoke")
 pytestmark = SMOKE
 
+#: profile -> notebook -> seconds: what this test process has run (:func:`run_through`).
+_RAN: dict[str, dict[str, float]] = {}
+
+
+def run_through(profile: str, stem: str) -> dict[str, float]:
+    """Run ``profile``'s notebooks up to ``stem``, in order, each once per test process: pytest-xdist
+    keeps a group in one worker but not in collection order (a group's 03 may come before its 02),
+    so a notebook's test first runs the earlier notebooks this process has not run. Returns
+    notebook -> seconds of everything run so far."""
+    ran = _RAN.setdefault(profile, {})
+    todo = [s[:2] for s in NOTEBOOKS[: NOTEBOOKS.index(stem) + 1] if s not in ran]
+    if todo:
+        ran.update(runner.run(profile, only=todo))
+    return ran
+
+
 # What each notebook must leave behind (results/smoke/...), checked beyond "it ran".
 EXPECTED = {
     "01_self_segmentation": ("self_segmentation.json", ["table4", "data", "sft"]),
@@ -33,7 +49,7 @@ EXPECTED = {
 @pytest.mark.notebook
 @pytest.mark.parametrize("stem", NOTEBOOKS)
 def test_notebook_runs_at_smoke(stem):
-    out = runner.run("smoke", only=[stem[:2]])
+    out = run_through("smoke", stem)
     assert stem in out
     executed = json.loads((paths.run_dir("smoke") / f"{stem}.ipynb").read_text())
     config_cell = next(c for c in executed["cells"] if "crosscheck.resolve(globals()" in "".join(c["source"]))
@@ -235,7 +251,7 @@ def test_notebook05_real_processbench_part():
     assert os.environ.get("STEPWISER_PROCESSBENCH_DIR")
     path = paths.results_dir("smoke") / "processbench.json"
     if not path.exists():
-        runner.run("smoke", only=["05"])
+        run_through("smoke", "05_processbench")
     res = json.loads(path.read_text())
     calc = res["baselines"]["calculator [real ProcessBench]"]
     assert set(calc) >= {"gsm8k", "math", "olympiadbench", "omnimath", "avg_f1"}
@@ -257,7 +273,7 @@ def test_labelling_cli_matches_and_resumes(tmp_path):
 
     nb_art = paths.run_dir("smoke") / "artifacts" / "02_rollout_labelling"
     if not (nb_art / "labels.jsonl").exists():
-        runner.run("smoke", only=["01", "02"])
+        run_through("smoke", "02_rollout_labelling")
     shutil.copytree(nb_art / "shards", tmp_path / "shards")
     cmd = [sys.executable, "-m", "stepwiser_lib.method.labelling", "--profile", "smoke", "--out", str(tmp_path)]
     first = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=paths.ROOT)
@@ -281,7 +297,7 @@ def test_two_labelling_workers_give_the_labels_of_one(tmp_path):
 
     nb_art = paths.run_dir("smoke") / "artifacts" / "02_rollout_labelling"
     if not (nb_art / "labels.jsonl").exists():
-        runner.run("smoke", only=["01", "02"])
+        run_through("smoke", "02_rollout_labelling")
     # `make label-workers WORKERS=2`: two labelling processes at once, one shared folder
     subprocess.run(
         [
@@ -326,7 +342,7 @@ def test_two_processbench_workers_judge_as_one(tmp_path):
 
     art = paths.run_dir("smoke") / "artifacts"
     if not (art / "05_processbench" / "metrics.json").exists():
-        runner.run("smoke", only=["01", "02", "03", "04", "05"])
+        run_through("smoke", "05_processbench")
     results = {}
     for name, workers in (("one", [None]), ("two", [0, 1])):
         root = tmp_path / name
@@ -372,7 +388,7 @@ def test_two_rsft_workers_sample_and_score_as_one(tmp_path):
 
     art = paths.run_dir("smoke") / "artifacts"
     if not (art / "07_rsft" / "metrics.json").exists():
-        runner.run("smoke", only=["01", "02", "03", "04", "07"])
+        run_through("smoke", "07_rsft")
     results = {}
     for name, workers in (("one", [None]), ("two", [0, 1])):
         root = tmp_path / name
@@ -441,7 +457,7 @@ def _res(name):
 def test_notebook_runs_at_colab_smoke(stem, colab_smoke_world):
     """The colab code path end to end on CPU: the paper's prompts, Math-Verify, the real loaders
     by path, LoRA, gradient accumulation and checkpointing, a 151,936-token vocabulary."""
-    out = runner.run("colab-smoke", only=[stem[:2]])
+    out = run_through("colab-smoke", stem)
     assert stem in out
     fname, keys = EXPECTED[stem]
     res = _res(fname)
@@ -494,7 +510,7 @@ def test_two_chunk_reset_workers_give_the_runs_of_one(tmp_path):
 
     art = paths.run_dir("smoke") / "artifacts"
     if not (art / "06_chunk_reset" / "no_judge_greedy__toy.json").exists():
-        runner.run("smoke", only=["01", "02", "03", "04", "06"])
+        run_through("smoke", "06_chunk_reset")
     root = tmp_path / "root"
     for stage in ("01_self_segmentation", "03_balancing", "04_judge_grpo"):  # what 06 reads (and checks)
         shutil.copytree(art / stage, root / "runs" / "smoke" / "artifacts" / stage)
