@@ -160,11 +160,12 @@ lint: venv
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
-# Two pytest-xdist workers of one thread each (issue 61): the smoke and colab-smoke notebook
-# chains side by side, each in order in its worker (tests/test_notebooks.py's groups), the unit
-# tests shared out between them; on 2 cores two one-thread processes do 1.5x the work of one
-# two-thread process (make bench-grpo PROCESSES=2). TEST_WORKERS=0: one process, as before.
-TEST_WORKERS ?= 2
+# TEST_WORKERS=2: two pytest-xdist workers of one thread each (issue 61), the smoke and
+# colab-smoke notebook chains each in one worker (tests/test_notebooks.py's groups). Measured from
+# a fresh clone on 2 cores it was slower than one process (22.5 min against 18.1: the smoke chain's
+# notebooks 04 and 05 slowed by the other worker and their own side-by-side processes; LAB_LOG.md),
+# so the default stays one process.
+TEST_WORKERS ?= 0
 test: venv lint
 	$(DATA_ENV) $(if $(filter-out 0,$(TEST_WORKERS)),OMP_NUM_THREADS=1,) $(PY) -m pytest -m "not slow and not real and not hub" -q --durations=15 $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup,)
 
