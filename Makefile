@@ -6,6 +6,9 @@ ifneq ($(abspath $(CURDIR))/,$(ROOT))
 $(error run make in the checkout: make -C $(ROOT) <target> (this folder, $(CURDIR), is not it))
 endif
 PROFILE ?= tiny
+# On a machine without a GPU, notebook 02's labelling first runs in this many side-by-side worker
+# processes, one share of the cores each, and the notebook joins their shards (the same labels; issue 61).
+CPU_WORKERS ?= 2
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -25,7 +28,7 @@ DATA_ENV = STEPWISER_PROCESSBENCH_DIR=$(or $(PROCESSBENCH),$(abspath $(REAL_DATA
 .PHONY: help venv venv-vllm lock lock-gpu data reproduce docs lint test test-real test-slow lab toy-base toy-processbench bench bench-grpo test-hub check-profiles clean standin smollm2 gpu-check label-workers workers
 
 help:
-	@echo "make reproduce [PROFILE=smoke|tiny|toy-full|colab|paper]  run every notebook headless (default: tiny)"
+	@echo "make reproduce [PROFILE=smoke|tiny|toy-full|colab|paper]  run every notebook headless (default: tiny; CPU_WORKERS=2: notebook 02's labelling in 2 side-by-side processes on a machine without a GPU)"
 	@echo "make reproduce PROFILE=paper DRY_RUN=1           validate and print the plan (models, data, GPU-hours)"
 	@echo "make reproduce PROFILE=paper LAUNCHER=configs/accelerate/zero2.yaml  multi-GPU training (DeepSpeed ZeRO-2)"
 	@echo "make workers STAGE=02 PROFILE=paper WORKERS=8  notebook 02's labelling (or 05, 06, 07's generation) on 8 GPUs at once (then make reproduce joins)"
@@ -132,7 +135,7 @@ LAUNCHER ?=
 WORKERS ?= 1
 NODES ?= 1
 reproduce: venv $(if $(filter colab-smoke real-smoke,$(PROFILE)),standin,) $(if $(filter real-smoke,$(PROFILE)),smollm2,)
-	STEPWISER_LAUNCHER=$(LAUNCHER) STEPWISER_WORKERS=$(WORKERS) STEPWISER_NODES=$(NODES) STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) $(PY) -m stepwiser_lib.tools.runner --profile $(PROFILE) $(if $(DRY_RUN),--dry-run,) $(if $(ONLY),--only $(ONLY),)
+	STEPWISER_LAUNCHER=$(LAUNCHER) STEPWISER_WORKERS=$(WORKERS) STEPWISER_NODES=$(NODES) STEPWISER_PROCESSBENCH_DIR=$(PROCESSBENCH) $(PY) -m stepwiser_lib.tools.runner --profile $(PROFILE) --cpu-workers $(CPU_WORKERS) $(if $(DRY_RUN),--dry-run,) $(if $(ONLY),--only $(ONLY),)
 	$(if $(DRY_RUN),,$(PY) -m stepwiser_lib.tools.readme)
 	$(if $(DRY_RUN),,$(if $(filter tiny,$(PROFILE)),$(PY) -m stepwiser_lib.tools.docs --profile tiny --no-run,))
 

@@ -845,3 +845,23 @@ def test_judge_many_judges_side_by_side_and_returns_the_jobs_in_order(monkeypatc
     monkeypatch.setattr(models, "pick_device", lambda device="auto": "cuda")
     monkeypatch.setattr(jr, "in_processes", lambda *a: pytest.fail("side-by-side judges on a GPU"))
     assert list(jr.judge_many(jobs, data, processes=2, **settings)) == list(jobs)
+
+
+def test_own_analyses_in_parts_keep_the_chunks_order(tmp_path, monkeypatch):
+    """TRAIN_PROCESSES (issue 61): the checking texts are written in contiguous parts by side-by-side
+    processes and joined in the chunks' order (here the processes are stood in for in-process)."""
+    monkeypatch.setattr(jr, "_checks", lambda init, texts, batch, max_new, progress=True: [t[-12:] for t in texts])
+    monkeypatch.setattr(jr, "cpu_processes", lambda p, what: p)
+
+    def pool(fn, jobs, processes, shared, desc, unit):
+        jr._SHARED.clear()
+        jr._SHARED.update(shared)
+        for job in reversed(jobs):  # out of order, as a pool may finish them
+            yield None, fn(job)
+
+    monkeypatch.setattr(jr, "in_processes", pool)
+    monkeypatch.setattr(jr.paths, "model_fingerprint", lambda init: "m")
+    chunks = [_ex(f"p{i}", chunk=f"chunk number {i:03d}") for i in range(7)]
+    one = jr.own_analyses(tmp_path / "a", "init", chunks, batch=2, max_new_tokens=8, processes=1)
+    two = jr.own_analyses(tmp_path / "b", "init", chunks, batch=2, max_new_tokens=8, processes=3)
+    assert two == one and len(one) == 7 and len(set(one)) == 7

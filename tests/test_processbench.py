@@ -1,5 +1,6 @@
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -453,6 +454,56 @@ class _SeededJudge(_ScriptedJudge):
         return [{**r, "analysis": f"{r['analysis']}|{seed}"} for r in super().judge(triples, k=k, seed=seed)]
 
 
+def _seeded_load(e):  # module level: side-by-side processes receive it pickled
+    return _SeededJudge()
+
+
+def test_run_judges_side_by_side_writes_the_runs_one_process_would(tmp_path, monkeypatch, capsys):
+    """Notebook 05's PROCESSES (issue 61): the runs not on disk are judged by two side-by-side
+    processes first, then read back; the outputs, seeds included, are those of one process."""
+    from stepwiser_lib.engines import models
+
+    monkeypatch.setattr(models, "release", lambda *a: None)
+    bench = {
+        "a": [
+            {"id": str(i), "problem": "P", "steps": ["ok", "bad" if i % 2 else "ok"], "label": 1 if i % 2 else -1}
+            for i in range(5)
+        ]
+    }
+    judges = [
+        {"name": "disc_sft:rel_ratio", "style": "disc"},
+        {"name": "stepwiser:rel_ratio", "style": "cot"},
+        {"name": "stepwiser:rel_ratio@seed1", "style": "cot"},
+    ]
+    kw = dict(
+        bench_kind="toy",
+        stop_at_first_negative=True,
+        maj_k=1,
+        maj_temperature=1.0,
+        max_completion=8,
+        maj_k_score=2,
+        maj_k_score_judges=[],
+        seed=3,
+    )
+    one = PB.run_judges(judges, bench, tmp_path / "one", _seeded_load, processes=1, **kw)
+    loads = []
+    here = lambda e: loads.append(e["name"]) or _SeededJudge()  # noqa: E731
+    runs = [
+        (e, r)
+        for e in judges
+        for r in PB.bench_runs(e, bench, tmp_path / "two", "toy", **{k: v for k, v in kw.items() if k != "bench_kind"})
+    ]
+    assert PB.judge_in_processes(runs, bench, _seeded_load, 2, temperature=1.0, seed=3) == 3
+    two = PB.run_judges(judges, bench, tmp_path / "two", here, processes=2, **kw)
+    assert loads == []  # every run came from the side-by-side processes' files
+    assert two["outputs"] == one["outputs"] and two["results"] == one["results"]
+    assert PB.judge_in_processes(runs, bench, _seeded_load, 2, temperature=1.0, seed=3) == 0  # all on disk
+    monkeypatch.setattr(models, "pick_device", lambda device="auto": "cuda")  # a GPU: one at a time, by the caller
+    fresh = [({**e}, {**r, "path": tmp_path / "three" / Path(r["path"]).name}) for e, r in runs]
+    assert PB.judge_in_processes(fresh, bench, _seeded_load, 2, temperature=1.0, seed=3) == 0
+    assert not (tmp_path / "three").exists()
+
+
 def test_judge_bench_in_shards_two_workers_and_the_join(tmp_path, monkeypatch):
     """Issue 34: one judge's run in shards of 2 solutions; two workers (each judging its shards)
     and the notebook's join give the outputs of one process, the join loading no judge; a run of
@@ -626,6 +677,7 @@ def test_run_options_pass_the_config_to_run_judges_by_name():
         MAJ_K_SCORE_JUDGES=["stepwiser:rel_ratio"],
         SEED=5,
         LIMIT=40,
+        PROCESSES=2,
     )
     opts = PB.run_options(cfg)
     assert opts == {
@@ -637,6 +689,7 @@ def test_run_options_pass_the_config_to_run_judges_by_name():
         "maj_k_score": 4,
         "maj_k_score_judges": ["stepwiser:rel_ratio"],
         "seed": 5,
+        "processes": 2,
     }
     keyword_only = [n for n, q in inspect.signature(PB.run_judges).parameters.items() if q.kind == q.KEYWORD_ONLY]
     assert sorted([*opts, "dev"]) == sorted(keyword_only)  # every setting run_judges asks for, and no other

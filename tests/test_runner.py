@@ -325,3 +325,27 @@ def test_the_paper_plan_knows_workers_and_nodes(monkeypatch, capsys):
     assert walls[4]["04"][1] < walls[1]["04"][1] and walls[4]["02"][0] == walls[1]["02"][0]
     monkeypatch.setenv("STEPWISER_NODES", "0")
     assert r.main(["--profile", "paper", "--dry-run"]) == 2
+
+
+def test_cpu_workers_run_only_stage_02_on_a_cpu_machine_on_hf(monkeypatch, capsys):
+    """make reproduce's CPU_WORKERS (issue 61): notebook 02's labelling first runs in side-by-side
+    worker processes where that paid on tiny (02), never on a GPU machine, on vLLM, or with one."""
+    from stepwiser_lib.tools import runner, workers
+
+    calls = []
+    monkeypatch.setattr(workers, "run_workers", lambda profile, k, stage: calls.append((profile, k, stage)) or 0)
+    monkeypatch.setattr(workers, "visible_gpus", lambda given="": [])
+    hf = {"BACKEND": "hf", "JUDGE_BACKEND": "hf"}
+    runner._side_by_side("tiny", "02_rollout_labelling", hf, 2)
+    for stem in ("01_self_segmentation", "05_processbench", "06_chunk_reset", "07_rsft"):
+        runner._side_by_side("tiny", stem, hf, 2)
+    runner._side_by_side("tiny", "02_rollout_labelling", hf, 1)
+    runner._side_by_side("tiny", "02_rollout_labelling", {"BACKEND": "vllm"}, 2)
+    assert calls == [("tiny", 2, "02")]
+    monkeypatch.setattr(workers, "visible_gpus", lambda given="": ["0"])
+    runner._side_by_side("tiny", "02_rollout_labelling", hf, 2)
+    assert len(calls) == 1
+    monkeypatch.setattr(workers, "visible_gpus", lambda given="": [])
+    monkeypatch.setattr(workers, "run_workers", lambda profile, k, stage: 1)  # a failed worker: the notebook goes on
+    runner._side_by_side("tiny", "02_rollout_labelling", hf, 2)
+    assert "the notebook computes what is missing" in capsys.readouterr().out

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import warnings
+from dataclasses import dataclass
 
 from ..core import paths
 from ..core.chunks import parse_chunks
@@ -648,24 +649,28 @@ def load_judge(
     return j
 
 
-def loader(cfg):
+@dataclass(frozen=True)
+class Loader:
+    """A registry entry -> its judge (:func:`load_judge`) with a notebook's settings; a plain value,
+    so side-by-side processes (notebook 05's ``PROCESSES``) receive it pickled."""
+
+    family: str
+    max_completion: int
+    batch: int
+    backend: str
+    engine: dict
+
+    def __call__(self, entry: dict):
+        return load_judge(entry, self.family, self.max_completion, self.batch, backend=self.backend, engine=self.engine)
+
+
+def loader(cfg) -> Loader:
     """Notebooks 05-07's judge loader: a registry entry -> its judge, with the notebook's
     ``PROMPT_FAMILY``, ``MAX_COMPLETION``, ``JUDGE_BATCH``, ``JUDGE_BACKEND`` and vLLM engine settings
     (:func:`load_judge`: a direct judge keeps its own output limit). Loads nothing until called."""
+    from ..engines.models import engine_settings  # lazy: torch
 
-    def load(entry: dict):
-        from ..engines.models import engine_settings  # lazy: torch
-
-        return load_judge(
-            entry,
-            cfg.PROMPT_FAMILY,
-            cfg.MAX_COMPLETION,
-            cfg.JUDGE_BATCH,
-            backend=cfg.JUDGE_BACKEND,
-            engine=engine_settings(cfg),
-        )
-
-    return load
+    return Loader(cfg.PROMPT_FAMILY, cfg.MAX_COMPLETION, cfg.JUDGE_BATCH, cfg.JUDGE_BACKEND, engine_settings(cfg))
 
 
 def judge_prompt_of(example: dict, family: str = "toy", style: str = "cot") -> str:

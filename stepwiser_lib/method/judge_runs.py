@@ -134,26 +134,41 @@ def warmup_chunks(art, init: str, n_problems: int, samples: int, *, family: str,
     )["chunks"]
 
 
-def own_analyses(art, init: str, chunks: list[dict], *, batch: int, max_new_tokens: int) -> list[str]:
+def _checks(init: str, texts: list[str], batch: int, max_new_tokens: int, progress: bool = True) -> list[str]:
+    from ..engines.models import HFGenerator, load_model  # lazy: torch
+
+    model, tok = load_model(init)
+    gen = HFGenerator(model, tok, batch_size=batch)
+    outs = gen.generate(texts, n=1, temperature=0, max_new_tokens=max_new_tokens, seed=0, progress=progress)
+    _release(gen)
+    return [o[0].text.strip() for o in outs]
+
+
+def _worker_checks(job: tuple[int, list[str]]) -> tuple[int, list[str]]:
+    part, texts = job
+    return part, _checks(_SHARED["init"], texts, _SHARED["batch"], _SHARED["max_new_tokens"], progress=False)
+
+
+def own_analyses(
+    art, init: str, chunks: list[dict], *, batch: int, max_new_tokens: int, processes: int = 1
+) -> list[str]:
     """The initial model's own checking text of each warm-up chunk (greedy, the toy base's checking
     prompt :func:`stepwiser_lib.core.prompts.check_prompt`), cached in ``art/own_analyses.json``:
     the analyses a ``WARMUP_ANALYSIS: own`` warm-up trains on, so the judge starts from what its
-    initial model writes, as the paper's judge starts from an instruct model (issue 47). [not in paper]"""
-    from ..engines.models import HFGenerator, load_model  # lazy: torch
+    initial model writes, as the paper's judge starts from an instruct model (issue 47). [not in paper]
+    ``processes`` > 1 (``TRAIN_PROCESSES``, a CPU machine): the chunks in that many contiguous parts,
+    written side by side (greedy: the same texts; tiny's 2,485 compared in LAB_LOG.md)."""
 
     def run():
-        model, tok = load_model(init)
-        gen = HFGenerator(model, tok, batch_size=batch)
-        outs = gen.generate(
-            [check_prompt(e["problem"], e["history"], e["chunk"]) for e in chunks],
-            n=1,
-            temperature=0,
-            max_new_tokens=max_new_tokens,
-            seed=0,
-            progress=True,
-        )
-        _release(gen)
-        return {"analyses": [o[0].text.strip() for o in outs]}
+        texts = [check_prompt(e["problem"], e["history"], e["chunk"]) for e in chunks]
+        k = cpu_processes(processes, "checking texts") if len(texts) > 1 else 1
+        if k <= 1:
+            return {"analyses": _checks(init, texts, batch, max_new_tokens)}
+        size = -(-len(texts) // k)
+        parts = [(i, texts[i * size : (i + 1) * size]) for i in range(k)]
+        shared = {"init": init, "batch": batch, "max_new_tokens": max_new_tokens}
+        done = dict(out for _, out in in_processes(_worker_checks, parts, k, shared, "checking texts", "part"))
+        return {"analyses": [a for i in range(k) for a in done[i]]}
 
     key = io.digest(
         paths.model_fingerprint(init), [(e["problem"], e["history"], e["chunk"]) for e in chunks], max_new_tokens
@@ -230,7 +245,9 @@ def warmup_stage(art, cfg, variants: list[tuple[str, str]], main: str | None, in
     )
     analyses = None
     if cfg.WARMUP_ANALYSIS == "own" and "cot" in styles:
-        analyses = own_analyses(art, init, chunks, batch=cfg.JUDGE_BATCH, max_new_tokens=cfg.MAX_COMPLETION)
+        analyses = own_analyses(
+            art, init, chunks, batch=cfg.JUDGE_BATCH, max_new_tokens=cfg.MAX_COMPLETION, processes=cfg.TRAIN_PROCESSES
+        )
         n_exact = sum(bool((tasks.analysis_checks(e, a) or {}).get("exact")) for a, e in zip(analyses, chunks))
         print(
             f"the CoT warm-up's analyses are the initial model's own checking text of each chunk (WARMUP_ANALYSIS: "
@@ -261,7 +278,9 @@ def evaluate_start(
     """Notebook 04, section 2: the judge every variant starts from (``entry``, the warm-up) on each
     rule's test split (every metric, with the verdict readout) and dev split (greedy verdicts),
     and on toy problems how often its own analysis implies the exact checker's verdict.
-    Returns (test metrics, test judged, dev metrics, dev judged), each keyed by rule."""
+    Returns (test metrics, test judged, dev metrics, dev judged), each keyed by rule. In one
+    process: the test and dev splits side by side took longer on tiny (66 s against 54 s; the
+    test split is most of the work, and each process imports torch and loads the judge)."""
     j = judge.load_judge(entry, family, max_completion, batch)
     before, before_judged, before_dev, before_dev_judged = {}, {}, {}, {}
     for rule in data:

@@ -626,6 +626,39 @@ def bench_runs(
     return runs
 
 
+def _worker_bench(job: tuple) -> tuple[str, float]:
+    import time
+
+    e, r = job
+    t0 = time.time()
+    shared = judge_runs._SHARED
+    judge_bench(e, shared["bench"], load=shared["load"], temperature=shared["temperature"], seed=shared["seed"], **r)
+    return e["name"], time.time() - t0
+
+
+def judge_in_processes(runs: list[tuple[dict, dict]], bench: dict, load, processes: int, **kw) -> int:
+    """The runs of ``runs`` ((registry entry, :func:`bench_runs` arguments)) not yet on disk, judged
+    by ``processes`` side-by-side processes with a share of the cores each
+    (:func:`stepwiser_lib.method.judge_runs.in_processes`; issue 61: a toy judge's greedy decode is
+    Python-bound, so two one-thread processes judge about 1.5x what one two-thread process does),
+    each written to its cache as :func:`judge_bench` writes it; generative judges first (the longest).
+    On a GPU, on vLLM, or with one run to do, nothing is done here (the caller judges them one at a time).
+    ``load`` must pickle (:class:`~stepwiser_lib.method.judge.Loader`); ``kw``: ``temperature``,
+    ``seed``. Returns how many runs were judged. The outputs do not depend on it: every shard has
+    its own seed (:func:`stepwiser_lib.core.shards.shard_seed`)."""
+    todo = [(e, r) for e, r in runs if not io.has_cached(Path(r["path"]), r["key"])]
+    if getattr(load, "backend", "hf") != "hf":  # an engine per process would split the GPU (or RAM) it reserves
+        return 0
+    processes = judge_runs.cpu_processes(processes, "judges") if len(todo) > 1 else 1
+    if processes <= 1:
+        return 0
+    todo.sort(key=lambda j: j[0]["style"] == "disc")  # stable: generative judges first, else in order
+    shared = {"bench": bench, "load": load, **kw}
+    for bar, (name, secs) in judge_runs.in_processes(_worker_bench, todo, processes, shared, "judges", "run"):
+        bar.write(f"{name:34s} judged in {secs:7.1f} s")
+    return len(todo)
+
+
 def run_options(cfg) -> dict:
     """The settings of notebook 05's config that :func:`run_judges` takes, by keyword (all but the
     judges, the benchmark, the folder, the loader and the dev split)."""
@@ -638,6 +671,7 @@ def run_options(cfg) -> dict:
         "maj_k_score": cfg.MAJ_K_SCORE,
         "maj_k_score_judges": cfg.MAJ_K_SCORE_JUDGES,
         "seed": cfg.SEED,
+        "processes": cfg.PROCESSES,
     }
 
 
@@ -656,9 +690,13 @@ def run_judges(
     maj_k_score_judges: list[str],
     seed: int,
     dev: dict | None = None,
+    processes: int = 1,
 ) -> dict:
     """Notebook 05, section 2: every judge of the registry on every split (:func:`judge_solutions`),
     each run cached in ``art/<slug>.json``; ``load``: registry entry -> a judge.
+
+    ``processes`` > 1 (``PROCESSES``, a CPU machine): the runs not on disk are first judged by that
+    many side-by-side processes (:func:`judge_in_processes`), then read back as cached ones.
 
     A generative judge gives its first Negative (Maj@``maj_k`` verdicts; stops at the first
     Negative when ``stop_at_first_negative``). A discriminative judge is also run on every step and
@@ -710,24 +748,30 @@ def run_judges(
         add_row(row, thr)
         out["tallies"][name] = out["tallies"][row] = judged_tally({s: outs[s] for s in bench}, k)
 
+    runs = {
+        e["name"]: bench_runs(
+            e,
+            full,
+            art,
+            bench_kind,
+            stop_at_first_negative=stop_at_first_negative,
+            maj_k=maj_k,
+            maj_temperature=maj_temperature,
+            max_completion=max_completion,
+            maj_k_score=maj_k_score,
+            maj_k_score_judges=maj_k_score_judges,
+            seed=seed,
+            dev_thresholds=bool(dev),
+        )
+        for e in judges
+    }
+    judge_in_processes(
+        [(e, r) for e in judges for r in runs[e["name"]]], full, load, processes, temperature=maj_temperature, seed=seed
+    )
     for e in judges:
         disc = e["style"] == "disc"
         rec, *more = [
-            judge_bench(e, full, load=load, temperature=maj_temperature, seed=seed, **r)
-            for r in bench_runs(
-                e,
-                full,
-                art,
-                bench_kind,
-                stop_at_first_negative=stop_at_first_negative,
-                maj_k=maj_k,
-                maj_temperature=maj_temperature,
-                max_completion=max_completion,
-                maj_k_score=maj_k_score,
-                maj_k_score_judges=maj_k_score_judges,
-                seed=seed,
-                dev_thresholds=bool(dev),
-            )
+            judge_bench(e, full, load=load, temperature=maj_temperature, seed=seed, **r) for r in runs[e["name"]]
         ]
         out["outputs"][e["name"]], out["seconds"][e["name"]] = {s: rec["outputs"][s] for s in bench}, rec["seconds"]
         preds = {s: [o["prediction"] for o in rec["outputs"][s]] for s in bench}

@@ -131,6 +131,32 @@ def _failure(nb_path: Path) -> str:
     return ""
 
 
+#: The stages whose worker CLIs :func:`run` starts side by side on a CPU machine (``cpu_workers``):
+#: labelling (02: 1.38x with 2 processes on 2 cores, ``results/bench/labelling_scaling.json``).
+#: Notebook 05 judges side by side itself (its ``PROCESSES``). Not 06 or 07: on tiny, two workers
+#: then the notebook's join took 83 and 213 s against 86 and 156 s in the notebook alone (LAB_LOG.md).
+CPU_WORKER_STAGES = ("02",)
+
+
+def _side_by_side(profile: str, stem: str, values: dict, cpu_workers: int) -> None:
+    """Run ``stem``'s worker CLI in ``cpu_workers`` processes first, where that pays: a stage of
+    :data:`CPU_WORKER_STAGES` on a machine without a GPU, on the HF backend (a vLLM engine per
+    process would each reserve its own memory). A worker that fails costs nothing but time: the
+    notebook computes whatever is not on disk."""
+    stage = stem[:2]
+    if cpu_workers <= 1 or stage not in CPU_WORKER_STAGES:
+        return
+    if any(values.get(k) == "vllm" for k in ("BACKEND", "JUDGE_BACKEND")):
+        return
+    from . import workers  # lazy: a subprocess launcher, no torch
+
+    if workers.visible_gpus():
+        return
+    print(f"[runner] {stem}: {cpu_workers} side-by-side workers first (CPU_WORKERS)", flush=True)
+    if workers.run_workers(profile, cpu_workers, stage=stage):
+        print(f"[runner] {stem}: a worker failed (above); the notebook computes what is missing", flush=True)
+
+
 def run(
     profile: str,
     only: list[str] | None = None,
@@ -142,11 +168,16 @@ def run(
     dry_run: bool = False,
     overrides: dict | None = None,
     record: bool | None = None,
+    cpu_workers: int = 1,
 ) -> dict[str, float]:
     """Run (or check, or plan) the notebooks at ``profile``; ``overrides`` set parameters on top
     of the profile in every selected notebook that declares them (``make gpu-check``'s backend
     and data paths), type-checked like profile values. ``record``: write the run times to
-    ``results/<profile>/run_times.json`` (default: for a run of every shipped notebook)."""
+    ``results/<profile>/run_times.json`` (default: for a run of every shipped notebook).
+    ``cpu_workers`` > 1 (``make reproduce``'s ``CPU_WORKERS``, a machine without a GPU): before the
+    notebooks of :data:`CPU_WORKER_STAGES`, that many side-by-side worker processes of the stage
+    (:func:`stepwiser_lib.tools.workers.run_workers`) compute its shards, which the notebook then
+    joins (the same numbers: the workers' tests); their time counts in the notebook's."""
     notebooks = list_notebooks(notebooks_dir, only)
     if not notebooks:
         raise ConfigError(f"no notebooks in {notebooks_dir}")
@@ -207,6 +238,10 @@ def run(
             flush=True,
         )
         t0 = time.time()
+        # (not under overrides: the workers read the profile alone)
+        _side_by_side(
+            profile, nb.stem, with_defaults([nb], {nb.stem: params[nb.stem]})[nb.stem], 1 if overrides else cpu_workers
+        )
         # papermill rewrites its output as cells run, with plain writes: into a file of this process,
         # moved into place whatever happens, so two runs at once never interleave one file
         running = out / f".{nb.stem}.{os.getpid()}.running.ipynb"
@@ -264,9 +299,16 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="validate, resolve models and datasets without downloading, print the plan",
     )
+    ap.add_argument(
+        "--cpu-workers",
+        type=int,
+        default=1,
+        help="on a machine without a GPU: run stage 02's worker CLI (labelling) in this many side-by-side "
+        "processes before its notebook (make reproduce: CPU_WORKERS, 2)",
+    )
     a = ap.parse_args(argv)
     try:
-        t = run(a.profile, a.only, a.check, log_output=a.log_output, dry_run=a.dry_run)
+        t = run(a.profile, a.only, a.check, log_output=a.log_output, dry_run=a.dry_run, cpu_workers=a.cpu_workers)
     except ConfigError as e:
         print(f"[runner] configuration error: {e}", file=sys.stderr)
         return 2
