@@ -525,3 +525,28 @@ def test_sft_repeats_train_and_sample_each_other_seed_one_engine_at_a_time(monke
     assert {(p["method"], p["seed"]) for p in preds["chunk@seed5"]} == {("chunk@seed5", 1)}
     ev = sg.sample_policy("pol", items, "{problem}", progress="eval", **kw)
     assert len(ev) == 4 and ev[0]["correct"] and log[-2:] == ["make pol", "release pol"]
+
+
+def test_headroom_trial_measures_the_plain_policy_per_slice(monkeypatch):
+    """Issue 60's headroom probe: each slice's eval_dev problems (their steps and distractors as
+    asked) through notebook 06's plain arm at the given temperature, a rate with its interval."""
+    from stepwiser_lib.tools import toy_trials as tt
+
+    monkeypatch.setattr(tt, "make_generator", lambda *a, **k: "policy")
+    monkeypatch.setattr(tt, "release", lambda *a: None)
+    monkeypatch.setattr(tt, "resolve_model", lambda ref, profile: "model")
+    seen = []
+
+    def arm(policy, judge, items, template, cfg, is_correct):
+        seen.append((judge, cfg.temperature, max(len(i["toy"]["needed"]) for i in items)))
+        return {"correct": [k % 2 == 0 for k in range(len(items))]}
+
+    monkeypatch.setattr(tt.cr, "run_arm", arm)
+    rec = tt.headroom_trial("tiny", "h", slices=(((2, 3), (0, 1)), ((5, 5), (1, 2))), n_problems=10, temperature=0.4)
+    assert [s[:2] for s in seen] == [(None, 0.4), (None, 0.4)] and seen[1][2] >= 5  # the longer slice
+    assert [(r["steps"], r["distractors"], r["n"], r["ci95"]["acc"]) for r in rec["rows"]] == [
+        ([2, 3], [0, 1], 10, 50.0),
+        ([5, 5], [1, 2], 10, 50.0),
+    ]
+    table = tt.headroom_markdown([rec]).splitlines()
+    assert len(table) == 4 and table[3].startswith("| h | 0.4 | 5-5 | 1-2 | 50.0 [")

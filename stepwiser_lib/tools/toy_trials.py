@@ -51,6 +51,7 @@ RSFT_TRIALS = Path("results") / "trials" / "rsft.jsonl"
 RESET_TRIALS = Path("results") / "trials" / "chunk_reset.jsonl"
 JUDGE_RSFT_TRIALS = Path("results") / "trials" / "judge_rsft.jsonl"
 JUDGE_TRIALS = Path("results") / "trials" / "judge.jsonl"
+HEADROOM_TRIALS = Path("results") / "trials" / "headroom.jsonl"
 EXPLORE_TRIALS = Path("results") / "trials" / "judge_exploration.jsonl"
 
 
@@ -739,6 +740,49 @@ POSITIVE_RANGE = POSITIVE_RATE_RANGE
 JUDGE_DEFAULT_KEYS: tuple[str, ...] = ()
 
 
+def headroom_trial(
+    profile: str,
+    name: str,
+    *,
+    slices: tuple[tuple[tuple[int, int], tuple[int, int]], ...],
+    n_problems: int = 128,
+    temperature: float = 0.4,
+    seed: int = 0,
+    note: str = "",
+) -> dict:
+    """Issue 60, item 1 (dev only): how often the plain chunk policy of ``profile`` (notebook 06's
+    arm without a judge: one sample per chunk at ``temperature``, notebook 06's default 0.4,
+    :func:`chunk_reset.run_arm`) is
+    right on ``eval_dev`` problems of each slice of the toy world, ``((steps low, high),
+    (distractors low, high))``: where chunk-reset and RS-FT have room to help (the issue asks for a
+    slice where it is right on roughly 40-70%). Each rate with its 95% interval (resampling problems)."""
+    t0 = time.time()
+    policy = make_generator(resolve_model("artifact", profile), backend="hf", batch_size=128)
+    template = prompts.get("toy", "chunk_policy")
+    rows = []
+    for steps, distractors in slices:
+        items = tasks.load_problems("toy", "eval_dev", n_problems, seed=seed, steps=steps, distractors=distractors)
+        ids = [f"toy/{i['id']}" for i in items]
+        rec = cr.run_arm(
+            policy, None, items, template, cr.ResetConfig(temperature=temperature, seed=seed), tasks.is_correct
+        )
+        preds = problem_predictions("plain", "toy", seed, ids, rec["correct"])
+        rows.append({"steps": list(steps), "distractors": list(distractors), "n": len(items), "ci95": rate_ci(preds)})
+        print(rows[-1], flush=True)
+    release(policy)
+    return {
+        "name": name,
+        "profile": profile,
+        "note": note,
+        "policy": f"notebook 01's chunk policy, one sample per chunk at temperature {temperature:g} (notebook 06's plain arm)",
+        "split": "eval_dev",
+        "temperature": temperature,
+        "seed": seed,
+        "rows": rows,
+        "seconds": round(time.time() - t0, 1),
+    }
+
+
 def reset_trial(
     profile: str,
     name: str,
@@ -858,6 +902,22 @@ def rsft_markdown(records: list[dict]) -> str:
     return head + "\n".join(rows) + "\n"
 
 
+def headroom_markdown(records: list[dict]) -> str:
+    """The lab log's table of :func:`headroom_trial` records: one row per trial and slice."""
+    lines = [
+        "| trial | policy temperature | steps | distractors | plain chunk policy right, eval_dev (%) [95%] | problems |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in records:
+        for row in r["rows"]:
+            ci = row["ci95"]
+            lines.append(
+                f"| {r['name']} | {r['temperature']:g} | {'-'.join(map(str, row['steps']))} | "
+                f"{'-'.join(map(str, row['distractors']))} | {ci['acc']:.1f} [{ci['low']:.1f}, {ci['high']:.1f}] | {row['n']} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
 def reset_markdown(records: list[dict]) -> str:
     """The chunk-reset temperature trials (records of :func:`reset_trial`): each arm's dev accuracy
     with its 95% interval, rejected length and judge calls, then the paired differences."""
@@ -931,6 +991,13 @@ def main(argv: list[str] | None = None) -> None:
     )
     ap.add_argument("--k", type=int, default=8, help="--explore: samples per chunk")
     ap.add_argument("--table", action="store_true", help="print the trials so far as the lab log's tables")
+    ap.add_argument(
+        "--headroom",
+        nargs="+",
+        metavar="STEPS:DISTRACTORS",
+        help="the plain chunk policy's accuracy on eval_dev slices, e.g. 2-4:0-2 5-7:2-4 (headroom_trial)",
+    )
+    ap.add_argument("--problems-per-slice", type=int, default=128)
     a = ap.parse_args(argv)
     if a.table:
         print(markdown(io.read_jsonl(paths.ROOT / TRIALS)), end="")
@@ -939,6 +1006,7 @@ def main(argv: list[str] | None = None) -> None:
             (RESET_TRIALS, reset_markdown),
             (JUDGE_TRIALS, judge_markdown),
             (EXPLORE_TRIALS, explore_markdown),
+            (HEADROOM_TRIALS, headroom_markdown),
         ):
             if (paths.ROOT / path).exists():
                 print("\n" + fmt(io.read_jsonl(paths.ROOT / path)), end="")
@@ -991,6 +1059,24 @@ def main(argv: list[str] | None = None) -> None:
         )
         _append(JUDGE_RSFT_TRIALS, rec)
         print(json.dumps({k: rec[k] for k in ("name", "settings", "kept", "sampled", "dev", "seconds")}, indent=1))
+        return
+    if a.headroom:
+
+        def span(x: str) -> tuple[int, int]:
+            lo, _, hi = x.partition("-")
+            return int(lo), int(hi or lo)
+
+        slices = tuple((span(x.split(":")[0]), span(x.split(":")[1])) for x in a.headroom)
+        rec = headroom_trial(
+            a.profile,
+            a.name,
+            slices=slices,
+            n_problems=a.problems_per_slice,
+            temperature=a.temperatures[0],
+            seed=a.seed,
+            note=a.note,
+        )
+        _append(HEADROOM_TRIALS, rec)
         return
     if a.reset:
         rec = reset_trial(a.profile, a.name, temperatures=tuple(a.temperatures), seed=a.seed, note=a.note)
