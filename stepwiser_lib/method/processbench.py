@@ -639,8 +639,8 @@ def _worker_bench(job: tuple) -> tuple[str, float]:
 def judge_in_processes(runs: list[tuple[dict, dict]], bench: dict, load, processes: int, **kw) -> int:
     """The runs of ``runs`` ((registry entry, :func:`bench_runs` arguments)) not yet on disk, judged
     by ``processes`` side-by-side processes with a share of the cores each
-    (:func:`stepwiser_lib.method.judge_runs.in_processes`; issue 61: a toy judge's greedy decode is
-    Python-bound, so two one-thread processes judge about 1.5x what one two-thread process does),
+    (:func:`stepwiser_lib.method.judge_runs.in_processes`; issue 61: one process's greedy decode of
+    a toy judge leaves a core half idle; LAB_LOG.md measures what two gain, and how much it varies),
     each written to its cache as :func:`judge_bench` writes it; generative judges first (the longest).
     On a GPU, on vLLM, or with one run to do, nothing is done here (the caller judges them one at a time).
     ``load`` must pickle (:class:`~stepwiser_lib.method.judge.Loader`); ``kw``: ``temperature``,
