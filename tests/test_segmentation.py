@@ -550,3 +550,4 @@ def test_headroom_trial_measures_the_plain_policy_per_slice(monkeypatch):
     ]
     table = tt.headroom_markdown([rec]).splitlines()
     assert len(table) == 4 and table[3].startswith("| h | 0.4 | 5-5 | 1-2 | 50.0 [")
+    assert tt._slice("5:1-3") == ((5, 5), (1, 3)) and tt._slice("4-6:0") == ((4, 6), (0, 0))  # --headroom, --slice

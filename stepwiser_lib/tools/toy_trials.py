@@ -792,18 +792,22 @@ def reset_trial(
     n_problems: int = 128,
     seed: int = 0,
     note: str = "",
+    steps: tuple[int, int] | None = None,
+    distractors: tuple[int, int] | None = None,
 ) -> dict:
     """Chunk-reset's policy sampling temperature (not in the paper; notebook 06's ``TEMPERATURE``)
     on ``eval_dev``: at each temperature the plain sampled policy and the reset with
     ``judge_name`` (notebook 04's registry at ``profile``), on common random numbers, and the
     greedy policy once; each arm's accuracy with its 95% interval and the paired differences
-    judge - no judge and each arm - greedy (paired bootstrap by problem)."""
+    judge - no judge and each arm - greedy (paired bootstrap by problem). ``steps``,
+    ``distractors``: another slice of the toy world (issue 60, :func:`headroom_trial`)."""
 
     t0 = time.time()
     policy_dir = resolve_model("artifact", profile)
     entry = judge_runs.read_registry(profile, [judge_name])[judge_name]
     template = prompts.get("toy", "chunk_policy")
-    items = tasks.load_problems("toy", "eval_dev", n_problems, seed=seed)
+    world = {k: v for k, v in (("steps", steps), ("distractors", distractors)) if v is not None}
+    items = tasks.load_problems("toy", "eval_dev", n_problems, seed=seed, **world)
     ids = [f"toy/{i['id']}" for i in items]
     policy = make_generator(policy_dir, backend="hf", batch_size=128)
     j = judge.load_judge(entry, "toy", 128, 128)
@@ -839,6 +843,7 @@ def reset_trial(
             "problems": n_problems,
             "seed": seed,
             "policy": policy_dir,
+            **{k: list(v) for k, v in world.items()},
         },
         "dev": arms,
         "comparisons": comps,
@@ -943,6 +948,17 @@ def reset_markdown(records: list[dict]) -> str:
     return "\n".join(out)
 
 
+def _slice(text: str) -> tuple[tuple[int, int], tuple[int, int]]:
+    """A slice of the toy world from the command line: ``STEPS:DISTRACTORS``, each ``N`` or ``LO-HI``."""
+
+    def span(x: str) -> tuple[int, int]:
+        lo, _, hi = x.partition("-")
+        return int(lo), int(hi or lo)
+
+    steps, _, distractors = text.partition(":")
+    return span(steps), span(distractors)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", default="tiny")
@@ -998,6 +1014,9 @@ def main(argv: list[str] | None = None) -> None:
         help="the plain chunk policy's accuracy on eval_dev slices, e.g. 2-4:0-2 5-7:2-4 (headroom_trial)",
     )
     ap.add_argument("--problems-per-slice", type=int, default=128)
+    ap.add_argument(
+        "--slice", default=None, help="--reset: eval_dev problems of this slice, STEPS:DISTRACTORS (e.g. 5:1-3)"
+    )
     a = ap.parse_args(argv)
     if a.table:
         print(markdown(io.read_jsonl(paths.ROOT / TRIALS)), end="")
@@ -1061,12 +1080,7 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps({k: rec[k] for k in ("name", "settings", "kept", "sampled", "dev", "seconds")}, indent=1))
         return
     if a.headroom:
-
-        def span(x: str) -> tuple[int, int]:
-            lo, _, hi = x.partition("-")
-            return int(lo), int(hi or lo)
-
-        slices = tuple((span(x.split(":")[0]), span(x.split(":")[1])) for x in a.headroom)
+        slices = tuple(_slice(x) for x in a.headroom)
         rec = headroom_trial(
             a.profile,
             a.name,
@@ -1079,7 +1093,10 @@ def main(argv: list[str] | None = None) -> None:
         _append(HEADROOM_TRIALS, rec)
         return
     if a.reset:
-        rec = reset_trial(a.profile, a.name, temperatures=tuple(a.temperatures), seed=a.seed, note=a.note)
+        world = {}
+        if a.slice:  # STEPS:DISTRACTORS, as --headroom takes them
+            world = dict(zip(("steps", "distractors"), _slice(a.slice)))
+        rec = reset_trial(a.profile, a.name, temperatures=tuple(a.temperatures), seed=a.seed, note=a.note, **world)
         _append(RESET_TRIALS, rec)
         print(
             json.dumps(
