@@ -279,8 +279,8 @@ def evaluate_start(
     rule's test split (every metric, with the verdict readout) and dev split (greedy verdicts),
     and on toy problems how often its own analysis implies the exact checker's verdict.
     Returns (test metrics, test judged, dev metrics, dev judged), each keyed by rule. In one
-    process: the test and dev splits side by side took longer on tiny (66 s against 54 s; the
-    test split is most of the work, and each process imports torch and loads the judge)."""
+    process: the test split is most of the work, so splitting test from dev across two processes
+    did not pay (LAB_LOG.md, "Budgets")."""
     j = judge.load_judge(entry, family, max_completion, batch)
     before, before_judged, before_dev, before_dev_judged = {}, {}, {}, {}
     for rule in data:

@@ -132,9 +132,9 @@ def _failure(nb_path: Path) -> str:
 
 
 #: The stages whose worker CLIs :func:`run` starts side by side on a CPU machine (``cpu_workers``):
-#: labelling (02: 1.38x with 2 processes on 2 cores, ``results/bench/labelling_scaling.json``).
-#: Notebook 05 judges side by side itself (its ``PROCESSES``). Not 06 or 07: on tiny, two workers
-#: then the notebook's join took 83 and 213 s against 86 and 156 s in the notebook alone (LAB_LOG.md).
+#: labelling (02; ``results/bench/labelling_scaling.json``). Notebook 05 judges side by side itself
+#: (its ``PROCESSES``). Not 06 or 07: their workers then the notebook's join were no faster than
+#: the notebook alone on tiny (LAB_LOG.md, "Budgets").
 CPU_WORKER_STAGES = ("02",)
 
 
@@ -148,7 +148,7 @@ def _side_by_side(profile: str, stem: str, values: dict, cpu_workers: int) -> No
         return
     if any(values.get(k) == "vllm" for k in ("BACKEND", "JUDGE_BACKEND")):
         return
-    from . import workers  # lazy: a subprocess launcher, no torch
+    from . import workers  # lazy: only a run with CPU workers needs it (visible_gpus imports torch)
 
     if workers.visible_gpus():
         return
